@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: Apache-2.0
+// Shape validation shared by the CPU and CUDA implementations.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "gcompute/kernels/apsp_types.hpp"
+#include "gcompute/kernels/matmul_types.hpp"
+#include "gcompute/kernels/svd_types.hpp"
+#include "gcompute/kernels/transpose_types.hpp"
+
+namespace gcompute::kernels {
+
+absl::Status validate(const TransposeShape& s) {
+  if (s.batch < 0 || s.rows < 0 || s.cols < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("transpose: negative shape batch=", s.batch,
+                                                   " rows=", s.rows, " cols=", s.cols));
+  }
+  if (s.element_bytes != 1 && s.element_bytes != 2 && s.element_bytes != 4 &&
+      s.element_bytes != 8) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("transpose: element size must be 1, 2, 4 or 8 bytes, got ", s.element_bytes));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Precision> resolve_precision(DType dtype, Precision requested) {
+  switch (dtype) {
+    case DType::kF32:
+      if (requested == Precision::kDefault) return Precision::kF32;
+      if (requested == Precision::kF64) break;
+      return requested;
+    case DType::kF64:
+      if (requested == Precision::kDefault || requested == Precision::kF64) return Precision::kF64;
+      break;
+    case DType::kF16:
+      if (requested == Precision::kDefault || requested == Precision::kF16) return Precision::kF16;
+      break;
+    case DType::kBF16:
+      if (requested == Precision::kDefault || requested == Precision::kBF16) return Precision::kBF16;
+      break;
+    case DType::kI32:
+      return absl::InvalidArgumentError("matmul does not take i32 operands");
+  }
+  const char* needs = requested == Precision::kF64    ? "f64 operands"
+                      : requested == Precision::kF32  ? "f32 operands"
+                      : requested == Precision::kTF32 ? "f32 operands"
+                      : requested == Precision::kBF16 ? "bf16 or f32 operands"
+                                                      : "f16 or f32 operands";
+  return absl::InvalidArgumentError(absl::StrCat("precision ", precision_name(requested),
+                                                 " needs ", needs, ", got ", dtype_name(dtype)));
+}
+
+absl::Status validate(const MatmulShape& s) {
+  if (s.batch < 0 || s.a_batch < 0 || s.b_batch < 0 || s.m < 0 || s.n < 0 || s.k < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("matmul: negative shape m=", s.m, " n=", s.n,
+                                                   " k=", s.k, " batch=", s.batch));
+  }
+  const bool a_ok = s.a_batch == s.batch || s.a_batch == 1;
+  const bool b_ok = s.b_batch == s.batch || s.b_batch == 1;
+  if (!a_ok || !b_ok || s.batch != std::max(s.a_batch, s.b_batch)) {
+    return absl::InvalidArgumentError(absl::StrCat("matmul: batch sizes ", s.a_batch, " (A) and ",
+                                                   s.b_batch, " (B) neither match nor broadcast"));
+  }
+  if (!std::isfinite(s.alpha) || !std::isfinite(s.beta)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("matmul: alpha and beta must be finite, got ", s.alpha, " and ", s.beta));
+  }
+  return resolve_precision(s.dtype, s.precision).status();
+}
+
+double effective_tolerance(const SvdShape& s) {
+  if (s.tolerance > 0) return s.tolerance;
+  const double eps = s.dtype == DType::kF32 ? std::numeric_limits<float>::epsilon()
+                                            : std::numeric_limits<double>::epsilon();
+  return std::sqrt(static_cast<double>(std::max<std::int64_t>({s.m, s.n, 1}))) * eps;
+}
+
+absl::Status validate(const SvdShape& s) {
+  if (s.batch < 0 || s.m < 0 || s.n < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("svd: negative shape m=", s.m, " n=", s.n, " batch=", s.batch));
+  }
+  if (s.dtype != DType::kF32 && s.dtype != DType::kF64) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("svd takes f32 or f64 matrices, got ", dtype_name(s.dtype)));
+  }
+  if (!(s.tolerance >= 0 && s.tolerance < 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("svd: tolerance must be in [0, 1) (0 = default), got ", s.tolerance));
+  }
+  if (s.max_sweeps < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("svd: max_sweeps must be >= 0 (0 = default), got ", s.max_sweeps));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status validate(const ApspShape& s) {
+  if (s.n < 0) return absl::InvalidArgumentError(absl::StrCat("apsp: negative n=", s.n));
+  if (s.dtype != DType::kF32 && s.dtype != DType::kI32) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("apsp takes f32 or i32 weights, got ", dtype_name(s.dtype)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace gcompute::kernels

@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: Apache-2.0
+// Singular value decomposition by one-sided (Hestenes) Jacobi: A = U * diag(S) * Vt.
+#pragma once
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "gcompute/kernels/dtype.hpp"
+
+namespace gcompute::kernels {
+
+/// Shape and options of a (batched) SVD of m x n matrices (f32 or f64), row-major.
+/// With p = min(m, n), the outputs per matrix are:
+///   S  : p values, descending, non-negative;
+///   U  : m x p (thin) or m x m (full_matrices), orthonormal columns;
+///   Vt : p x n (thin) or n x n (full_matrices), orthonormal rows.
+/// U and Vt are neither read nor written when compute_uv is false (they may be null).
+struct SvdShape {
+  std::int64_t batch = 1;
+  std::int64_t m = 0;
+  std::int64_t n = 0;
+  DType dtype = DType::kF64;
+  bool compute_uv = true;
+  bool full_matrices = false;
+  /// Convergence: a pair (i, j) is orthogonal once |a_i . a_j| <= tol * |a_i| * |a_j|.
+  /// 0 selects the default, sqrt(max(m, n)) * machine epsilon of dtype (as LAPACK's xGESVJ).
+  double tolerance = 0.0;
+  /// Upper bound on sweeps (a sweep visits every pair once). 0 selects the default, 60.
+  int max_sweeps = 0;
+};
+
+/// What the iteration did. For a batch: the largest sweep count and whether all converged.
+struct SvdInfo {
+  int sweeps = 0;
+  bool converged = false;
+};
+
+constexpr int kSvdDefaultMaxSweeps = 60;
+
+/// The tolerance actually used (the default resolved).
+double effective_tolerance(const SvdShape& shape);
+
+/// INVALID_ARGUMENT for negative sizes, a dtype other than f32/f64, tolerance < 0 or >= 1,
+/// or max_sweeps < 0.
+absl::Status validate(const SvdShape& shape);
+
+/// Columns of U and rows of Vt for this shape.
+inline std::int64_t svd_u_cols(const SvdShape& s) {
+  return s.full_matrices ? s.m : (s.m < s.n ? s.m : s.n);
+}
+inline std::int64_t svd_vt_rows(const SvdShape& s) {
+  return s.full_matrices ? s.n : (s.m < s.n ? s.m : s.n);
+}
+
+}  // namespace gcompute::kernels
