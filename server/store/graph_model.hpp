@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: Apache-2.0
+// Proto-free domain types of the graph store (gcompute.v1 graphs.proto). The gRPC layer
+// converts between these and the messages; the store never sees protobuf.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace gcompute::server {
+
+/// A directed hyperedge: from every tail to every head, with one weight. Tails and heads are
+/// non-empty sets (no repeats) of existing vertex ids; a vertex may be both a tail and a head.
+struct Hyperedge {
+  std::uint64_t id = 0;  ///< assigned by the store; ignored on input
+  std::vector<std::uint64_t> tails;
+  std::vector<std::uint64_t> heads;
+  double weight = 0.0;
+
+  friend bool operator==(const Hyperedge&, const Hyperedge&) = default;
+};
+
+/// Summary of one stored graph.
+struct GraphInfo {
+  std::string graph_id;
+  std::uint64_t version = 0;  ///< 1 after creation, +1 per applied non-empty batch
+  std::uint64_t num_vertices = 0;
+  std::uint64_t num_edges = 0;
+
+  friend bool operator==(const GraphInfo&, const GraphInfo&) = default;
+};
+
+/// One consistent version of a graph.
+struct GraphSnapshot {
+  GraphInfo info;
+  std::vector<std::uint64_t> vertices;  ///< ascending
+  std::vector<Hyperedge> edges;         ///< ascending by id
+
+  friend bool operator==(const GraphSnapshot&, const GraphSnapshot&) = default;
+};
+
+/// Adds a vertex; its id is returned in EditResult::vertex_id.
+struct AddVertex {};
+/// Removes the vertex from every incident edge; edges left without tails or without heads
+/// are deleted too (their ids are returned in EditResult::deleted_edge_ids, ascending).
+struct DeleteVertex {
+  std::uint64_t vertex_id = 0;
+};
+/// Adds a hyperedge; its id is returned in EditResult::edge_id.
+struct AddEdge {
+  std::vector<std::uint64_t> tails;
+  std::vector<std::uint64_t> heads;
+  double weight = 0.0;
+};
+/// Deletes one edge.
+struct DeleteEdge {
+  std::uint64_t edge_id = 0;
+};
+/// Replaces an edge's weight.
+struct SetWeight {
+  std::uint64_t edge_id = 0;
+  double weight = 0.0;
+};
+/// Splits vertex v into v and a new vertex w joined by a new edge v -> w of joining_weight.
+/// Each edge in move_edge_ids (each must be incident to v) has v replaced by w in its tails
+/// and heads; the other edges stay on v. EditResult gets w (vertex_id) and the new edge.
+struct DecomposeVertex {
+  std::uint64_t vertex_id = 0;
+  std::vector<std::uint64_t> move_edge_ids;
+  double joining_weight = 0.0;
+};
+
+/// One edit of a batch. Ids refer to the graph as left by the edits before it in the batch.
+using Edit = std::variant<AddVertex, DeleteVertex, AddEdge, DeleteEdge, SetWeight, DecomposeVertex>;
+
+/// What one edit created or removed.
+struct EditResult {
+  std::uint64_t vertex_id = 0;                  ///< add_vertex, decompose_vertex (the new vertex)
+  std::uint64_t edge_id = 0;                    ///< add_edge, decompose_vertex (the joining edge)
+  std::vector<std::uint64_t> deleted_edge_ids;  ///< delete_vertex, ascending
+
+  friend bool operator==(const EditResult&, const EditResult&) = default;
+};
+
+/// Outcome of an applied batch.
+struct ApplyResult {
+  std::uint64_t version = 0;        ///< the graph's version after the batch
+  std::vector<EditResult> results;  ///< one per edit, in order
+
+  friend bool operator==(const ApplyResult&, const ApplyResult&) = default;
+};
+
+/// A graph as a dense weight matrix (the APSP input).
+struct DenseGraph {
+  std::vector<std::uint64_t> vertex_ids;  ///< ascending; row/column i is vertex_ids[i]
+  /// n*n elements of the requested dtype, little-endian, row-major. W[i][j] is the least
+  /// weight over the hyperedges with vertex_ids[i] as a tail and vertex_ids[j] as a head;
+  /// +inf (f32) or kernels::kI32NoEdge (i32) where there is none.
+  std::string weights;
+  std::uint64_t version = 0;  ///< the version the matrix was built from
+};
+
+/// Per-graph and store-wide size limits (RESOURCE_EXHAUSTED past them).
+struct GraphLimits {
+  std::uint64_t max_vertices = std::uint64_t{1} << 26;  ///< live vertices in one graph
+  std::uint64_t max_edges = std::uint64_t{1} << 26;     ///< live edges in one graph
+};
+
+}  // namespace gcompute::server

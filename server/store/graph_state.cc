@@ -1,0 +1,392 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "store/graph_state.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+
+namespace gcompute::server {
+namespace {
+
+/// INVALID_ARGUMENT naming the first repeated id in `ids` ("<field>[3] = 7 repeats
+/// <field>[1]"), OK if all differ.
+absl::Status check_distinct(const std::vector<std::uint64_t>& ids, const std::string& field) {
+  absl::flat_hash_map<std::uint64_t, std::size_t> first;
+  first.reserve(ids.size());
+  for (std::size_t j = 0; j < ids.size(); ++j) {
+    auto [it, inserted] = first.emplace(ids[j], j);
+    if (!inserted) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, "[", j, "] = ", ids[j], " repeats ", field, "[", it->second, "]"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status check_finite(double weight, const std::string& field) {
+  if (!std::isfinite(weight)) {
+    return absl::InvalidArgumentError(absl::StrCat(field, " = ", weight, " is not finite"));
+  }
+  return absl::OkStatus();
+}
+
+std::string edit_field(std::size_t index, const char* kind) {
+  return absl::StrCat("edits[", index, "].", kind);
+}
+
+}  // namespace
+
+// ---- construction and reads -------------------------------------------------------------
+
+absl::StatusOr<GraphState> GraphState::create(std::uint64_t num_vertices,
+                                              std::vector<Hyperedge> edges,
+                                              const GraphLimits& limits) {
+  if (num_vertices > limits.max_vertices) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "num_vertices = ", num_vertices, " is more than the limit of ", limits.max_vertices));
+  }
+  if (edges.size() > limits.max_edges) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the graph has ", edges.size(), " edges, more than the limit of ", limits.max_edges));
+  }
+  for (std::size_t i = 0; i < edges.size(); ++i) {
+    const Hyperedge& e = edges[i];
+    const std::string prefix = absl::StrCat("edges[", i, "]");
+    if (e.tails.empty()) return absl::InvalidArgumentError(absl::StrCat(prefix, ".tails is empty"));
+    if (e.heads.empty()) return absl::InvalidArgumentError(absl::StrCat(prefix, ".heads is empty"));
+    for (const auto& [ids, name] : {std::pair{&e.tails, ".tails"}, std::pair{&e.heads, ".heads"}}) {
+      for (std::size_t j = 0; j < ids->size(); ++j) {
+        if ((*ids)[j] >= num_vertices) {
+          return absl::InvalidArgumentError(absl::StrCat(prefix, name, "[", j, "] = ", (*ids)[j],
+                                                         " but the graph has ", num_vertices,
+                                                         " vertices"));
+        }
+      }
+      if (absl::Status s = check_distinct(*ids, absl::StrCat(prefix, name)); !s.ok()) return s;
+    }
+    if (absl::Status s = check_finite(e.weight, absl::StrCat(prefix, ".weight")); !s.ok()) {
+      return s;
+    }
+  }
+
+  GraphState g;
+  for (std::uint64_t v = 0; v < num_vertices; ++v)
+    g.vertices_.emplace_hint(g.vertices_.end(), v, Vertex{});
+  for (std::size_t i = 0; i < edges.size(); ++i) {
+    Edge edge{std::move(edges[i].tails), std::move(edges[i].heads), edges[i].weight};
+    g.attach(i, edge);
+    g.edges_.emplace_hint(g.edges_.end(), i, std::move(edge));
+  }
+  g.next_vertex_id_ = num_vertices;
+  g.next_edge_id_ = edges.size();
+  g.version_ = 1;
+  return g;
+}
+
+GraphInfo GraphState::info(const std::string& graph_id) const {
+  return GraphInfo{graph_id, version_, vertices_.size(), edges_.size()};
+}
+
+GraphSnapshot GraphState::snapshot(const std::string& graph_id) const {
+  GraphSnapshot snap;
+  snap.info = info(graph_id);
+  snap.vertices.reserve(vertices_.size());
+  for (const auto& [id, vertex] : vertices_) snap.vertices.push_back(id);
+  snap.edges.reserve(edges_.size());
+  for (const auto& [id, edge] : edges_) {
+    snap.edges.push_back(Hyperedge{id, edge.tails, edge.heads, edge.weight});
+  }
+  return snap;
+}
+
+// ---- primitive changes and undo ---------------------------------------------------------
+
+void GraphState::attach(std::uint64_t id, const Edge& edge) {
+  for (std::uint64_t t : edge.tails) vertices_.find(t)->second.tail_of.insert(id);
+  for (std::uint64_t h : edge.heads) vertices_.find(h)->second.head_of.insert(id);
+}
+
+void GraphState::detach(std::uint64_t id, const Edge& edge) {
+  for (std::uint64_t t : edge.tails) vertices_.find(t)->second.tail_of.erase(id);
+  for (std::uint64_t h : edge.heads) vertices_.find(h)->second.head_of.erase(id);
+}
+
+void GraphState::add_vertex(Batch& batch, std::uint64_t id) {
+  vertices_.emplace(id, Vertex{});
+  batch.undo.emplace_back(UndoAddVertex{id});
+}
+
+void GraphState::erase_vertex(Batch& batch, std::uint64_t id) {
+  vertices_.erase(id);
+  batch.undo.emplace_back(UndoEraseVertex{id});
+}
+
+void GraphState::add_edge(Batch& batch, std::uint64_t id, Edge edge) {
+  attach(id, edge);
+  edges_.emplace(id, std::move(edge));
+  batch.undo.emplace_back(UndoAddEdge{id});
+}
+
+void GraphState::erase_edge(Batch& batch, std::uint64_t id) {
+  auto it = edges_.find(id);
+  Edge edge = std::move(it->second);
+  edges_.erase(it);
+  detach(id, edge);
+  batch.undo.emplace_back(UndoEraseEdge{id, std::move(edge)});
+}
+
+void GraphState::set_weight(Batch& batch, std::uint64_t id, double weight) {
+  double& w = edges_.find(id)->second.weight;
+  batch.undo.emplace_back(UndoSetWeight{id, w});
+  w = weight;
+}
+
+void GraphState::rollback(Batch& batch) {
+  // Newest first: each record finds the graph exactly as its change left it.
+  for (auto it = batch.undo.rbegin(); it != batch.undo.rend(); ++it) {
+    if (auto* u = std::get_if<UndoAddVertex>(&*it)) {
+      vertices_.erase(u->id);  // its later edges are already gone
+    } else if (auto* u2 = std::get_if<UndoEraseVertex>(&*it)) {
+      vertices_.emplace(u2->id, Vertex{});  // its edges come back as older records replay
+    } else if (auto* u3 = std::get_if<UndoAddEdge>(&*it)) {
+      auto e = edges_.find(u3->id);
+      detach(u3->id, e->second);
+      edges_.erase(e);
+    } else if (auto* u4 = std::get_if<UndoEraseEdge>(&*it)) {
+      attach(u4->id, u4->edge);
+      edges_.emplace(u4->id, std::move(u4->edge));
+    } else {
+      const auto& u5 = std::get<UndoSetWeight>(*it);
+      edges_.find(u5.id)->second.weight = u5.weight;
+    }
+  }
+  batch.undo.clear();
+  next_vertex_id_ = batch.next_vertex_id;
+  next_edge_id_ = batch.next_edge_id;
+}
+
+// ---- edits ------------------------------------------------------------------------------
+
+absl::StatusOr<ApplyResult> GraphState::apply(std::span<const Edit> edits,
+                                              const GraphLimits& limits) {
+  return apply(edits, limits, [](const ApplyResult&) { return absl::OkStatus(); });
+}
+
+absl::StatusOr<ApplyResult> GraphState::apply(std::span<const Edit> edits,
+                                              const GraphLimits& limits,
+                                              BeforeCommit before_commit) {
+  ApplyResult out;
+  out.version = version_;
+  if (edits.empty()) return out;
+
+  Batch batch;
+  batch.next_vertex_id = next_vertex_id_;
+  batch.next_edge_id = next_edge_id_;
+  out.results.resize(edits.size());
+  for (std::size_t i = 0; i < edits.size(); ++i) {
+    absl::Status s = std::visit(
+        [&](const auto& edit) { return apply_edit(batch, i, edit, limits, out.results[i]); },
+        edits[i]);
+    if (!s.ok()) {
+      rollback(batch);
+      return s;
+    }
+  }
+  out.version = version_ + 1;
+  if (absl::Status s = before_commit(out); !s.ok()) {
+    rollback(batch);
+    return s;
+  }
+  version_ = out.version;
+  return out;
+}
+
+absl::Status GraphState::apply_edit(Batch& batch, std::size_t index, const AddVertex&,
+                                    const GraphLimits& limits, EditResult& result) {
+  if (vertices_.size() >= limits.max_vertices) {
+    return absl::ResourceExhaustedError(absl::StrCat(edit_field(index, "add_vertex"),
+                                                     ": the graph would have more than ",
+                                                     limits.max_vertices, " vertices"));
+  }
+  result.vertex_id = next_vertex_id_++;
+  add_vertex(batch, result.vertex_id);
+  return absl::OkStatus();
+}
+
+absl::Status GraphState::apply_edit(Batch& batch, std::size_t index, const DeleteVertex& edit,
+                                    const GraphLimits&, EditResult& result) {
+  const std::uint64_t v = edit.vertex_id;
+  auto vit = vertices_.find(v);
+  if (vit == vertices_.end()) {
+    return absl::NotFoundError(
+        absl::StrCat(edit_field(index, "delete_vertex.vertex_id"), " = ", v, ": no such vertex"));
+  }
+  // Only the incident edges are visited (a self-loop appears in both sets: once is enough).
+  std::vector<std::uint64_t> incident(vit->second.tail_of.begin(), vit->second.tail_of.end());
+  incident.insert(incident.end(), vit->second.head_of.begin(), vit->second.head_of.end());
+  std::sort(incident.begin(), incident.end());
+  incident.erase(std::unique(incident.begin(), incident.end()), incident.end());
+  for (std::uint64_t e : incident) {
+    Edge edge = edges_.find(e)->second;
+    std::erase(edge.tails, v);
+    std::erase(edge.heads, v);
+    erase_edge(batch, e);
+    if (edge.tails.empty() || edge.heads.empty()) {
+      result.deleted_edge_ids.push_back(e);
+    } else {
+      add_edge(batch, e, std::move(edge));
+    }
+  }
+  erase_vertex(batch, v);
+  return absl::OkStatus();
+}
+
+absl::Status GraphState::apply_edit(Batch& batch, std::size_t index, const AddEdge& edit,
+                                    const GraphLimits& limits, EditResult& result) {
+  const std::string field = edit_field(index, "add_edge");
+  if (edit.tails.empty()) return absl::InvalidArgumentError(absl::StrCat(field, ".tails is empty"));
+  if (edit.heads.empty()) return absl::InvalidArgumentError(absl::StrCat(field, ".heads is empty"));
+  for (const auto& [ids, name] :
+       {std::pair{&edit.tails, ".tails"}, std::pair{&edit.heads, ".heads"}}) {
+    for (std::size_t j = 0; j < ids->size(); ++j) {
+      if (!vertices_.contains((*ids)[j])) {
+        return absl::NotFoundError(
+            absl::StrCat(field, name, "[", j, "] = ", (*ids)[j], ": no such vertex"));
+      }
+    }
+    if (absl::Status s = check_distinct(*ids, absl::StrCat(field, name)); !s.ok()) return s;
+  }
+  if (absl::Status s = check_finite(edit.weight, absl::StrCat(field, ".weight")); !s.ok()) {
+    return s;
+  }
+  if (edges_.size() >= limits.max_edges) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(field, ": the graph would have more than ", limits.max_edges, " edges"));
+  }
+  result.edge_id = next_edge_id_++;
+  add_edge(batch, result.edge_id, Edge{edit.tails, edit.heads, edit.weight});
+  return absl::OkStatus();
+}
+
+absl::Status GraphState::apply_edit(Batch& batch, std::size_t index, const DeleteEdge& edit,
+                                    const GraphLimits&, EditResult&) {
+  if (!edges_.contains(edit.edge_id)) {
+    return absl::NotFoundError(absl::StrCat(edit_field(index, "delete_edge.edge_id"), " = ",
+                                            edit.edge_id, ": no such edge"));
+  }
+  erase_edge(batch, edit.edge_id);
+  return absl::OkStatus();
+}
+
+absl::Status GraphState::apply_edit(Batch& batch, std::size_t index, const SetWeight& edit,
+                                    const GraphLimits&, EditResult&) {
+  if (!edges_.contains(edit.edge_id)) {
+    return absl::NotFoundError(absl::StrCat(edit_field(index, "set_weight.edge_id"), " = ",
+                                            edit.edge_id, ": no such edge"));
+  }
+  if (absl::Status s = check_finite(edit.weight, edit_field(index, "set_weight.weight")); !s.ok()) {
+    return s;
+  }
+  set_weight(batch, edit.edge_id, edit.weight);
+  return absl::OkStatus();
+}
+
+absl::Status GraphState::apply_edit(Batch& batch, std::size_t index, const DecomposeVertex& edit,
+                                    const GraphLimits& limits, EditResult& result) {
+  const std::string field = edit_field(index, "decompose_vertex");
+  const std::uint64_t v = edit.vertex_id;
+  auto vit = vertices_.find(v);
+  if (vit == vertices_.end()) {
+    return absl::NotFoundError(absl::StrCat(field, ".vertex_id = ", v, ": no such vertex"));
+  }
+  const Vertex& vertex = vit->second;
+  for (std::size_t j = 0; j < edit.move_edge_ids.size(); ++j) {
+    const std::uint64_t e = edit.move_edge_ids[j];
+    if (!edges_.contains(e)) {
+      return absl::NotFoundError(
+          absl::StrCat(field, ".move_edge_ids[", j, "] = ", e, ": no such edge"));
+    }
+    if (!vertex.tail_of.contains(e) && !vertex.head_of.contains(e)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, ".move_edge_ids[", j, "] = ", e, ": edge ", e, " is not incident to vertex ", v));
+    }
+  }
+  if (absl::Status s = check_distinct(edit.move_edge_ids, absl::StrCat(field, ".move_edge_ids"));
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = check_finite(edit.joining_weight, absl::StrCat(field, ".joining_weight"));
+      !s.ok()) {
+    return s;
+  }
+  if (vertices_.size() >= limits.max_vertices) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(field, ": the graph would have more than ", limits.max_vertices, " vertices"));
+  }
+  if (edges_.size() >= limits.max_edges) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(field, ": the graph would have more than ", limits.max_edges, " edges"));
+  }
+
+  const std::uint64_t w = next_vertex_id_++;
+  add_vertex(batch, w);  // invalidates vit and vertex
+  for (std::uint64_t e : edit.move_edge_ids) {
+    Edge edge = edges_.find(e)->second;
+    std::replace(edge.tails.begin(), edge.tails.end(), v, w);
+    std::replace(edge.heads.begin(), edge.heads.end(), v, w);
+    erase_edge(batch, e);
+    add_edge(batch, e, std::move(edge));
+  }
+  const std::uint64_t joining = next_edge_id_++;
+  add_edge(batch, joining, Edge{{v}, {w}, edit.joining_weight});
+  result.vertex_id = w;
+  result.edge_id = joining;
+  return absl::OkStatus();
+}
+
+// ---- invariants -------------------------------------------------------------------------
+
+absl::Status GraphState::check_invariants() const {
+  std::uint64_t incidences = 0;
+  for (const auto& [id, edge] : edges_) {
+    if (id >= next_edge_id_) {
+      return absl::InternalError(
+          absl::StrCat("edge ", id, " is not below the next edge id ", next_edge_id_));
+    }
+    if (edge.tails.empty() || edge.heads.empty()) {
+      return absl::InternalError(absl::StrCat("edge ", id, " has no tails or no heads"));
+    }
+    for (const auto& [ids, tail] : {std::pair{&edge.tails, true}, std::pair{&edge.heads, false}}) {
+      for (std::uint64_t v : *ids) {
+        auto it = vertices_.find(v);
+        if (it == vertices_.end()) {
+          return absl::InternalError(absl::StrCat("edge ", id, " names missing vertex ", v));
+        }
+        const auto& set = tail ? it->second.tail_of : it->second.head_of;
+        if (!set.contains(id)) {
+          return absl::InternalError(absl::StrCat("vertex ", v, " does not list edge ", id,
+                                                  tail ? " as tail" : " as head"));
+        }
+        ++incidences;
+      }
+    }
+  }
+  std::uint64_t listed = 0;
+  for (const auto& [id, vertex] : vertices_) {
+    if (id >= next_vertex_id_) {
+      return absl::InternalError(
+          absl::StrCat("vertex ", id, " is not below the next vertex id ", next_vertex_id_));
+    }
+    listed += vertex.tail_of.size() + vertex.head_of.size();
+  }
+  if (listed != incidences) {
+    return absl::InternalError(
+        absl::StrCat("vertices list ", listed, " incidences, edges have ", incidences));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace gcompute::server

@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "store/graph_store.hpp"
+
+#include <utility>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace gcompute::server {
+namespace {
+
+constexpr std::size_t kMaxGraphIdLength = 128;
+
+/// The id as it appears in messages: quoted, escaped, and cut short (it may be hostile).
+std::string quote_id(const std::string& graph_id) {
+  constexpr std::size_t kShown = 64;
+  if (graph_id.size() <= kShown) return absl::StrCat("\"", absl::CHexEscape(graph_id), "\"");
+  return absl::StrCat("\"", absl::CHexEscape(graph_id.substr(0, kShown)), "\"... (",
+                      graph_id.size(), " characters)");
+}
+
+bool is_id_char(char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
+         c == '_' || c == '-';
+}
+
+absl::Status not_found(const std::string& graph_id) {
+  return absl::NotFoundError(absl::StrCat("graph ", quote_id(graph_id), " not found"));
+}
+
+}  // namespace
+
+GraphStore::GraphStore(Options options) : options_(options), id_rng_(std::random_device{}()) {}
+
+absl::Status GraphStore::validate_graph_id(const std::string& graph_id) {
+  if (graph_id.empty() || graph_id.size() > kMaxGraphIdLength) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("graph_id ", quote_id(graph_id), " has ", graph_id.size(),
+                     " characters; it must have 1 to ", kMaxGraphIdLength));
+  }
+  for (std::size_t i = 0; i < graph_id.size(); ++i) {
+    if (!is_id_char(graph_id[i])) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "graph_id ", quote_id(graph_id), " has ", quote_id(std::string(1, graph_id[i])),
+          " at position ", i, "; only [A-Za-z0-9._-] are allowed"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<GraphInfo> GraphStore::create(std::string graph_id, std::uint64_t num_vertices,
+                                             std::vector<Hyperedge> edges) {
+  if (!graph_id.empty()) {
+    if (absl::Status s = validate_graph_id(graph_id); !s.ok()) return s;
+  }
+  // Validation and construction, the expensive part, happen outside every lock.
+  absl::StatusOr<GraphState> state =
+      GraphState::create(num_vertices, std::move(edges), options_.limits);
+  if (!state.ok()) return state.status();
+
+  absl::MutexLock lock(&mu_);
+  if (graph_id.empty()) {
+    do {
+      graph_id = absl::StrFormat("g-%016x", id_rng_());
+    } while (graphs_.contains(graph_id));
+  } else if (graphs_.contains(graph_id)) {
+    return absl::AlreadyExistsError(absl::StrCat("graph ", quote_id(graph_id), " already exists"));
+  }
+  if (graphs_.size() >= options_.max_graphs) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("the store already holds ", graphs_.size(), " graphs, the limit"));
+  }
+  if (options_.listener != nullptr) {
+    if (absl::Status s = options_.listener->on_create(state->snapshot(graph_id)); !s.ok()) {
+      return s;
+    }
+  }
+  auto entry = std::make_shared<Entry>();
+  GraphInfo info = state->info(graph_id);
+  {
+    // Nobody else can see the entry yet; the lock is taken for the annotations' sake.
+    absl::MutexLock entry_lock(&entry->mu);
+    entry->state = *std::move(state);
+  }
+  graphs_.emplace(std::move(graph_id), std::move(entry));
+  return info;
+}
+
+absl::StatusOr<std::shared_ptr<GraphStore::Entry>> GraphStore::find(
+    const std::string& graph_id) const {
+  absl::ReaderMutexLock lock(&mu_);
+  auto it = graphs_.find(graph_id);
+  if (it == graphs_.end()) return not_found(graph_id);
+  return it->second;
+}
+
+absl::StatusOr<GraphSnapshot> GraphStore::get(const std::string& graph_id) const {
+  absl::StatusOr<std::shared_ptr<Entry>> entry = find(graph_id);
+  if (!entry.ok()) return entry.status();
+  absl::ReaderMutexLock lock(&(*entry)->mu);
+  if ((*entry)->removed) return not_found(graph_id);
+  return (*entry)->state.snapshot(graph_id);
+}
+
+absl::StatusOr<GraphInfo> GraphStore::info(const std::string& graph_id) const {
+  absl::StatusOr<std::shared_ptr<Entry>> entry = find(graph_id);
+  if (!entry.ok()) return entry.status();
+  absl::ReaderMutexLock lock(&(*entry)->mu);
+  if ((*entry)->removed) return not_found(graph_id);
+  return (*entry)->state.info(graph_id);
+}
+
+std::vector<GraphInfo> GraphStore::list() const {
+  std::vector<std::pair<std::string, std::shared_ptr<Entry>>> entries;
+  {
+    absl::ReaderMutexLock lock(&mu_);
+    entries.assign(graphs_.begin(), graphs_.end());
+  }
+  // Graph locks are taken one at a time, after the store mutex is released, so a listing
+  // never stalls lookups while it waits for a batch to finish.
+  std::vector<GraphInfo> out;
+  out.reserve(entries.size());
+  for (const auto& [id, entry] : entries) {
+    absl::ReaderMutexLock lock(&entry->mu);
+    if (!entry->removed) out.push_back(entry->state.info(id));
+  }
+  return out;
+}
+
+absl::Status GraphStore::remove(const std::string& graph_id) {
+  absl::MutexLock lock(&mu_);
+  auto it = graphs_.find(graph_id);
+  if (it == graphs_.end()) return not_found(graph_id);
+  // Waits for a batch in progress on this graph, so the removal is ordered after it.
+  absl::MutexLock entry_lock(&it->second->mu);
+  if (options_.listener != nullptr) {
+    if (absl::Status s = options_.listener->on_remove(graph_id); !s.ok()) return s;
+  }
+  it->second->removed = true;
+  graphs_.erase(it);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ApplyResult> GraphStore::apply(const std::string& graph_id,
+                                              std::optional<std::uint64_t> expected_version,
+                                              std::span<const Edit> edits) {
+  absl::StatusOr<std::shared_ptr<Entry>> found = find(graph_id);
+  if (!found.ok()) return found.status();
+  Entry& entry = **found;
+  absl::MutexLock lock(&entry.mu);
+  if (entry.removed) return not_found(graph_id);
+  if (expected_version.has_value() && *expected_version != entry.state.version()) {
+    return absl::AbortedError(absl::StrCat("graph ", quote_id(graph_id), " has version ",
+                                           entry.state.version(), ", expected ",
+                                           *expected_version));
+  }
+  if (options_.listener == nullptr) return entry.state.apply(edits, options_.limits);
+  return entry.state.apply(edits, options_.limits, [&](const ApplyResult& result) {
+    return options_.listener->on_apply(graph_id, edits, result);
+  });
+}
+
+absl::StatusOr<DenseGraph> GraphStore::to_dense(const std::string& graph_id, kernels::DType dtype,
+                                                std::uint64_t max_elements) const {
+  absl::StatusOr<std::shared_ptr<Entry>> entry = find(graph_id);
+  if (!entry.ok()) return entry.status();
+  absl::ReaderMutexLock lock(&(*entry)->mu);
+  if ((*entry)->removed) return not_found(graph_id);
+  absl::StatusOr<DenseGraph> dense = (*entry)->state.to_dense(dtype, max_elements);
+  if (!dense.ok()) {
+    return absl::Status(dense.status().code(),
+                        absl::StrCat("graph ", quote_id(graph_id), ": ", dense.status().message()));
+  }
+  return dense;
+}
+
+std::size_t GraphStore::size() const {
+  absl::ReaderMutexLock lock(&mu_);
+  return graphs_.size();
+}
+
+absl::Status GraphStore::check_invariants() const {
+  absl::ReaderMutexLock lock(&mu_);
+  for (const auto& [id, entry] : graphs_) {
+    absl::ReaderMutexLock entry_lock(&entry->mu);
+    if (absl::Status s = entry->state.check_invariants(); !s.ok()) {
+      return absl::Status(s.code(), absl::StrCat("graph ", quote_id(id), ": ", s.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace gcompute::server

@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: Apache-2.0
+// The graph store: named, versioned, directed weighted hypergraphs edited in atomic batches
+// (gcompute.v1 graphs.proto), held in memory.
+//
+// Locking: one store-wide mutex guards the name -> graph map and is held only to look a
+// graph up, add or remove it; each graph has its own reader/writer mutex. Reads (get, list,
+// to_dense) of a graph share its lock, batches on one graph are serialised, and different
+// graphs never wait on each other's edits. Lock order: store mutex, then a graph's mutex.
+//
+// Durability and device copies come later, through GraphStoreListener: it sees every change
+// after validation and before it becomes visible, under the locks that order the changes,
+// so a write-ahead log can append there (failing the call if it cannot) and a device mirror
+// can queue the same batches.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "gcompute/kernels/dtype.hpp"
+#include "store/graph_model.hpp"
+#include "store/graph_state.hpp"
+
+namespace gcompute::server {
+
+/// Sees every change to a GraphStore before it becomes visible. Calls for one graph come in
+/// the order the changes take effect (under that graph's lock); calls for different graphs
+/// may come concurrently, so implementations must be thread-safe. A non-OK status cancels
+/// the change (nothing is applied) and is returned to the caller. Implementations must not
+/// call back into the store.
+class GraphStoreListener {
+ public:
+  virtual ~GraphStoreListener() = default;
+  /// A graph is about to be created with these contents (version 1). Holds the store mutex.
+  virtual absl::Status on_create(const GraphSnapshot& graph) = 0;
+  /// A batch has been applied in memory and is about to be committed at result.version.
+  /// The edits' ids refer to the graph as each edit found it (replaying them in order on
+  /// the previous version reproduces this one exactly: ids are deterministic).
+  virtual absl::Status on_apply(const std::string& graph_id, std::span<const Edit> edits,
+                                const ApplyResult& result) = 0;
+  /// A graph is about to be removed.
+  virtual absl::Status on_remove(const std::string& graph_id) = 0;
+};
+
+/// Thread-safe store of graphs. See the file comment for the locking scheme.
+class GraphStore {
+ public:
+  struct Options {
+    /// Live vertices and edges per graph.
+    GraphLimits limits;
+    /// Graphs in the store.
+    std::uint64_t max_graphs = 1024;
+    /// Not owned; must outlive the store. Null: no listener.
+    GraphStoreListener* listener = nullptr;
+  };
+
+  GraphStore() : GraphStore(Options{}) {}
+  explicit GraphStore(Options options);
+
+  GraphStore(const GraphStore&) = delete;
+  GraphStore& operator=(const GraphStore&) = delete;
+
+  /// Creates a graph with vertices 0..num_vertices-1 and edges[i] as edge i (ids in `edges`
+  /// are ignored). graph_id: 1-128 characters of [A-Za-z0-9._-], or empty for a generated
+  /// "g-<16 hex digits>". INVALID_ARGUMENT for a bad id or edge (naming field and value),
+  /// ALREADY_EXISTS if the id is taken, RESOURCE_EXHAUSTED past a limit.
+  absl::StatusOr<GraphInfo> create(std::string graph_id, std::uint64_t num_vertices,
+                                   std::vector<Hyperedge> edges);
+
+  /// A consistent snapshot of the current version. NOT_FOUND naming the id.
+  absl::StatusOr<GraphSnapshot> get(const std::string& graph_id) const;
+
+  /// The current summary of one graph, without copying it. NOT_FOUND naming the id.
+  absl::StatusOr<GraphInfo> info(const std::string& graph_id) const;
+
+  /// Every graph's summary, sorted by graph_id.
+  std::vector<GraphInfo> list() const;
+
+  /// Removes a graph. NOT_FOUND naming the id.
+  absl::Status remove(const std::string& graph_id);
+
+  /// Applies a batch atomically (see GraphState::apply for the per-edit errors). ABORTED
+  /// ("graph g has version 5, expected 4") when expected_version is set and differs; the
+  /// version is checked for empty batches too, which change nothing.
+  absl::StatusOr<ApplyResult> apply(const std::string& graph_id,
+                                    std::optional<std::uint64_t> expected_version,
+                                    std::span<const Edit> edits);
+
+  /// The graph as a dense f32 or i32 weight matrix (see DenseGraph, GraphState::to_dense).
+  absl::StatusOr<DenseGraph> to_dense(const std::string& graph_id, kernels::DType dtype,
+                                      std::uint64_t max_elements) const;
+
+  /// Number of graphs.
+  std::size_t size() const;
+
+  /// GraphState::check_invariants over every graph, naming the graph. For tests.
+  absl::Status check_invariants() const;
+
+  /// OK if `graph_id` is 1-128 characters of [A-Za-z0-9._-], else INVALID_ARGUMENT.
+  static absl::Status validate_graph_id(const std::string& graph_id);
+
+ private:
+  struct Entry {
+    mutable absl::Mutex mu;
+    GraphState state ABSL_GUARDED_BY(mu);
+    bool removed ABSL_GUARDED_BY(mu) = false;  // set under both locks by remove()
+  };
+
+  /// The entry, or NOT_FOUND. The caller locks it and checks `removed`.
+  absl::StatusOr<std::shared_ptr<Entry>> find(const std::string& graph_id) const;
+
+  const Options options_;
+  mutable absl::Mutex mu_;
+  std::map<std::string, std::shared_ptr<Entry>> graphs_ ABSL_GUARDED_BY(mu_);
+  std::mt19937_64 id_rng_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace gcompute::server
