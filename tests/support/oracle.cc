@@ -1,0 +1,224 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "support/oracle.hpp"
+
+#include <lapack.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <queue>
+#include <utility>
+
+namespace gcompute::testing {
+
+std::vector<long double> reference_gemm(const double* a, const double* b, const double* c,
+                                        std::int64_t m, std::int64_t n, std::int64_t k, bool ta,
+                                        bool tb, double alpha, double beta) {
+  const std::int64_t lda = ta ? m : k, ldb = tb ? k : n;
+  std::vector<long double> out(static_cast<std::size_t>(m * n));
+  for (std::int64_t i = 0; i < m; ++i) {
+    for (std::int64_t j = 0; j < n; ++j) {
+      long double acc = 0;
+      for (std::int64_t p = 0; p < k; ++p) {
+        acc += static_cast<long double>(op_at(a, lda, ta, i, p)) * op_at(b, ldb, tb, p, j);
+      }
+      long double v = static_cast<long double>(alpha) * acc;
+      if (beta != 0) v += static_cast<long double>(beta) * c[i * n + j];
+      out[i * n + j] = v;
+    }
+  }
+  return out;
+}
+
+std::vector<long double> reference_gemm_abs(const double* a, const double* b, const double* c,
+                                            std::int64_t m, std::int64_t n, std::int64_t k, bool ta,
+                                            bool tb, double alpha, double beta) {
+  const std::int64_t lda = ta ? m : k, ldb = tb ? k : n;
+  std::vector<long double> out(static_cast<std::size_t>(m * n));
+  for (std::int64_t i = 0; i < m; ++i) {
+    for (std::int64_t j = 0; j < n; ++j) {
+      long double acc = 0;
+      for (std::int64_t p = 0; p < k; ++p) {
+        acc +=
+            std::fabs(static_cast<long double>(op_at(a, lda, ta, i, p)) * op_at(b, ldb, tb, p, j));
+      }
+      long double v = std::fabs(static_cast<long double>(alpha)) * acc;
+      if (beta != 0) v += std::fabs(static_cast<long double>(beta) * c[i * n + j]);
+      out[i * n + j] = v;
+    }
+  }
+  return out;
+}
+
+LapackSvd lapack_svd(const std::vector<double>& a, std::int64_t m, std::int64_t n, bool vectors) {
+  LapackSvd r;
+  const std::int64_t p = std::min(m, n);
+  r.s.assign(static_cast<std::size_t>(p), 0.0);
+  if (p == 0) return r;
+  // Row-major A (m x n) is column-major A^T (n x m): factor A^T = V S U^T, so LAPACK's "U"
+  // (n x p, column-major) is our Vt (p x n, row-major) and its "VT" (p x m) is our U.
+  std::vector<double> at(a);
+  lapack_int rows = static_cast<lapack_int>(n), cols = static_cast<lapack_int>(m);
+  lapack_int lda = std::max<lapack_int>(1, rows);
+  lapack_int pp = static_cast<lapack_int>(p);
+  r.vt.assign(static_cast<std::size_t>(vectors ? p * n : 1), 0.0);
+  r.u.assign(static_cast<std::size_t>(vectors ? m * p : 1), 0.0);
+  const char job = vectors ? 'S' : 'N';
+  lapack_int ldu = vectors ? rows : 1, ldvt = vectors ? pp : 1;
+  lapack_int info = 0, lwork = -1;
+  double query = 0;
+  LAPACK_dgesvd(&job, &job, &rows, &cols, at.data(), &lda, r.s.data(), r.vt.data(), &ldu,
+                r.u.data(), &ldvt, &query, &lwork, &info);
+  lwork = static_cast<lapack_int>(query);
+  std::vector<double> work(static_cast<std::size_t>(std::max<lapack_int>(1, lwork)));
+  LAPACK_dgesvd(&job, &job, &rows, &cols, at.data(), &lda, r.s.data(), r.vt.data(), &ldu,
+                r.u.data(), &ldvt, work.data(), &lwork, &info);
+  r.info = static_cast<int>(info);
+  if (!vectors) {
+    r.u.clear();
+    r.vt.clear();
+  }
+  return r;
+}
+
+double frobenius(const double* x, std::int64_t count) {
+  long double s = 0;
+  for (std::int64_t i = 0; i < count; ++i) s += static_cast<long double>(x[i]) * x[i];
+  return static_cast<double>(std::sqrt(s));
+}
+
+double orthonormal_columns_error(const double* q, std::int64_t rows, std::int64_t cols) {
+  double worst = 0;
+  for (std::int64_t a = 0; a < cols; ++a) {
+    for (std::int64_t b = a; b < cols; ++b) {
+      long double dot = 0;
+      for (std::int64_t i = 0; i < rows; ++i) {
+        dot += static_cast<long double>(q[i * cols + a]) * q[i * cols + b];
+      }
+      const double err = static_cast<double>(std::fabs(dot - (a == b ? 1.0L : 0.0L)));
+      worst = std::max(worst, std::isnan(err) ? kInf : err);
+    }
+  }
+  return worst;
+}
+
+double orthonormal_rows_error(const double* q, std::int64_t rows, std::int64_t cols) {
+  double worst = 0;
+  for (std::int64_t a = 0; a < rows; ++a) {
+    for (std::int64_t b = a; b < rows; ++b) {
+      long double dot = 0;
+      for (std::int64_t j = 0; j < cols; ++j) {
+        dot += static_cast<long double>(q[a * cols + j]) * q[b * cols + j];
+      }
+      const double err = static_cast<double>(std::fabs(dot - (a == b ? 1.0L : 0.0L)));
+      worst = std::max(worst, std::isnan(err) ? kInf : err);
+    }
+  }
+  return worst;
+}
+
+double reconstruction_error(const double* a, const double* u, const double* s, const double* vt,
+                            std::int64_t m, std::int64_t n, std::int64_t u_cols) {
+  const std::int64_t p = std::min(m, n);
+  long double diff = 0;
+  for (std::int64_t i = 0; i < m; ++i) {
+    for (std::int64_t j = 0; j < n; ++j) {
+      long double v = 0;
+      for (std::int64_t l = 0; l < p; ++l) {
+        v += static_cast<long double>(u[i * u_cols + l]) * s[l] * vt[l * n + j];
+      }
+      const long double d = v - a[i * n + j];
+      diff += d * d;
+    }
+  }
+  const double norm_a = frobenius(a, m * n);
+  const double err = static_cast<double>(std::sqrt(diff));
+  if (std::isnan(err)) return kInf;
+  return norm_a > 0 ? err / norm_a : err;
+}
+
+std::vector<double> random_orthonormal_columns(Rng& rng, std::int64_t m, std::int64_t p) {
+  std::vector<long double> q(static_cast<std::size_t>(m * p));  // column-contiguous
+  for (auto& x : q) x = rng.normal();
+  for (std::int64_t j = 0; j < p; ++j) {
+    long double* v = q.data() + j * m;
+    for (int pass = 0; pass < 2; ++pass) {
+      for (std::int64_t c = 0; c < j; ++c) {
+        const long double* w = q.data() + c * m;
+        long double dot = 0;
+        for (std::int64_t i = 0; i < m; ++i) dot += v[i] * w[i];
+        for (std::int64_t i = 0; i < m; ++i) v[i] -= dot * w[i];
+      }
+    }
+    long double norm = 0;
+    for (std::int64_t i = 0; i < m; ++i) norm += v[i] * v[i];
+    norm = std::sqrt(norm);
+    for (std::int64_t i = 0; i < m; ++i) v[i] /= norm;
+  }
+  std::vector<double> out(static_cast<std::size_t>(m * p));
+  for (std::int64_t i = 0; i < m; ++i) {
+    for (std::int64_t j = 0; j < p; ++j) out[i * p + j] = static_cast<double>(q[j * m + i]);
+  }
+  return out;
+}
+
+std::vector<double> matrix_with_singular_values(Rng& rng, std::int64_t m, std::int64_t n,
+                                                const std::vector<double>& sigma) {
+  const auto p = static_cast<std::int64_t>(sigma.size());
+  const std::vector<double> q1 = random_orthonormal_columns(rng, m, p);
+  const std::vector<double> q2 = random_orthonormal_columns(rng, n, p);
+  std::vector<double> a(static_cast<std::size_t>(m * n));
+  for (std::int64_t i = 0; i < m; ++i) {
+    for (std::int64_t j = 0; j < n; ++j) {
+      long double v = 0;
+      for (std::int64_t l = 0; l < p; ++l) {
+        v += static_cast<long double>(q1[i * p + l]) * sigma[l] * q2[j * p + l];
+      }
+      a[i * n + j] = static_cast<double>(v);
+    }
+  }
+  return a;
+}
+
+std::vector<double> floyd_warshall_reference(const std::vector<double>& w, std::int64_t n,
+                                             bool* negative_cycle) {
+  std::vector<double> d(w);
+  for (std::int64_t i = 0; i < n; ++i) d[i * n + i] = std::min(0.0, d[i * n + i]);
+  for (std::int64_t k = 0; k < n; ++k) {
+    for (std::int64_t i = 0; i < n; ++i) {
+      const double dik = d[i * n + k];
+      if (dik == kInf) continue;
+      for (std::int64_t j = 0; j < n; ++j) {
+        const double s = dik + d[k * n + j];
+        if (s < d[i * n + j]) d[i * n + j] = s;
+      }
+    }
+  }
+  if (negative_cycle != nullptr) {
+    *negative_cycle = false;
+    for (std::int64_t v = 0; v < n; ++v) *negative_cycle |= d[v * n + v] < 0;
+  }
+  return d;
+}
+
+std::vector<double> dijkstra(const std::vector<double>& w, std::int64_t n, std::int64_t source) {
+  std::vector<double> dist(static_cast<std::size_t>(n), kInf);
+  using Item = std::pair<double, std::int64_t>;
+  std::priority_queue<Item, std::vector<Item>, std::greater<Item>> heap;
+  dist[source] = 0;
+  heap.emplace(0.0, source);
+  while (!heap.empty()) {
+    const auto [du, u] = heap.top();
+    heap.pop();
+    if (du > dist[u]) continue;
+    for (std::int64_t v = 0; v < n; ++v) {
+      const double wt = w[u * n + v];
+      if (wt == kInf || du + wt >= dist[v]) continue;
+      dist[v] = du + wt;
+      heap.emplace(dist[v], v);
+    }
+  }
+  return dist;
+}
+
+}  // namespace gcompute::testing

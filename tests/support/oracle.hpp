@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: Apache-2.0
+// Independent reference implementations for kernel tests: plain loops in higher precision,
+// LAPACK's SVD, textbook Floyd-Warshall and Dijkstra, and the norms used in assertions.
+// Nothing here uses the code under test. All matrices are row-major.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "support/random.hpp"
+
+namespace gcompute::testing {
+
+/// Element (i, j) of op(X) where X is stored row-major with `ld` columns.
+inline double op_at(const double* x, std::int64_t ld, bool transposed, std::int64_t i,
+                    std::int64_t j) {
+  return transposed ? x[j * ld + i] : x[i * ld + j];
+}
+
+/// alpha * op(A) * op(B) + beta * C for one m x n product, accumulated in long double.
+/// A is m x k (k x m if ta), B is k x n (n x k if tb); c may be null when beta == 0.
+std::vector<long double> reference_gemm(const double* a, const double* b, const double* c,
+                                        std::int64_t m, std::int64_t n, std::int64_t k, bool ta,
+                                        bool tb, double alpha, double beta);
+
+/// Sum over the product of |alpha| |op(A)| |op(B)| + |beta| |C| (the scale of rounding errors).
+std::vector<long double> reference_gemm_abs(const double* a, const double* b, const double* c,
+                                            std::int64_t m, std::int64_t n, std::int64_t k, bool ta,
+                                            bool tb, double alpha, double beta);
+
+/// LAPACK dgesvd of an m x n matrix: s (min(m, n), descending), and with `vectors` the
+/// thin U (m x p) and Vt (p x n). info is LAPACK's.
+struct LapackSvd {
+  std::vector<double> s, u, vt;
+  int info = 0;
+};
+LapackSvd lapack_svd(const std::vector<double>& a, std::int64_t m, std::int64_t n, bool vectors);
+
+/// Frobenius norm, accumulated in long double.
+double frobenius(const double* x, std::int64_t count);
+
+/// max |Q^T Q - I| over entries, for the columns of a rows x cols matrix.
+double orthonormal_columns_error(const double* q, std::int64_t rows, std::int64_t cols);
+/// max |Q Q^T - I| over entries, for the rows of a rows x cols matrix.
+double orthonormal_rows_error(const double* q, std::int64_t rows, std::int64_t cols);
+
+/// |A - U diag(s) Vt|_F / max(|A|_F, tiny), with p = min(m, n) terms: U is m x u_cols (only
+/// its first p columns are used), Vt is vt_rows x n (first p rows used).
+double reconstruction_error(const double* a, const double* u, const double* s, const double* vt,
+                            std::int64_t m, std::int64_t n, std::int64_t u_cols);
+
+/// A random m x p matrix with orthonormal columns (p <= m): Gram-Schmidt, twice, on a
+/// Gaussian matrix, in long double.
+std::vector<double> random_orthonormal_columns(Rng& rng, std::int64_t m, std::int64_t p);
+
+/// Q1 * diag(sigma) * Q2^T for random orthonormal Q1 (m x p) and Q2 (n x p), p = sigma.size().
+std::vector<double> matrix_with_singular_values(Rng& rng, std::int64_t m, std::int64_t n,
+                                                const std::vector<double>& sigma);
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+/// Textbook Floyd-Warshall (triple loop over k, i, j) in double: w is n x n with +inf for no
+/// edge; the result has D[i][i] = min(0, W[i][i], cycles through i). negative_cycle is set when
+/// some D[v][v] < 0.
+std::vector<double> floyd_warshall_reference(const std::vector<double>& w, std::int64_t n,
+                                             bool* negative_cycle = nullptr);
+
+/// Single-source shortest distances by Dijkstra (non-negative weights only), +inf unreachable.
+/// dist[source] = 0.
+std::vector<double> dijkstra(const std::vector<double>& w, std::int64_t n, std::int64_t source);
+
+}  // namespace gcompute::testing
