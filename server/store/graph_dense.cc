@@ -56,13 +56,14 @@ absl::StatusOr<DenseGraph> GraphState::to_dense(kernels::DType dtype,
   for (const auto& [id, edge] : edges_) {
     if (dtype == kernels::DType::kF32) {
       if (std::abs(edge.weight) > std::numeric_limits<float>::max()) {
-        return absl::InvalidArgumentError(absl::StrCat("edge ", id, " has weight ", edge.weight,
+        return absl::InvalidArgumentError(absl::StrCat("edge ", id, " has weight ",
+                                                       format_weight(edge.weight),
                                                        ", which is beyond the range of f32"));
       }
     } else if (edge.weight != std::trunc(edge.weight) ||
                std::abs(edge.weight) > kernels::kI32MaxAbsWeight) {
       return absl::InvalidArgumentError(
-          absl::StrCat("edge ", id, " has weight ", edge.weight,
+          absl::StrCat("edge ", id, " has weight ", format_weight(edge.weight),
                        ", which is not an i32 weight (an integer of magnitude at most ",
                        kernels::kI32MaxAbsWeight, ")"));
     }

@@ -2,6 +2,7 @@
 #include "store/graph_state.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <utility>
 
@@ -9,6 +10,14 @@
 #include "absl/strings/str_cat.h"
 
 namespace gcompute::server {
+
+std::string format_weight(double weight) {
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), weight);
+  if (ec != std::errc()) return absl::StrCat(weight);
+  return std::string(buf, end);
+}
+
 namespace {
 
 /// INVALID_ARGUMENT naming the first repeated id in `ids` ("<field>[3] = 7 repeats
@@ -28,7 +37,8 @@ absl::Status check_distinct(const std::vector<std::uint64_t>& ids, const std::st
 
 absl::Status check_finite(double weight, const std::string& field) {
   if (!std::isfinite(weight)) {
-    return absl::InvalidArgumentError(absl::StrCat(field, " = ", weight, " is not finite"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, " = ", format_weight(weight), " is not finite"));
   }
   return absl::OkStatus();
 }

@@ -24,6 +24,10 @@
 
 namespace gcompute::server {
 
+/// A weight as messages show it: the shortest text that reads back as the same double
+/// ("2.5", "-1073741824", "1e+39", "nan", "inf").
+std::string format_weight(double weight);
+
 /// A graph's vertices, edges, id counters and version. Not thread-safe: the owner locks.
 /// Movable, not copyable (copies would be accidental whole-graph copies).
 class GraphState {
