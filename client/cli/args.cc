@@ -1,0 +1,346 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "cli/args.hpp"
+
+#include <charconv>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace gcompute::cli {
+namespace {
+
+enum class ValueKind { kFlag, kString, kUint, kDouble };
+
+struct OptionSpec {
+  const char* name;
+  ValueKind kind;
+  const char* help;
+  std::vector<std::string> choices = {};
+};
+
+struct CommandSpec {
+  std::vector<std::string> words;
+  std::vector<std::string> positionals;  // names; optional ones in brackets
+  std::size_t min_positionals;
+  std::vector<OptionSpec> options;
+  const char* summary;
+  const char* details;
+};
+
+const std::vector<OptionSpec>& global_options() {
+  static const std::vector<OptionSpec> options = {
+      {"server", ValueKind::kString, "HOST:PORT of the server (default 127.0.0.1:50051)"},
+      {"timeout", ValueKind::kDouble, "deadline of the whole command in seconds (default 600)"},
+      {"inline-limit", ValueKind::kUint,
+       "upload operands in 4 MiB chunks when a request's inline matrices exceed this many "
+       "bytes (default min(max-message-bytes/2, 64 MiB))"},
+      {"max-message-bytes", ValueKind::kUint,
+       "largest gRPC message sent or received (default 268435456)"},
+  };
+  return options;
+}
+
+const std::vector<CommandSpec>& commands() {
+  static const std::vector<CommandSpec> specs = {
+      {{"transpose"},
+       {"IN.npy", "OUT.npy"},
+       2,
+       {},
+       "transpose a matrix (3-D arrays: each matrix of the batch)",
+       "Writes IN transposed: rows x cols becomes cols x rows; a 3-D array of shape\n"
+       "(batch, rows, cols) becomes (batch, cols, rows). A 1-D array is read as one row.\n"},
+      {{"matmul"},
+       {"A.npy", "B.npy", "OUT.npy"},
+       3,
+       {{"precision",
+         ValueKind::kString,
+         "arithmetic: f32 (f32 default), f64, tf32, bf16, f16",
+         {"f32", "f64", "tf32", "bf16", "f16"}},
+        {"transpose-a", ValueKind::kFlag, "use A transposed"},
+        {"transpose-b", ValueKind::kFlag, "use B transposed"}},
+       "multiply matrices: OUT = op(A) @ op(B)",
+       "A and B must have the same dtype (f32 or f64). tf32, bf16 and f16 take f32 files and\n"
+       "write f32 results. With --precision f64, f32 files are converted to f64 on the client\n"
+       "and the result is written as f64. 3-D arrays are batches; a batch of 1 broadcasts.\n"},
+      {{"svd"},
+       {"A.npy"},
+       1,
+       {{"out", ValueKind::kString, "prefix of the output files (required)"},
+        {"no-vectors", ValueKind::kFlag, "compute singular values only"},
+        {"full", ValueKind::kFlag, "full U (rows x rows) and Vt (cols x cols)"},
+        {"tol", ValueKind::kDouble, "convergence tolerance in [0, 1); 0: the server's default"},
+        {"max-sweeps", ValueKind::kUint, "most Jacobi sweeps; 0: the server's default (60)"}},
+       "singular value decomposition A = U diag(S) Vt",
+       "Writes PREFIX.S.npy (descending; 1-D, or (batch, p) for a 3-D input), PREFIX.U.npy and\n"
+       "PREFIX.Vt.npy, and prints the sweeps executed and whether Jacobi converged.\n"},
+      {{"apsp"},
+       {"GRAPH", "OUT.npy"},
+       2,
+       {{"next-hop", ValueKind::kString, "also write the next-hop matrix (int32) to this file"},
+        {"i32", ValueKind::kFlag, "compute with int32 weights (they must be integers)"}},
+       "all-pairs shortest paths",
+       "GRAPH is a dense .npy weight matrix (W[i][j] = weight of i -> j; inf = no edge), a\n"
+       "DIMACS .gr file or a Matrix Market .mtx file. Row and column k of OUT is the file's\n"
+       "k-th vertex: vertex k of a 1-based file (.gr, .mtx) is row k-1. Unreachable pairs are\n"
+       "inf (2147483647 with --i32). Next-hop: N[i][j] is the vertex after i on a shortest path\n"
+       "to j (0-based), -1 where j is unreachable. f64 .npy weights are sent as f32.\n"},
+      {{"path"},
+       {"GRAPH", "SRC", "DST"},
+       3,
+       {{"i32", ValueKind::kFlag, "compute with int32 weights"}},
+       "one shortest path",
+       "GRAPH as for apsp. SRC and DST are numbered as the file numbers vertices: from 1 in\n"
+       "DIMACS and Matrix Market files, from 0 in .npy files. Prints the path (same numbering)\n"
+       "and its length, or \"unreachable\".\n"},
+      {{"graph", "create"},
+       {"NAME", "[FILE]"},
+       1,
+       {{"vertices", ValueKind::kUint,
+         "number of vertices (an empty graph without FILE; at least max id + 1 for .csv)"}},
+       "create a stored graph",
+       "FILE is a DIMACS .gr, a Matrix Market .mtx or a .csv edge list of lines src,dst,weight\n"
+       "with 0-based vertices (an optional header line). Vertex k of a 1-based file becomes\n"
+       "vertex id k-1. Without FILE the graph has --vertices vertices and no edges.\n"},
+      {{"graph", "edit"},
+       {"NAME", "EDITS.jsonl"},
+       2,
+       {{"expected-version", ValueKind::kUint, "fail (ABORTED) unless the graph has this version"}},
+       "apply a batch of edits atomically",
+       "EDITS.jsonl holds one JSON object per line, one of:\n"
+       "  {\"add_vertex\":{}}\n"
+       "  {\"delete_vertex\":{\"vertex_id\":3}}\n"
+       "  {\"add_edge\":{\"tails\":[0],\"heads\":[1],\"weight\":2.5}}\n"
+       "  {\"delete_edge\":{\"edge_id\":4}}\n"
+       "  {\"set_weight\":{\"edge_id\":1,\"weight\":0.5}}\n"
+       "  {\"decompose_vertex\":{\"vertex_id\":2,\"move_edge_ids\":[5],\"joining_weight\":1}}\n"
+       "Prints the new version and, per edit, the ids it created or deleted.\n"},
+      {{"graph", "show"},
+       {"NAME"},
+       1,
+       {{"json", ValueKind::kFlag, "print JSON instead of text"}},
+       "print a stored graph",
+       ""},
+      {{"graph", "delete"}, {"NAME"}, 1, {}, "delete a stored graph", ""},
+      {{"graph", "list"}, {}, 0, {}, "list the stored graphs", ""},
+      {{"graph", "apsp"},
+       {"NAME", "OUT.npy"},
+       2,
+       {{"next-hop", ValueKind::kString, "also write the next-hop matrix (int32) to this file"}},
+       "all-pairs shortest paths of a stored graph",
+       "Row and column k of OUT is vertex id k of the graph.\n"},
+      {{"info"}, {}, 0, {}, "print the server's version, backend, devices and limits", ""},
+  };
+  return specs;
+}
+
+const CommandSpec* find_command(const std::vector<std::string>& words) {
+  for (const CommandSpec& spec : commands()) {
+    if (spec.words == words) return &spec;
+  }
+  return nullptr;
+}
+
+const OptionSpec* find_option(const std::vector<OptionSpec>& options, const std::string& name) {
+  for (const OptionSpec& o : options) {
+    if (name == o.name) return &o;
+  }
+  return nullptr;
+}
+
+absl::Status check_value(const OptionSpec& spec, const std::string& value) {
+  const char* end = value.data() + value.size();
+  if (spec.kind == ValueKind::kUint) {
+    uint64_t v = 0;
+    auto [p, ec] = std::from_chars(value.data(), end, v);
+    if (ec != std::errc() || p != end || value.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", spec.name, " takes a non-negative ", "integer, not '", value, "'"));
+    }
+  } else if (spec.kind == ValueKind::kDouble) {
+    double v = 0;
+    auto [p, ec] = std::from_chars(value.data(), end, v);
+    if (ec != std::errc() || p != end || value.empty() || !std::isfinite(v) || v < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", spec.name, " takes a non-negative ", "number, not '", value, "'"));
+    }
+  }
+  if (!spec.choices.empty()) {
+    bool ok = false;
+    for (const std::string& c : spec.choices) ok = ok || c == value;
+    if (!ok) {
+      return absl::InvalidArgumentError(absl::StrCat("--", spec.name, " must be one of ",
+                                                     absl::StrJoin(spec.choices, ", "), ", not '",
+                                                     value, "'"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::string command_name(const std::vector<std::string>& words) {
+  return absl::StrJoin(words, " ");
+}
+
+void append_options(std::string& out, const std::vector<OptionSpec>& options) {
+  for (const OptionSpec& o : options) {
+    std::string left = absl::StrCat("  --", o.name);
+    if (o.kind != ValueKind::kFlag) absl::StrAppend(&left, " VALUE");
+    if (left.size() < 26)
+      left.resize(26, ' ');
+    else
+      left += "  ";
+    absl::StrAppend(&out, left, o.help, "\n");
+  }
+}
+
+}  // namespace
+
+std::string help_text(const std::vector<std::string>& command) {
+  std::string out;
+  if (const CommandSpec* spec = find_command(command)) {
+    absl::StrAppend(&out, "usage: gcompute ", command_name(spec->words));
+    for (const std::string& p : spec->positionals) absl::StrAppend(&out, " ", p);
+    if (!spec->options.empty()) absl::StrAppend(&out, " [options]");
+    absl::StrAppend(&out, "\n\n", spec->summary, ".\n");
+    if (*spec->details) absl::StrAppend(&out, "\n", spec->details);
+    if (!spec->options.empty()) {
+      absl::StrAppend(&out, "\noptions:\n");
+      append_options(out, spec->options);
+    }
+    absl::StrAppend(&out, "\nglobal options (before or after the subcommand):\n");
+    append_options(out, global_options());
+    return out;
+  }
+  const bool graph_only = command.size() == 1 && command[0] == "graph";
+  absl::StrAppend(&out, "usage: gcompute [global options] ",
+                  graph_only ? "graph SUBCOMMAND" : "COMMAND", " [arguments] [options]\n\n",
+                  graph_only ? "graph subcommands:\n" : "commands:\n");
+  for (const CommandSpec& spec : commands()) {
+    if (graph_only && spec.words[0] != "graph") continue;
+    std::string left = absl::StrCat("  ", command_name(spec.words));
+    if (left.size() < 18) left.resize(18, ' ');
+    absl::StrAppend(&out, left, spec.summary, "\n");
+  }
+  absl::StrAppend(&out, "\nglobal options:\n");
+  append_options(out, global_options());
+  absl::StrAppend(&out,
+                  "  --help                  this text; 'gcompute COMMAND --help' for one "
+                  "command\n");
+  return out;
+}
+
+absl::StatusOr<CommandLine> parse_command_line(const std::vector<std::string>& args) {
+  CommandLine cl;
+  std::vector<std::string> words;  // every non-option token, in order
+  const CommandSpec* spec = nullptr;
+  bool options_done = false;
+  auto resolve = [&]() -> absl::Status {
+    if (spec || words.empty()) return absl::OkStatus();
+    if (words[0] == "graph") {
+      if (words.size() < 2) return absl::OkStatus();
+      spec = find_command({words[0], words[1]});
+      if (!spec) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "unknown graph subcommand '", words[1],
+            "' (create, edit, show, delete, list, apsp; see 'gcompute graph --help')"));
+      }
+      return absl::OkStatus();
+    }
+    spec = find_command({words[0]});
+    if (!spec) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown command '", words[0], "' (see 'gcompute --help')"));
+    }
+    return absl::OkStatus();
+  };
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (options_done || arg.size() < 2 || arg[0] != '-' || arg == "-") {
+      words.push_back(arg);
+      if (absl::Status s = resolve(); !s.ok()) return s;
+      continue;
+    }
+    if (arg == "--") {
+      options_done = true;
+      continue;
+    }
+    if (arg == "--help" || arg == "-h") {
+      cl.help = true;
+      continue;
+    }
+    if (arg.rfind("--", 0) != 0) {
+      return absl::InvalidArgumentError(absl::StrCat("unknown option '", arg, "'"));
+    }
+    std::string name = arg.substr(2);
+    std::optional<std::string> value;
+    if (const std::size_t eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name.resize(eq);
+    }
+    const OptionSpec* opt = find_option(global_options(), name);
+    const bool global = opt != nullptr;
+    if (!opt && spec) opt = find_option(spec->options, name);
+    if (!opt) {
+      if (!spec) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "unknown option '--", name, "' (subcommand options go after the ", "subcommand)"));
+      }
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown option '--", name, "' for '", command_name(spec->words), "'"));
+    }
+    if (opt->kind == ValueKind::kFlag) {
+      if (value) {
+        return absl::InvalidArgumentError(absl::StrCat("--", name, " takes no value"));
+      }
+      value = "";
+    } else if (!value) {
+      if (i + 1 >= args.size()) {
+        return absl::InvalidArgumentError(absl::StrCat("--", name, " needs a value"));
+      }
+      value = args[++i];
+    }
+    if (absl::Status s = check_value(*opt, *value); !s.ok()) return s;
+    if (global) {
+      if (name == "server") {
+        if (value->empty()) return absl::InvalidArgumentError("--server needs HOST:PORT");
+        cl.server = *value;
+      } else if (name == "timeout") {
+        const double seconds = std::stod(*value);
+        if (seconds <= 0) return absl::InvalidArgumentError("--timeout must be positive");
+        cl.timeout = absl::Seconds(seconds);
+      } else if (name == "inline-limit") {
+        cl.inline_limit_bytes = std::stoull(*value);
+      } else {
+        cl.max_message_bytes = std::stoull(*value);
+        if (*cl.max_message_bytes == 0) {
+          return absl::InvalidArgumentError("--max-message-bytes must be positive");
+        }
+      }
+    } else {
+      cl.options[name] = *value;
+    }
+  }
+  if (!spec) {
+    if (!words.empty()) cl.command = {words[0]};  // "graph" alone
+    if (cl.help) return cl;
+    if (words.empty()) return absl::InvalidArgumentError("no command (see 'gcompute --help')");
+    return absl::InvalidArgumentError("'graph' needs a subcommand (see 'gcompute graph --help')");
+  }
+  cl.command = spec->words;
+  cl.positionals.assign(words.begin() + static_cast<std::ptrdiff_t>(spec->words.size()),
+                        words.end());
+  if (cl.help) return cl;
+  const std::size_t n = cl.positionals.size();
+  if (n < spec->min_positionals || n > spec->positionals.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "'", command_name(spec->words), "' takes ", absl::StrJoin(spec->positionals, " "),
+        spec->positionals.empty() ? "no arguments" : "", "; got ", n, " argument",
+        n == 1 ? "" : "s", " (see 'gcompute ", command_name(spec->words), " --help')"));
+  }
+  if (spec->words[0] == "svd" && !cl.has("out")) {
+    return absl::InvalidArgumentError("'svd' needs --out PREFIX");
+  }
+  return cl;
+}
+
+}  // namespace gcompute::cli

@@ -1,0 +1,421 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "cli/commands.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <optional>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "cli/args.hpp"
+#include "cli/convert.hpp"
+#include "cli/edits.hpp"
+#include "cli/graph_files.hpp"
+#include "cli/npy.hpp"
+#include "cli/progress.hpp"
+#include "gcompute/client/client.hpp"
+
+namespace gcompute::cli {
+namespace {
+
+using client::Client;
+using client::DType;
+using client::HostMatrix;
+
+std::string fmt(double v, int digits = 10) {
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+  return buf;
+}
+
+absl::StatusOr<HostMatrix> load_matrix(const std::string& path) {
+  absl::StatusOr<NpyArray> a = read_npy(path);
+  if (!a.ok()) return a.status();
+  return to_host_matrix(*std::move(a));
+}
+
+absl::Status save(const std::string& path, HostMatrix m, bool as_vector = false) {
+  return write_npy(path, to_npy(std::move(m), as_vector));
+}
+
+int64_t parse_vertex(const std::string& text, const char* what, int first, int64_t n,
+                     absl::Status& error) {
+  std::size_t used = 0;
+  int64_t v = 0;
+  try {
+    v = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || text.empty() || v < first || v >= n + first) {
+    error = absl::InvalidArgumentError(absl::StrCat(what, " '", text, "' is not a vertex of the ",
+                                                    "graph (", first, "..", n - 1 + first, ")"));
+  }
+  return v - first;
+}
+
+// The APSP input of `apsp` and `path`: a dense .npy matrix or an edge list from a file.
+struct GraphInput {
+  std::optional<HostMatrix> dense;
+  client::EdgeList edges;
+  int first_vertex = 0;
+  int64_t num_vertices = 0;
+
+  client::ApspGraph graph() const {
+    return dense ? client::ApspGraph::dense(*dense) : client::ApspGraph::edges(edges);
+  }
+};
+
+absl::StatusOr<GraphInput> load_graph_input(const std::string& path, bool i32) {
+  const std::optional<GraphFormat> format = graph_format_from_path(path);
+  GraphInput in;
+  if (format == GraphFormat::kNpy) {
+    absl::StatusOr<NpyArray> a = read_npy(path);
+    if (!a.ok()) return a.status();
+    if (a->shape.size() != 2 || a->shape[0] != a->shape[1]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": a dense graph must be a square 2-D weight matrix, not shape (",
+                       absl::StrJoin(a->shape, ", "), ")"));
+    }
+    HostMatrix m = to_host_matrix(*std::move(a));
+    // The server takes f32 or i32 weights: f64 files are narrowed here.
+    const DType target = i32 ? DType::kI32 : (m.dtype == DType::kI32 ? DType::kI32 : DType::kF32);
+    absl::StatusOr<HostMatrix> converted = convert_dtype(m, target, path);
+    if (!converted.ok()) return converted.status();
+    in.num_vertices = converted->rows;
+    in.dense = *std::move(converted);
+    return in;
+  }
+  if (format == GraphFormat::kDimacs || format == GraphFormat::kMatrixMarket) {
+    absl::StatusOr<GraphFile> g = read_graph_file(path);
+    if (!g.ok()) return g.status();
+    in.first_vertex = g->first_vertex;
+    in.num_vertices = g->num_vertices;
+    in.edges.num_vertices = g->num_vertices;
+    in.edges.src = std::move(g->src);
+    in.edges.dst = std::move(g->dst);
+    in.edges.weight = std::move(g->weight);
+    in.edges.dtype = i32 ? DType::kI32 : DType::kF32;
+    if (i32) {
+      for (std::size_t e = 0; e < in.edges.weight.size(); ++e) {
+        const double w = in.edges.weight[e];
+        if (w != std::trunc(w)) {
+          return absl::InvalidArgumentError(absl::StrCat(path, ": edge ", e,
+                                                         " has the non-integer weight ", fmt(w),
+                                                         "; --i32 needs integers"));
+        }
+      }
+    }
+    return in;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(path, ": unknown graph file type (expected .npy, .gr or .mtx)"));
+}
+
+class Cli {
+ public:
+  Cli(const CommandLine& cl, std::ostream& out, std::ostream& err)
+      : cl_(cl), out_(out), err_(err), client_(options(cl)) {}
+
+  absl::Status run() {
+    const std::string cmd = absl::StrJoin(cl_.command, " ");
+    if (cmd == "transpose") return transpose();
+    if (cmd == "matmul") return matmul();
+    if (cmd == "svd") return svd();
+    if (cmd == "apsp") return apsp();
+    if (cmd == "path") return path();
+    if (cmd == "graph create") return graph_create();
+    if (cmd == "graph edit") return graph_edit();
+    if (cmd == "graph show") return graph_show();
+    if (cmd == "graph delete") return client_.delete_graph(pos(0));
+    if (cmd == "graph list") return graph_list();
+    if (cmd == "graph apsp") return graph_apsp();
+    if (cmd == "info") return info();
+    return absl::InternalError(absl::StrCat("command '", cmd, "' has no implementation"));
+  }
+
+ private:
+  static client::ClientOptions options(const CommandLine& cl) {
+    client::ClientOptions o;
+    o.target = cl.server;
+    if (cl.timeout) o.default_timeout = *cl.timeout;
+    if (cl.max_message_bytes) o.max_message_bytes = *cl.max_message_bytes;
+    if (cl.inline_limit_bytes) o.inline_limit_bytes = *cl.inline_limit_bytes;
+    o.progress = make_progress_bar();
+    return o;
+  }
+
+  const std::string& pos(std::size_t i) const { return cl_.positionals.at(i); }
+
+  absl::Status transpose() {
+    absl::StatusOr<HostMatrix> a = load_matrix(pos(0));
+    if (!a.ok()) return a.status();
+    auto r = client_.transpose(*a);
+    if (!r.ok()) return r.status();
+    return save(pos(1), std::move(r->matrix));
+  }
+
+  absl::Status matmul() {
+    absl::StatusOr<HostMatrix> a = load_matrix(pos(0));
+    if (!a.ok()) return a.status();
+    absl::StatusOr<HostMatrix> b = load_matrix(pos(1));
+    if (!b.ok()) return b.status();
+    client::MatMulOptions o;
+    o.transpose_a = cl_.has("transpose-a");
+    o.transpose_b = cl_.has("transpose-b");
+    const std::string precision = cl_.get("precision");
+    if (precision == "f32") o.precision = client::Precision::kF32;
+    if (precision == "tf32") o.precision = client::Precision::kTF32;
+    if (precision == "bf16") o.precision = client::Precision::kBF16;
+    if (precision == "f16") o.precision = client::Precision::kF16;
+    if (precision == "f64") {
+      o.precision = client::Precision::kF64;
+      // f64 arithmetic needs f64 operands: widen f32 files here (exact).
+      a = convert_dtype(*a, DType::kF64, pos(0));
+      if (!a.ok()) return a.status();
+      b = convert_dtype(*b, DType::kF64, pos(1));
+      if (!b.ok()) return b.status();
+    }
+    auto r = client_.matmul(*a, *b, o);
+    if (!r.ok()) return r.status();
+    return save(pos(2), std::move(r->matrix));
+  }
+
+  absl::Status svd() {
+    absl::StatusOr<NpyArray> arr = read_npy(pos(0));
+    if (!arr.ok()) return arr.status();
+    const bool batched = arr->shape.size() == 3;
+    HostMatrix a = to_host_matrix(*std::move(arr));
+    client::SvdOptions o;
+    o.compute_uv = !cl_.has("no-vectors");
+    o.full_matrices = cl_.has("full");
+    if (cl_.has("tol")) o.tolerance = std::stod(cl_.get("tol"));
+    if (cl_.has("max-sweeps")) {
+      const uint64_t sweeps = std::stoull(cl_.get("max-sweeps"));
+      if (sweeps > static_cast<uint64_t>(std::numeric_limits<int32_t>::max())) {
+        return absl::InvalidArgumentError("--max-sweeps is too large");
+      }
+      o.max_sweeps = static_cast<int32_t>(sweeps);
+    }
+    auto r = batched ? client_.batched_svd(a, o) : client_.svd(a, o);
+    if (!r.ok()) return r.status();
+    const std::string prefix = cl_.get("out");
+    // S arrives as 1 x p (batch x 1 x p): written as p (batch x p), like numpy.linalg.svd.
+    HostMatrix s = std::move(r->s);
+    if (s.batch > 1) {
+      s.rows = s.batch;
+      s.cols = s.elements() / std::max<int64_t>(s.batch, 1);
+      s.batch = 1;
+    }
+    if (absl::Status st = save(prefix + ".S.npy", std::move(s), !batched); !st.ok()) return st;
+    if (r->u) {
+      if (absl::Status st = save(prefix + ".U.npy", std::move(*r->u)); !st.ok()) return st;
+      if (absl::Status st = save(prefix + ".Vt.npy", std::move(*r->vt)); !st.ok()) return st;
+    }
+    out_ << "sweeps: " << r->sweeps << "\nconverged: " << (r->converged ? "true" : "false") << "\n";
+    if (!r->converged) err_ << "gcompute: warning: Jacobi did not converge within max sweeps\n";
+    return absl::OkStatus();
+  }
+
+  absl::Status write_apsp(client::ApspResult& r) {
+    if (absl::Status st = save(pos(1), std::move(r.distances)); !st.ok()) return st;
+    if (cl_.has("next-hop")) return save(cl_.get("next-hop"), std::move(*r.next_hop));
+    return absl::OkStatus();
+  }
+
+  absl::Status apsp() {
+    absl::StatusOr<GraphInput> in = load_graph_input(pos(0), cl_.has("i32"));
+    if (!in.ok()) return in.status();
+    auto r = client_.apsp(in->graph(), cl_.has("next-hop"));
+    if (!r.ok()) return r.status();
+    return write_apsp(*r);
+  }
+
+  absl::Status path() {
+    absl::StatusOr<GraphInput> in = load_graph_input(pos(0), cl_.has("i32"));
+    if (!in.ok()) return in.status();
+    absl::Status error;
+    const int64_t s = parse_vertex(pos(1), "SRC", in->first_vertex, in->num_vertices, error);
+    const int64_t t = parse_vertex(pos(2), "DST", in->first_vertex, in->num_vertices, error);
+    if (!error.ok()) return error;
+    auto r = client_.shortest_path(in->graph(), s, t);
+    if (!r.ok()) return r.status();
+    if (!r->reachable) {
+      out_ << "unreachable\n";
+      return absl::OkStatus();
+    }
+    std::vector<int64_t> shown;
+    for (int64_t v : r->vertices) shown.push_back(v + in->first_vertex);
+    out_ << "path: " << absl::StrJoin(shown, " -> ") << "\nlength: " << fmt(r->length, 17) << "\n";
+    return absl::OkStatus();
+  }
+
+  absl::Status graph_create() {
+    std::vector<client::Hyperedge> edges;
+    uint64_t n = 0;
+    std::optional<int64_t> vertices;
+    if (cl_.has("vertices")) vertices = static_cast<int64_t>(std::stoull(cl_.get("vertices")));
+    if (cl_.positionals.size() == 2) {
+      absl::StatusOr<GraphFile> g = read_graph_file(pos(1), vertices);
+      if (!g.ok()) return g.status();
+      n = static_cast<uint64_t>(g->num_vertices);
+      edges.reserve(g->src.size());
+      for (std::size_t e = 0; e < g->src.size(); ++e) {
+        edges.push_back(client::Hyperedge{0,
+                                          {static_cast<uint64_t>(g->src[e])},
+                                          {static_cast<uint64_t>(g->dst[e])},
+                                          g->weight[e]});
+      }
+      if (vertices && g->format != GraphFormat::kCsv && *vertices != g->num_vertices) {
+        return absl::InvalidArgumentError(absl::StrCat("--vertices ", *vertices, " contradicts ",
+                                                       pos(1), " (", g->num_vertices,
+                                                       " vertices)"));
+      }
+    } else if (vertices) {
+      n = static_cast<uint64_t>(*vertices);
+    } else {
+      return absl::InvalidArgumentError("graph create needs a FILE or --vertices N");
+    }
+    auto info = client_.create_graph(pos(0), n, edges);
+    if (!info.ok()) return info.status();
+    out_ << "created graph " << info->graph_id << ": version " << info->version << ", "
+         << info->num_vertices << " vertices, " << info->num_edges << " edges\n";
+    return absl::OkStatus();
+  }
+
+  absl::Status graph_edit() {
+    absl::StatusOr<std::string> text = read_file(pos(1));
+    if (!text.ok()) return text.status();
+    absl::StatusOr<std::vector<client::GraphEdit>> edits = parse_edits_jsonl(*text, pos(1));
+    if (!edits.ok()) return edits.status();
+    std::optional<uint64_t> expected;
+    if (cl_.has("expected-version")) expected = std::stoull(cl_.get("expected-version"));
+    auto r = client_.apply_edits(pos(0), *edits, expected);
+    if (!r.ok()) return r.status();
+    out_ << "version: " << r->version << "\n";
+    for (std::size_t i = 0; i < r->results.size() && i < edits->size(); ++i) {
+      const client::EditResult& e = r->results[i];
+      const client::GraphEdit& edit = (*edits)[i];
+      out_ << "edit " << i << ": ";
+      if (std::holds_alternative<client::AddVertex>(edit)) {
+        out_ << "add_vertex vertex_id=" << e.vertex_id;
+      } else if (std::holds_alternative<client::AddEdge>(edit)) {
+        out_ << "add_edge edge_id=" << e.edge_id;
+      } else if (std::holds_alternative<client::DecomposeVertex>(edit)) {
+        out_ << "decompose_vertex vertex_id=" << e.vertex_id << " edge_id=" << e.edge_id;
+      } else if (std::holds_alternative<client::DeleteVertex>(edit)) {
+        out_ << "delete_vertex deleted_edge_ids=[" << absl::StrJoin(e.deleted_edge_ids, ",") << "]";
+      } else if (std::holds_alternative<client::DeleteEdge>(edit)) {
+        out_ << "delete_edge";
+      } else {
+        out_ << "set_weight";
+      }
+      out_ << "\n";
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status graph_show() {
+    auto g = client_.get_graph(pos(0));
+    if (!g.ok()) return g.status();
+    if (cl_.has("json")) {
+      out_ << "{\"graph_id\":\"" << json_escape(g->info.graph_id)
+           << "\",\"version\":" << g->info.version << ",\"num_vertices\":" << g->info.num_vertices
+           << ",\"num_edges\":" << g->info.num_edges << ",\"vertices\":["
+           << absl::StrJoin(g->vertices, ",") << "],\"edges\":[";
+      for (std::size_t i = 0; i < g->edges.size(); ++i) {
+        const client::Hyperedge& e = g->edges[i];
+        out_ << (i ? "," : "") << "{\"id\":" << e.id << ",\"tails\":["
+             << absl::StrJoin(e.tails, ",") << "],\"heads\":[" << absl::StrJoin(e.heads, ",")
+             << "],\"weight\":" << (std::isfinite(e.weight) ? fmt(e.weight, 17) : "null") << "}";
+      }
+      out_ << "]}\n";
+      return absl::OkStatus();
+    }
+    out_ << "graph " << g->info.graph_id << ": version " << g->info.version << ", "
+         << g->info.num_vertices << " vertices, " << g->info.num_edges << " edges\n"
+         << "vertices: " << absl::StrJoin(g->vertices, " ") << "\n";
+    for (const client::Hyperedge& e : g->edges) {
+      out_ << "edge " << e.id << ": " << absl::StrJoin(e.tails, ",") << " -> "
+           << absl::StrJoin(e.heads, ",") << " weight " << fmt(e.weight, 17) << "\n";
+    }
+    return absl::OkStatus();
+  }
+
+  static std::string json_escape(const std::string& s) {
+    std::string out;
+    for (char c : s) {
+      if (c == '"' || c == '\\') out.push_back('\\');
+      out.push_back(c);
+    }
+    return out;
+  }
+
+  absl::Status graph_list() {
+    auto graphs = client_.list_graphs();
+    if (!graphs.ok()) return graphs.status();
+    for (const client::GraphInfo& g : *graphs) {
+      out_ << g.graph_id << "\tversion " << g.version << "\t" << g.num_vertices << " vertices\t"
+           << g.num_edges << " edges\n";
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status graph_apsp() {
+    auto r = client_.apsp(client::ApspGraph::graph_id(pos(0)), cl_.has("next-hop"));
+    if (!r.ok()) return r.status();
+    return write_apsp(*r);
+  }
+
+  absl::Status info() {
+    auto i = client_.server_info();
+    if (!i.ok()) return i.status();
+    out_ << "server: " << cl_.server << "\nversion: " << i->version << "\nbackend: " << i->backend
+         << "\n";
+    if (!i->backend_note.empty()) out_ << "backend note: " << i->backend_note << "\n";
+    for (const client::DeviceInfo& d : i->devices) {
+      out_ << "device " << d.index << ": " << d.name << ", "
+           << fmt(static_cast<double>(d.memory_bytes) / (1 << 30), 4) << " GiB, compute capability "
+           << d.compute_capability << "\n";
+    }
+    const client::ServerLimits& l = i->limits;
+    out_ << "max message bytes: " << l.max_message_bytes
+         << "\nmax matrix elements: " << l.max_matrix_elements << "\nqueue depth: " << l.queue_depth
+         << "\nstored matrix quota bytes: " << l.stored_matrix_quota_bytes
+         << "\ndefault ttl seconds: " << l.default_ttl_seconds << "\nworkers: " << l.workers
+         << "\n";
+    return absl::OkStatus();
+  }
+
+  const CommandLine& cl_;
+  std::ostream& out_;
+  std::ostream& err_;
+  Client client_;
+};
+
+}  // namespace
+
+int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  absl::StatusOr<CommandLine> cl = parse_command_line(args);
+  if (!cl.ok()) {
+    err << "gcompute: " << cl.status().message() << "\n";
+    return 2;
+  }
+  if (cl->help) {
+    out << help_text(cl->command);
+    return 0;
+  }
+  absl::Status status = Cli(*cl, out, err).run();
+  if (!status.ok()) {
+    err << "gcompute: " << absl::StatusCodeToString(status.code()) << ": " << status.message()
+        << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace gcompute::cli

@@ -1,0 +1,444 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "cli/edits.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+
+namespace gcompute::cli {
+namespace {
+
+using client::GraphEdit;
+
+class JsonParser {
+ public:
+  explicit JsonParser(const std::string& text) : s_(text) {}
+
+  absl::StatusOr<JsonValue> parse_document() {
+    JsonValue v;
+    if (absl::Status st = value(v, 0); !st.ok()) return st;
+    ws();
+    if (pos_ != s_.size()) return error("unexpected text after the value");
+    return v;
+  }
+
+ private:
+  static constexpr int kMaxDepth = 64;
+
+  absl::Status error(const std::string& what) const {
+    return absl::InvalidArgumentError(absl::StrCat("column ", pos_ + 1, ": ", what));
+  }
+  void ws() {
+    while (pos_ < s_.size() &&
+           (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' || s_[pos_] == '\r')) {
+      ++pos_;
+    }
+  }
+  bool literal(const char* word) {
+    const std::string w(word);
+    if (s_.compare(pos_, w.size(), w) == 0) {
+      pos_ += w.size();
+      return true;
+    }
+    return false;
+  }
+
+  absl::Status value(JsonValue& out, int depth) {
+    if (depth > kMaxDepth) return error("nesting too deep");
+    ws();
+    if (pos_ >= s_.size()) return error("unexpected end of input");
+    const char c = s_[pos_];
+    if (c == '{') return object(out, depth);
+    if (c == '[') return array(out, depth);
+    if (c == '"') {
+      out.kind = JsonValue::Kind::kString;
+      return string(out.text);
+    }
+    if (c == '-' || (c >= '0' && c <= '9')) return number(out);
+    if (literal("true")) {
+      out.kind = JsonValue::Kind::kBool;
+      out.boolean = true;
+      return absl::OkStatus();
+    }
+    if (literal("false")) {
+      out.kind = JsonValue::Kind::kBool;
+      return absl::OkStatus();
+    }
+    if (literal("null")) {
+      out.kind = JsonValue::Kind::kNull;
+      return absl::OkStatus();
+    }
+    return error(absl::StrCat("unexpected character '", std::string(1, c), "'"));
+  }
+
+  absl::Status object(JsonValue& out, int depth) {
+    out.kind = JsonValue::Kind::kObject;
+    ++pos_;  // '{'
+    ws();
+    if (pos_ < s_.size() && s_[pos_] == '}') {
+      ++pos_;
+      return absl::OkStatus();
+    }
+    while (true) {
+      ws();
+      if (pos_ >= s_.size() || s_[pos_] != '"') return error("expected a quoted key");
+      std::string key;
+      if (absl::Status st = string(key); !st.ok()) return st;
+      ws();
+      if (pos_ >= s_.size() || s_[pos_] != ':') return error("expected ':'");
+      ++pos_;
+      JsonValue v;
+      if (absl::Status st = value(v, depth + 1); !st.ok()) return st;
+      out.object.emplace_back(std::move(key), std::move(v));
+      ws();
+      if (pos_ < s_.size() && s_[pos_] == ',') {
+        ++pos_;
+        continue;
+      }
+      if (pos_ < s_.size() && s_[pos_] == '}') {
+        ++pos_;
+        return absl::OkStatus();
+      }
+      return error("expected ',' or '}'");
+    }
+  }
+
+  absl::Status array(JsonValue& out, int depth) {
+    out.kind = JsonValue::Kind::kArray;
+    ++pos_;  // '['
+    ws();
+    if (pos_ < s_.size() && s_[pos_] == ']') {
+      ++pos_;
+      return absl::OkStatus();
+    }
+    while (true) {
+      JsonValue v;
+      if (absl::Status st = value(v, depth + 1); !st.ok()) return st;
+      out.array.push_back(std::move(v));
+      ws();
+      if (pos_ < s_.size() && s_[pos_] == ',') {
+        ++pos_;
+        continue;
+      }
+      if (pos_ < s_.size() && s_[pos_] == ']') {
+        ++pos_;
+        return absl::OkStatus();
+      }
+      return error("expected ',' or ']'");
+    }
+  }
+
+  static void append_utf8(std::string& out, uint32_t cp) {
+    if (cp < 0x80) {
+      out.push_back(static_cast<char>(cp));
+    } else if (cp < 0x800) {
+      out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
+      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+    } else if (cp < 0x10000) {
+      out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
+      out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+    } else {
+      out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
+      out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+      out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+    }
+  }
+
+  absl::Status hex4(uint32_t& out) {
+    if (pos_ + 4 > s_.size()) return error("truncated \\u escape");
+    out = 0;
+    for (int i = 0; i < 4; ++i) {
+      const char h = s_[pos_++];
+      out <<= 4;
+      if (h >= '0' && h <= '9') {
+        out |= static_cast<uint32_t>(h - '0');
+      } else if (h >= 'a' && h <= 'f') {
+        out |= static_cast<uint32_t>(h - 'a' + 10);
+      } else if (h >= 'A' && h <= 'F') {
+        out |= static_cast<uint32_t>(h - 'A' + 10);
+      } else {
+        return error("bad hex digit in \\u escape");
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status string(std::string& out) {
+    ++pos_;  // opening quote
+    out.clear();
+    while (true) {
+      if (pos_ >= s_.size()) return error("unterminated string");
+      const char c = s_[pos_++];
+      if (c == '"') return absl::OkStatus();
+      if (static_cast<unsigned char>(c) < 0x20) return error("control character in a string");
+      if (c != '\\') {
+        out.push_back(c);
+        continue;
+      }
+      if (pos_ >= s_.size()) return error("unterminated escape");
+      const char e = s_[pos_++];
+      switch (e) {
+        case '"':
+        case '\\':
+        case '/':
+          out.push_back(e);
+          break;
+        case 'b':
+          out.push_back('\b');
+          break;
+        case 'f':
+          out.push_back('\f');
+          break;
+        case 'n':
+          out.push_back('\n');
+          break;
+        case 'r':
+          out.push_back('\r');
+          break;
+        case 't':
+          out.push_back('\t');
+          break;
+        case 'u': {
+          uint32_t cp = 0;
+          if (absl::Status st = hex4(cp); !st.ok()) return st;
+          if (cp >= 0xD800 && cp < 0xDC00 && s_.compare(pos_, 2, "\\u") == 0) {
+            pos_ += 2;
+            uint32_t low = 0;
+            if (absl::Status st = hex4(low); !st.ok()) return st;
+            if (low < 0xDC00 || low >= 0xE000) return error("bad surrogate pair");
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+          }
+          append_utf8(out, cp);
+          break;
+        }
+        default:
+          return error(absl::StrCat("bad escape '\\", std::string(1, e), "'"));
+      }
+    }
+  }
+
+  absl::Status number(JsonValue& out) {
+    const std::size_t start = pos_;
+    auto digits = [&] {
+      const std::size_t before = pos_;
+      while (pos_ < s_.size() && s_[pos_] >= '0' && s_[pos_] <= '9') ++pos_;
+      return pos_ > before;
+    };
+    if (s_[pos_] == '-') ++pos_;
+    if (pos_ < s_.size() && s_[pos_] == '0') {
+      ++pos_;
+    } else if (!digits()) {
+      return error("bad number");
+    }
+    if (pos_ < s_.size() && s_[pos_] == '.') {
+      ++pos_;
+      if (!digits()) return error("bad number: digits expected after '.'");
+    }
+    if (pos_ < s_.size() && (s_[pos_] == 'e' || s_[pos_] == 'E')) {
+      ++pos_;
+      if (pos_ < s_.size() && (s_[pos_] == '+' || s_[pos_] == '-')) ++pos_;
+      if (!digits()) return error("bad number: digits expected in the exponent");
+    }
+    out.kind = JsonValue::Kind::kNumber;
+    out.text = s_.substr(start, pos_ - start);
+    return absl::OkStatus();
+  }
+
+  const std::string& s_;
+  std::size_t pos_ = 0;
+};
+
+const char* kind_name(JsonValue::Kind kind) {
+  switch (kind) {
+    case JsonValue::Kind::kNull:
+      return "null";
+    case JsonValue::Kind::kBool:
+      return "a boolean";
+    case JsonValue::Kind::kNumber:
+      return "a number";
+    case JsonValue::Kind::kString:
+      return "a string";
+    case JsonValue::Kind::kArray:
+      return "an array";
+    case JsonValue::Kind::kObject:
+      return "an object";
+  }
+  return "?";
+}
+
+// Reads the fields of one edit's object, refusing unknown and missing ones.
+class Fields {
+ public:
+  Fields(const std::string& op, const JsonValue& object) : op_(op), object_(object) {}
+
+  absl::Status check_known(std::initializer_list<const char*> known) const {
+    for (const auto& [key, value] : object_.object) {
+      bool ok = false;
+      for (const char* k : known) ok = ok || key == k;
+      if (!ok)
+        return absl::InvalidArgumentError(absl::StrCat(op_, ": unknown field \"", key, "\""));
+    }
+    std::set<std::string> seen;
+    for (const auto& kv : object_.object) {
+      if (!seen.insert(kv.first).second) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(op_, ": field \"", kv.first, "\" given twice"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  const JsonValue* find(const char* key) const {
+    for (const auto& [k, v] : object_.object) {
+      if (k == key) return &v;
+    }
+    return nullptr;
+  }
+
+  absl::Status id(const char* key, uint64_t& out) const {
+    const JsonValue* v = find(key);
+    if (!v) return missing(key);
+    return to_id(*v, key, out);
+  }
+
+  absl::Status ids(const char* key, std::vector<uint64_t>& out, bool required) const {
+    const JsonValue* v = find(key);
+    if (!v) return required ? missing(key) : absl::OkStatus();
+    if (v->kind != JsonValue::Kind::kArray) return wrong(key, "an array of ids", *v);
+    for (const JsonValue& item : v->array) {
+      uint64_t id = 0;
+      if (absl::Status st = to_id(item, key, id); !st.ok()) return st;
+      out.push_back(id);
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status weight(const char* key, double& out) const {
+    const JsonValue* v = find(key);
+    if (!v) return missing(key);
+    if (v->kind != JsonValue::Kind::kNumber) return wrong(key, "a number", *v);
+    const char* end = v->text.data() + v->text.size();
+    auto [p, ec] = std::from_chars(v->text.data(), end, out);
+    if (ec != std::errc() || p != end || !std::isfinite(out)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(op_, ": \"", key, "\" = ", v->text, " is not a finite number"));
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::Status missing(const char* key) const {
+    return absl::InvalidArgumentError(absl::StrCat(op_, ": missing field \"", key, "\""));
+  }
+  absl::Status wrong(const char* key, const char* want, const JsonValue& v) const {
+    return absl::InvalidArgumentError(
+        absl::StrCat(op_, ": \"", key, "\" must be ", want, ", not ", kind_name(v.kind)));
+  }
+  absl::Status to_id(const JsonValue& v, const char* key, uint64_t& out) const {
+    if (v.kind != JsonValue::Kind::kNumber) return wrong(key, "a non-negative integer id", v);
+    const char* end = v.text.data() + v.text.size();
+    auto [p, ec] = std::from_chars(v.text.data(), end, out);
+    if (ec != std::errc() || p != end) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(op_, ": \"", key, "\" = ", v.text, " is not a non-negative integer id"));
+    }
+    return absl::OkStatus();
+  }
+
+  const std::string& op_;
+  const JsonValue& object_;
+};
+
+absl::StatusOr<GraphEdit> to_edit(const JsonValue& v) {
+  if (v.kind != JsonValue::Kind::kObject || v.object.size() != 1) {
+    return absl::InvalidArgumentError(
+        "expected an object with exactly one key naming the edit (add_vertex, delete_vertex, "
+        "add_edge, delete_edge, set_weight or decompose_vertex)");
+  }
+  const std::string& op = v.object[0].first;
+  const JsonValue& body = v.object[0].second;
+  if (body.kind != JsonValue::Kind::kObject) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": the value must be an object, not ", kind_name(body.kind)));
+  }
+  Fields f(op, body);
+  if (op == "add_vertex") {
+    if (absl::Status st = f.check_known({}); !st.ok()) return st;
+    return client::AddVertex{};
+  }
+  if (op == "delete_vertex") {
+    client::DeleteVertex e;
+    if (absl::Status st = f.check_known({"vertex_id"}); !st.ok()) return st;
+    if (absl::Status st = f.id("vertex_id", e.vertex_id); !st.ok()) return st;
+    return e;
+  }
+  if (op == "add_edge") {
+    client::AddEdge e;
+    if (absl::Status st = f.check_known({"tails", "heads", "weight"}); !st.ok()) return st;
+    if (absl::Status st = f.ids("tails", e.tails, true); !st.ok()) return st;
+    if (absl::Status st = f.ids("heads", e.heads, true); !st.ok()) return st;
+    if (absl::Status st = f.weight("weight", e.weight); !st.ok()) return st;
+    return e;
+  }
+  if (op == "delete_edge") {
+    client::DeleteEdge e;
+    if (absl::Status st = f.check_known({"edge_id"}); !st.ok()) return st;
+    if (absl::Status st = f.id("edge_id", e.edge_id); !st.ok()) return st;
+    return e;
+  }
+  if (op == "set_weight") {
+    client::SetWeight e;
+    if (absl::Status st = f.check_known({"edge_id", "weight"}); !st.ok()) return st;
+    if (absl::Status st = f.id("edge_id", e.edge_id); !st.ok()) return st;
+    if (absl::Status st = f.weight("weight", e.weight); !st.ok()) return st;
+    return e;
+  }
+  if (op == "decompose_vertex") {
+    client::DecomposeVertex e;
+    if (absl::Status st = f.check_known({"vertex_id", "move_edge_ids", "joining_weight"});
+        !st.ok()) {
+      return st;
+    }
+    if (absl::Status st = f.id("vertex_id", e.vertex_id); !st.ok()) return st;
+    if (absl::Status st = f.ids("move_edge_ids", e.move_edge_ids, false); !st.ok()) return st;
+    if (absl::Status st = f.weight("joining_weight", e.joining_weight); !st.ok()) return st;
+    return e;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown edit \"", op,
+                   "\" (expected add_vertex, delete_vertex, add_edge, delete_edge, set_weight or "
+                   "decompose_vertex)"));
+}
+
+}  // namespace
+
+absl::StatusOr<JsonValue> parse_json(const std::string& text) {
+  return JsonParser(text).parse_document();
+}
+
+absl::StatusOr<std::vector<GraphEdit>> parse_edits_jsonl(const std::string& text,
+                                                         const std::string& name) {
+  std::vector<GraphEdit> edits;
+  std::size_t line_no = 0;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    ++line_no;
+    const std::string s(line);
+    if (s.find_first_not_of(" \t\r") == std::string::npos) continue;
+    absl::StatusOr<JsonValue> v = parse_json(s);
+    absl::StatusOr<GraphEdit> edit = v.ok() ? to_edit(*v) : absl::StatusOr<GraphEdit>(v.status());
+    if (!edit.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, ":", line_no, ": ", std::string(edit.status().message())));
+    }
+    edits.push_back(*std::move(edit));
+  }
+  return edits;
+}
+
+}  // namespace gcompute::cli

@@ -1,0 +1,191 @@
+// SPDX-License-Identifier: Apache-2.0
+// The C++ client of the gcompute service. One Client per target; thread-safe (gRPC stubs are).
+//
+// Every call runs under a deadline (ClientOptions::default_timeout unless CallOptions gives
+// one) that covers the whole call, including automatic uploads and downloads. Errors are
+// absl::Status values carrying the server's status code and message unchanged.
+//
+// Large inline operands are uploaded automatically as chunked UploadMatrix streams when the
+// request would exceed ClientOptions::inline_limit_bytes; the operation then uses the ref and
+// the uploaded matrix is deleted afterwards. Results the server returns as stored matrices
+// are downloaded and deleted automatically, so callers always get host matrices back.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "gcompute/client/host_matrix.hpp"
+
+namespace gcompute::client {
+
+/// Progress of a transfer: bytes done so far out of total.
+using ProgressCallback = std::function<void(uint64_t done, uint64_t total)>;
+
+inline constexpr uint64_t kMiB = uint64_t{1} << 20;
+
+struct ClientOptions {
+  /// "HOST:PORT" (any gRPC target string).
+  std::string target = "127.0.0.1:50051";
+  /// Largest message sent or received; should match the server's --max-message-bytes.
+  uint64_t max_message_bytes = 256 * kMiB;
+  /// Deadline of each call unless CallOptions overrides it.
+  absl::Duration default_timeout = absl::Minutes(10);
+  /// Requests whose inline matrices exceed this many bytes upload the largest operands
+  /// first. 0 selects min(max_message_bytes / 2, 64 MiB).
+  uint64_t inline_limit_bytes = 0;
+  /// Bytes per chunk of uploads (and requested for downloads).
+  uint64_t chunk_bytes = 4 * kMiB;
+  /// Called during automatic uploads and downloads (may be empty).
+  ProgressCallback progress;
+};
+
+struct CallOptions {
+  /// Overrides ClientOptions::default_timeout for this call.
+  std::optional<absl::Duration> timeout;
+  /// Overrides ClientOptions::progress for this call's transfers.
+  ProgressCallback progress;
+};
+
+/// An operand: a host matrix (borrowed for the duration of the call) or a stored matrix.
+class Operand {
+ public:
+  Operand(const HostMatrix& matrix) : source_(&matrix) {}  // NOLINT: implicit by design
+  Operand(MatrixRef ref) : source_(std::move(ref)) {}      // NOLINT: implicit by design
+  const HostMatrix* matrix() const {
+    const auto* m = std::get_if<const HostMatrix*>(&source_);
+    return m ? *m : nullptr;
+  }
+  const MatrixRef* ref() const { return std::get_if<MatrixRef>(&source_); }
+
+ private:
+  std::variant<const HostMatrix*, MatrixRef> source_;
+};
+
+enum class Precision : int { kDefault = 0, kF32 = 1, kF64 = 2, kTF32 = 3, kBF16 = 4, kF16 = 5 };
+
+struct MatMulOptions {
+  bool transpose_a = false;
+  bool transpose_b = false;
+  Precision precision = Precision::kDefault;
+  std::optional<double> alpha;  ///< server default 1
+  std::optional<double> beta;   ///< server default 0; non-zero needs c
+  std::optional<Operand> c;
+};
+
+struct SvdOptions {
+  bool compute_uv = true;
+  bool full_matrices = false;
+  double tolerance = 0;    ///< 0: the server's default
+  int32_t max_sweeps = 0;  ///< 0: the server's default (60)
+};
+
+struct MatrixResultWithStats {
+  HostMatrix matrix;
+  ExecutionStats stats;
+};
+
+struct SvdResult {
+  HostMatrix s;                  ///< 1 x p (batch x 1 x p for batched_svd)
+  std::optional<HostMatrix> u;   ///< when compute_uv
+  std::optional<HostMatrix> vt;  ///< when compute_uv
+  int32_t sweeps = 0;
+  bool converged = false;
+  ExecutionStats stats;
+};
+
+/// The graph of an APSP or shortest-path request.
+struct ApspGraph {
+  /// A dense n x n weight matrix (f32, +inf = no edge; or i32, 2147483647 = no edge),
+  /// borrowed or stored; an edge list; or the id of a stored graph.
+  std::variant<Operand, EdgeList, std::string> source;
+  static ApspGraph dense(Operand weights) { return ApspGraph{std::move(weights)}; }
+  static ApspGraph edges(EdgeList list) { return ApspGraph{std::move(list)}; }
+  static ApspGraph graph_id(std::string id) { return ApspGraph{std::move(id)}; }
+};
+
+struct ApspResult {
+  HostMatrix distances;
+  std::optional<HostMatrix> next_hop;
+  ExecutionStats stats;
+};
+
+/// APSP results kept on the server, for later shortest_path calls.
+struct StoredApsp {
+  StoredMatrix distances;
+  StoredMatrix next_hop;
+};
+
+struct PathResult {
+  bool reachable = false;
+  double length = 0;
+  std::vector<int64_t> vertices;  ///< source ... target, 0-based; empty when unreachable
+  ExecutionStats stats;
+};
+
+/// Default min(max_message_bytes / 2, 64 MiB) when options.inline_limit_bytes is 0.
+uint64_t effective_inline_limit(const ClientOptions& options);
+
+class Client {
+ public:
+  explicit Client(ClientOptions options = {});
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+  Client(Client&&) noexcept;
+  Client& operator=(Client&&) noexcept;
+
+  const ClientOptions& options() const;
+
+  absl::StatusOr<MatrixResultWithStats> transpose(const Operand& a, const CallOptions& call = {});
+  absl::StatusOr<MatrixResultWithStats> matmul(const Operand& a, const Operand& b,
+                                               const MatMulOptions& options = {},
+                                               const CallOptions& call = {});
+  absl::StatusOr<SvdResult> svd(const Operand& a, const SvdOptions& options = {},
+                                const CallOptions& call = {});
+  absl::StatusOr<SvdResult> batched_svd(const Operand& a, const SvdOptions& options = {},
+                                        const CallOptions& call = {});
+  absl::StatusOr<ApspResult> apsp(const ApspGraph& graph, bool next_hop = false,
+                                  const CallOptions& call = {});
+  /// APSP with both results stored on the server (ttl_seconds 0: the server's default).
+  absl::StatusOr<StoredApsp> apsp_stored(const ApspGraph& graph, int64_t ttl_seconds = 0,
+                                         const CallOptions& call = {});
+  absl::StatusOr<PathResult> shortest_path(const ApspGraph& graph, int64_t source, int64_t target,
+                                           const CallOptions& call = {});
+  absl::StatusOr<PathResult> shortest_path(const StoredApsp& stored, int64_t source, int64_t target,
+                                           const CallOptions& call = {});
+
+  /// Uploads in chunks of ClientOptions::chunk_bytes.
+  absl::StatusOr<StoredMatrix> upload_matrix(const HostMatrix& matrix, int64_t ttl_seconds = 0,
+                                             const CallOptions& call = {});
+  absl::StatusOr<HostMatrix> download_matrix(const MatrixRef& ref, const CallOptions& call = {});
+  absl::Status delete_matrix(const MatrixRef& ref, const CallOptions& call = {});
+
+  /// graph_id empty: the server picks one. Edge ids are ignored.
+  absl::StatusOr<GraphInfo> create_graph(const std::string& graph_id, uint64_t num_vertices,
+                                         const std::vector<Hyperedge>& edges,
+                                         const CallOptions& call = {});
+  absl::StatusOr<GraphSnapshot> get_graph(const std::string& graph_id,
+                                          const CallOptions& call = {});
+  absl::StatusOr<std::vector<GraphInfo>> list_graphs(const CallOptions& call = {});
+  absl::Status delete_graph(const std::string& graph_id, const CallOptions& call = {});
+  absl::StatusOr<ApplyEditsResult> apply_edits(const std::string& graph_id,
+                                               const std::vector<GraphEdit>& edits,
+                                               std::optional<uint64_t> expected_version = {},
+                                               const CallOptions& call = {});
+
+  absl::StatusOr<ServerInfo> server_info(const CallOptions& call = {});
+
+  /// Opaque implementation (gRPC channel and stub); named here only for client.cc.
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gcompute::client
