@@ -169,6 +169,7 @@ absl::StatusOr<SvdInfo> svd_one(const T* a, T* s_out, T* u_out, T* vt_out, const
     for (std::int64_t j = 0; j < cols; ++j) v[j * cols + j] = T(1);
   }
 
+  constexpr double kNegligible = std::numeric_limits<T>::min();  // threshold on |w_j|^2
   SvdInfo info;
   for (int sweep = 1; sweep <= opt.max_sweeps; ++sweep) {
     if (stop.stop_requested()) {
@@ -182,7 +183,12 @@ absl::StatusOr<SvdInfo> svd_one(const T* a, T* s_out, T* u_out, T* vt_out, const
         T* y = w.data() + q * len;
         double alpha, beta, gamma;
         pair_products(x, y, len, alpha, beta, gamma);
-        if (alpha == 0 || beta == 0) continue;  // a zero column is orthogonal to anything
+        // A zero column is orthogonal to anything. So, in effect, is a negligible one (|w|^2
+        // below the smallest normal number, in scaled units where max |a_ij| >= 1): its
+        // direction is rounding noise that rotations cannot improve once its entries are
+        // subnormal, so iterating on it would never converge. Such columns get sigma ~ 0 and
+        // a completed U column below.
+        if (alpha <= kNegligible || beta <= kNegligible) continue;
         if (std::abs(gamma) <= opt.tol * std::sqrt(alpha) * std::sqrt(beta)) continue;
         rotated = true;
         // Rutishauser's formulas: the smaller root t of t^2 + 2 zeta t - 1 = 0 (|angle| <=
@@ -222,14 +228,13 @@ absl::StatusOr<SvdInfo> svd_one(const T* a, T* s_out, T* u_out, T* vt_out, const
   }
   if (!shape.compute_uv) return info;
 
-  // Left vectors (U for a tall matrix, V for a wide one): w_j / sigma_j for the numerically
-  // non-zero sigma_j (scaled units: sigma_1 >= 1), then an orthonormal completion for the
-  // rest and, with full_matrices, up to len vectors.
-  const double tiny = std::numeric_limits<T>::min() / std::numeric_limits<T>::epsilon();
+  // Left vectors (U for a tall matrix, V for a wide one): w_j / sigma_j for the columns that
+  // took part in the iteration (non-negligible), then an orthonormal completion for the rest
+  // and, with full_matrices, up to len vectors.
   const std::int64_t left_count = shape.full_matrices ? len : cols;
   std::vector<T> left(static_cast<std::size_t>(left_count * len));
   std::int64_t rank = 0;
-  for (; rank < cols && sigma[order[rank]] > tiny; ++rank) {
+  for (; rank < cols && sigma[order[rank]] * sigma[order[rank]] > kNegligible; ++rank) {
     const T* src = w.data() + order[rank] * len;
     T* dst = left.data() + rank * len;
     const double inv = 1.0 / sigma[order[rank]];

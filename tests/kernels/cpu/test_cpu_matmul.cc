@@ -1,0 +1,324 @@
+// SPDX-License-Identifier: Apache-2.0
+// cpu::matmul against a plain triple loop in long double. Native precisions are checked to a
+// k-dependent rounding bound; emulated precisions against the same loop over inputs rounded
+// by an independent oracle (frexp / nearbyint), and shown to differ from plain f32.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "gcompute/kernels/cpu/matmul.hpp"
+#include "support/oracle.hpp"
+#include "support/random.hpp"
+
+namespace gcompute::kernels {
+namespace {
+
+using ::gcompute::testing::poison;
+using ::gcompute::testing::reference_gemm;
+using ::gcompute::testing::reference_gemm_abs;
+using ::gcompute::testing::Rng;
+
+struct Dims {
+  std::int64_t m, n, k;
+};
+struct Batch {
+  std::int64_t batch, a_batch, b_batch;
+};
+struct Scale {
+  double alpha, beta;
+};
+
+const std::vector<Dims> kDims = {{1, 1, 1},    {1, 7, 1},     {7, 1, 3},    {1, 1, 13},
+                                 {3, 5, 0},    {0, 4, 3},     {4, 0, 3},    {17, 19, 23},
+                                 {64, 64, 64}, {65, 33, 129}, {128, 1, 97}, {2, 131, 7}};
+const std::vector<Batch> kBatches = {{1, 1, 1}, {3, 3, 3}, {3, 1, 3}, {4, 4, 1}};
+const std::vector<Scale> kScales = {{1.0, 0.0}, {0.5, -1.25}, {-2.0, 1.0}, {0.0, 0.0}};
+
+// x rounded to `bits` significant bits, nearest even, quantum no finer than 2^min_exp.
+double round_significand(double x, int bits, int min_exp) {
+  if (x == 0 || !std::isfinite(x)) return x;
+  int e = 0;
+  std::frexp(x, &e);
+  const int quantum = std::max(e - bits, min_exp);
+  return std::ldexp(std::nearbyint(std::ldexp(x, -quantum)), quantum);
+}
+
+// The value an input of f32 operands takes in the emulated precision (inputs here are far
+// from overflow).
+double oracle_round(double x, Precision p) {
+  switch (p) {
+    case Precision::kTF32:
+      return round_significand(x, 11, -136);
+    case Precision::kBF16:
+      return round_significand(x, 8, -133);
+    case Precision::kF16:
+      return round_significand(x, 11, -24);
+    default:
+      return x;
+  }
+}
+
+std::string describe(const MatmulShape& s) {
+  return ::testing::PrintToString(
+             std::vector<std::int64_t>{s.batch, s.a_batch, s.b_batch, s.m, s.n, s.k}) +
+         " ta=" + std::to_string(s.transpose_a) + " tb=" + std::to_string(s.transpose_b) +
+         " alpha=" + std::to_string(s.alpha) + " beta=" + std::to_string(s.beta) +
+         " precision=" + precision_name(s.precision) + " dtype=" + dtype_name(s.dtype);
+}
+
+MatmulShape make_shape(const Dims& d, const Batch& b, bool ta, bool tb, const Scale& sc,
+                       DType dtype, Precision p) {
+  MatmulShape s;
+  s.batch = b.batch;
+  s.a_batch = b.a_batch;
+  s.b_batch = b.b_batch;
+  s.m = d.m;
+  s.n = d.n;
+  s.k = d.k;
+  s.transpose_a = ta;
+  s.transpose_b = tb;
+  s.alpha = sc.alpha;
+  s.beta = sc.beta;
+  s.dtype = dtype;
+  s.precision = p;
+  return s;
+}
+
+// Checks C (as doubles) against the long double reference computed from the double images
+// of the inputs: |C - ref| <= rel * sum|terms| + out_rel * |ref| + abs_floor.
+void check_against_reference(const MatmulShape& s, const std::vector<double>& a,
+                             const std::vector<double>& b, const std::vector<double>& c_in,
+                             const std::vector<double>& c_out, double rel, double out_rel,
+                             double abs_floor) {
+  const std::int64_t as = s.m * s.k, bs = s.k * s.n, cs = s.m * s.n;
+  for (std::int64_t i = 0; i < s.batch; ++i) {
+    const double* ai = a.data() + (s.a_batch == 1 ? 0 : i) * as;
+    const double* bi = b.data() + (s.b_batch == 1 ? 0 : i) * bs;
+    const double* ci = s.beta != 0 ? c_in.data() + i * cs : nullptr;
+    const auto ref =
+        reference_gemm(ai, bi, ci, s.m, s.n, s.k, s.transpose_a, s.transpose_b, s.alpha, s.beta);
+    const auto mag = reference_gemm_abs(ai, bi, ci, s.m, s.n, s.k, s.transpose_a, s.transpose_b,
+                                        s.alpha, s.beta);
+    for (std::int64_t e = 0; e < cs; ++e) {
+      const double got = c_out[i * cs + e];
+      const double want = static_cast<double>(ref[e]);
+      const double bound =
+          rel * static_cast<double>(mag[e]) + out_rel * std::fabs(want) + abs_floor;
+      ASSERT_TRUE(std::isfinite(got)) << "batch " << i << " element " << e << ": " << got;
+      ASSERT_LE(std::fabs(got - want), bound)
+          << "batch " << i << " element " << e << " got " << got << " want " << want;
+    }
+  }
+}
+
+template <typename T>
+void run_native(Rng& rng, const MatmulShape& s) {
+  SCOPED_TRACE(describe(s));
+  const std::int64_t as = s.m * s.k, bs = s.k * s.n, cs = s.m * s.n;
+  const auto a = ::gcompute::testing::random_uniform<T>(rng, s.a_batch * as);
+  const auto b = ::gcompute::testing::random_uniform<T>(rng, s.b_batch * bs);
+  std::vector<T> c = ::gcompute::testing::random_uniform<T>(rng, s.batch * cs);
+  if (s.beta == 0) poison(c);  // must not be read
+  const std::vector<T> c_in = c;
+  ASSERT_TRUE(cpu::matmul(a.data(), b.data(), c.data(), s).ok());
+  const double eps = std::numeric_limits<T>::epsilon();
+  check_against_reference(s, {a.begin(), a.end()}, {b.begin(), b.end()}, {c_in.begin(), c_in.end()},
+                          {c.begin(), c.end()}, (static_cast<double>(s.k) + 3) * eps, 0.0,
+                          std::numeric_limits<T>::min());
+}
+
+TEST(CpuMatmul, F64AllShapesTransposesBatches) {
+  GC_SEEDED_RNG(rng);
+  for (const Dims& d : kDims)
+    for (const Batch& b : kBatches)
+      for (const bool ta : {false, true})
+        for (const bool tb : {false, true})
+          for (const Scale& sc : kScales) {
+            run_native<double>(rng, make_shape(d, b, ta, tb, sc, DType::kF64, Precision::kDefault));
+            if (HasFatalFailure()) return;
+          }
+}
+
+TEST(CpuMatmul, F32AllShapesTransposesBatches) {
+  GC_SEEDED_RNG(rng);
+  for (const Dims& d : kDims)
+    for (const Batch& b : kBatches)
+      for (const bool ta : {false, true})
+        for (const bool tb : {false, true})
+          for (const Scale& sc : kScales) {
+            run_native<float>(rng, make_shape(d, b, ta, tb, sc, DType::kF32, Precision::kF32));
+            if (HasFatalFailure()) return;
+          }
+}
+
+// f32 operands with tf32 / bf16 / f16 arithmetic.
+void run_emulated_f32(Rng& rng, const MatmulShape& s, std::int64_t& differs_from_f32) {
+  SCOPED_TRACE(describe(s));
+  const std::int64_t as = s.m * s.k, bs = s.k * s.n, cs = s.m * s.n;
+  const auto a = ::gcompute::testing::random_uniform<float>(rng, s.a_batch * as);
+  const auto b = ::gcompute::testing::random_uniform<float>(rng, s.b_batch * bs);
+  std::vector<float> c = ::gcompute::testing::random_uniform<float>(rng, s.batch * cs);
+  if (s.beta == 0) poison(c);
+  const std::vector<float> c_in = c;
+  ASSERT_TRUE(cpu::matmul(a.data(), b.data(), c.data(), s).ok());
+  std::vector<double> ar(a.size()), br(b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) ar[i] = oracle_round(a[i], s.precision);
+  for (std::size_t i = 0; i < b.size(); ++i) br[i] = oracle_round(b[i], s.precision);
+  const double eps = std::numeric_limits<float>::epsilon();
+  const double rel = (static_cast<double>(s.k) + 3) * eps;
+  const std::vector<double> out(c.begin(), c.end()), cin(c_in.begin(), c_in.end());
+  check_against_reference(s, ar, br, cin, out, rel, 0.0, std::numeric_limits<float>::min());
+  // Against unrounded inputs, the result must be off by more than f32 accumulation allows
+  // somewhere (otherwise the inputs were not rounded).
+  for (std::int64_t i = 0; i < s.batch; ++i) {
+    const std::vector<double> a_full(a.begin(), a.end()), b_full(b.begin(), b.end());
+    const auto ref = reference_gemm(a_full.data() + (s.a_batch == 1 ? 0 : i) * as,
+                                    b_full.data() + (s.b_batch == 1 ? 0 : i) * bs,
+                                    s.beta != 0 ? cin.data() + i * cs : nullptr, s.m, s.n, s.k,
+                                    s.transpose_a, s.transpose_b, s.alpha, s.beta);
+    const auto mag = reference_gemm_abs(a_full.data() + (s.a_batch == 1 ? 0 : i) * as,
+                                        b_full.data() + (s.b_batch == 1 ? 0 : i) * bs,
+                                        s.beta != 0 ? cin.data() + i * cs : nullptr, s.m, s.n, s.k,
+                                        s.transpose_a, s.transpose_b, s.alpha, s.beta);
+    for (std::int64_t e = 0; e < cs; ++e) {
+      if (std::fabs(out[i * cs + e] - static_cast<double>(ref[e])) >
+          rel * static_cast<double>(mag[e]) + 1e-30) {
+        ++differs_from_f32;
+      }
+    }
+  }
+}
+
+TEST(CpuMatmul, F32OperandsReducedPrecision) {
+  GC_SEEDED_RNG(rng);
+  for (const Precision p : {Precision::kTF32, Precision::kBF16, Precision::kF16}) {
+    std::int64_t differs = 0, idx = 0;
+    for (const Dims& d : kDims)
+      for (const bool ta : {false, true})
+        for (const bool tb : {false, true}) {
+          const Batch& b = kBatches[idx % kBatches.size()];
+          const Scale& sc = kScales[(idx / 2) % kScales.size()];
+          ++idx;
+          run_emulated_f32(rng, make_shape(d, b, ta, tb, sc, DType::kF32, p), differs);
+          if (HasFatalFailure()) return;
+        }
+    EXPECT_GT(differs, 100) << precision_name(p) << " looks like plain f32 arithmetic";
+  }
+}
+
+// f16 / bf16 operands: values generated exactly representable, output rounded back.
+std::uint16_t encode_exact(double v, DType t) {
+  if (t == DType::kF16) return std::bit_cast<std::uint16_t>(static_cast<_Float16>(v));
+  return static_cast<std::uint16_t>(std::bit_cast<std::uint32_t>(static_cast<float>(v)) >> 16);
+}
+double decode(std::uint16_t h, DType t) {
+  if (t == DType::kF16) return static_cast<double>(std::bit_cast<_Float16>(h));
+  return static_cast<double>(std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16));
+}
+
+void run_narrow(Rng& rng, const MatmulShape& s) {
+  SCOPED_TRACE(describe(s));
+  const Precision p = s.dtype == DType::kF16 ? Precision::kF16 : Precision::kBF16;
+  const std::int64_t as = s.m * s.k, bs = s.k * s.n, cs = s.m * s.n;
+  auto make = [&](std::int64_t count, std::vector<double>& values) {
+    std::vector<std::uint16_t> bits(static_cast<std::size_t>(count));
+    values.resize(static_cast<std::size_t>(count));
+    for (std::int64_t i = 0; i < count; ++i) {
+      values[i] = oracle_round(rng.uniform(-1, 1), p);
+      bits[i] = encode_exact(values[i], s.dtype);
+      EXPECT_EQ(decode(bits[i], s.dtype), values[i]);
+    }
+    return bits;
+  };
+  std::vector<double> av, bv, cv;
+  const auto a = make(s.a_batch * as, av);
+  const auto b = make(s.b_batch * bs, bv);
+  auto c = make(s.batch * cs, cv);
+  if (s.beta == 0) poison(c);  // 0xFFFF: NaN in both formats
+  ASSERT_TRUE(cpu::matmul(a.data(), b.data(), c.data(), s).ok());
+  std::vector<double> out(c.size());
+  for (std::size_t i = 0; i < c.size(); ++i) out[i] = decode(c[i], s.dtype);
+  const double eps = std::numeric_limits<float>::epsilon();
+  const double out_rel = s.dtype == DType::kF16 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8);
+  const double floor = s.dtype == DType::kF16 ? std::ldexp(1.0, -24) : 1e-38;
+  check_against_reference(s, av, bv, cv, out, (static_cast<double>(s.k) + 3) * eps * 1.01, out_rel,
+                          floor);
+}
+
+TEST(CpuMatmul, F16AndBf16Operands) {
+  GC_SEEDED_RNG(rng);
+  for (const DType t : {DType::kF16, DType::kBF16}) {
+    std::int64_t idx = 0;
+    for (const Dims& d : kDims)
+      for (const bool ta : {false, true})
+        for (const bool tb : {false, true}) {
+          const Batch& b = kBatches[idx % kBatches.size()];
+          const Scale& sc = kScales[(idx / 3) % kScales.size()];
+          ++idx;
+          run_narrow(rng, make_shape(d, b, ta, tb, sc, t, Precision::kDefault));
+          if (HasFatalFailure()) return;
+        }
+  }
+}
+
+TEST(CpuMatmul, F16OutputOverflowsToInf) {
+  // 300 * 300 = 90000 > 65504: the f32 result rounds to +inf in f16, as on a GPU.
+  const std::uint16_t a = encode_exact(300.0, DType::kF16), b = encode_exact(300.0, DType::kF16);
+  std::uint16_t c = 0;
+  MatmulShape s;
+  s.m = s.n = s.k = 1;
+  s.dtype = DType::kF16;
+  ASSERT_TRUE(cpu::matmul(&a, &b, &c, s).ok());
+  EXPECT_EQ(c, 0x7c00u);
+}
+
+TEST(CpuMatmul, RejectsInvalidShapes) {
+  float buf[16] = {};
+  auto expect_invalid = [&](MatmulShape s) {
+    const absl::Status st = cpu::matmul(buf, buf, buf, s);
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << describe(s) << " " << st;
+  };
+  MatmulShape s;
+  s.m = s.n = s.k = 2;
+  MatmulShape bad = s;
+  bad.m = -1;
+  expect_invalid(bad);
+  bad = s;
+  bad.dtype = DType::kI32;
+  expect_invalid(bad);
+  bad = s;
+  bad.precision = Precision::kF64;
+  expect_invalid(bad);
+  bad = s;
+  bad.dtype = DType::kF64;
+  bad.precision = Precision::kTF32;
+  expect_invalid(bad);
+  bad = s;
+  bad.dtype = DType::kF16;
+  bad.precision = Precision::kBF16;
+  expect_invalid(bad);
+  bad = s;
+  bad.batch = 3;
+  bad.a_batch = 2;
+  bad.b_batch = 3;
+  expect_invalid(bad);
+  bad = s;
+  bad.alpha = std::numeric_limits<double>::infinity();
+  expect_invalid(bad);
+}
+
+TEST(CpuMatmul, LargerThanBlasBlocking) {
+  // One product big enough for OpenBLAS's packed, threaded path.
+  GC_SEEDED_RNG(rng);
+  run_native<double>(rng, make_shape({300, 257, 311}, {1, 1, 1}, true, false, {1.5, 0.0},
+                                     DType::kF64, Precision::kF64));
+  run_native<float>(rng, make_shape({257, 300, 129}, {2, 1, 2}, false, true, {1.0, 2.0},
+                                    DType::kF32, Precision::kDefault));
+}
+
+}  // namespace
+}  // namespace gcompute::kernels
