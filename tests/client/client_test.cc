@@ -1,0 +1,384 @@
+// SPDX-License-Identifier: Apache-2.0
+// The client library against an in-process fake server on 127.0.0.1: automatic chunked
+// uploads above the inline limit, automatic download and deletion of stored results,
+// deadlines, and status mapping. The fake computes with plain loops.
+#include "gcompute/client/client.hpp"
+
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "gcompute/client/grpc_status.hpp"
+#include "gcompute/v1/service.grpc.pb.h"
+
+namespace gcompute::client {
+namespace {
+
+namespace pb = ::gcompute::v1;
+
+class FakeCompute final : public pb::Compute::Service {
+ public:
+  std::mutex mu;
+  std::map<std::string, pb::Matrix> stored;
+  int uploads = 0;
+  std::vector<std::size_t> upload_chunk_sizes;
+  int downloads = 0;
+  int deletes = 0;
+  std::vector<std::string> operand_kinds;  // "inline" or "ref", per operand received
+  std::size_t store_results_above = SIZE_MAX;
+
+  grpc::Status UploadMatrix(grpc::ServerContext*, grpc::ServerReader<pb::UploadMatrixRequest>* r,
+                            pb::UploadMatrixResponse* response) override {
+    pb::UploadMatrixRequest part;
+    if (!r->Read(&part) || !part.has_header()) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "first message must be a header");
+    }
+    pb::Matrix m;
+    m.set_batch(part.header().shape().batch());
+    m.set_rows(part.header().shape().rows());
+    m.set_cols(part.header().shape().cols());
+    m.set_dtype(part.header().shape().dtype());
+    const std::size_t batch = m.batch() == 0 ? 1 : static_cast<std::size_t>(m.batch());
+    m.mutable_data()->assign(batch * m.rows() * m.cols() * 4, '\0');
+    std::size_t covered = 0;
+    std::vector<std::size_t> sizes;
+    while (r->Read(&part)) {
+      const auto& c = part.chunk();
+      if (c.offset() + c.data().size() > m.data().size()) {
+        return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "chunk out of range");
+      }
+      std::memcpy(m.mutable_data()->data() + c.offset(), c.data().data(), c.data().size());
+      covered += c.data().size();
+      sizes.push_back(c.data().size());
+    }
+    if (covered != m.data().size()) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "chunks do not cover the data");
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    const std::string id = "up" + std::to_string(++uploads);
+    upload_chunk_sizes = sizes;
+    fill_stored(id, m, response->mutable_matrix());
+    stored[id] = std::move(m);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status DownloadMatrix(grpc::ServerContext*, const pb::DownloadMatrixRequest* request,
+                              grpc::ServerWriter<pb::DownloadMatrixResponse>* w) override {
+    pb::Matrix m;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      auto it = stored.find(request->ref().id());
+      if (it == stored.end()) return not_found(request->ref().id());
+      m = it->second;
+      ++downloads;
+    }
+    pb::DownloadMatrixResponse header;
+    fill_stored(request->ref().id(), m, header.mutable_header());
+    w->Write(header);
+    const std::size_t chunk = request->chunk_bytes() ? request->chunk_bytes() : 4 << 20;
+    for (std::size_t off = 0; off < m.data().size(); off += chunk) {
+      pb::DownloadMatrixResponse part;
+      part.mutable_chunk()->set_offset(off);
+      part.mutable_chunk()->set_data(m.data().substr(off, chunk));
+      w->Write(part);
+    }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status DeleteMatrix(grpc::ServerContext*, const pb::DeleteMatrixRequest* request,
+                            pb::DeleteMatrixResponse*) override {
+    std::lock_guard<std::mutex> lock(mu);
+    if (stored.erase(request->ref().id()) == 0) return not_found(request->ref().id());
+    ++deletes;
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Transpose(grpc::ServerContext*, const pb::TransposeRequest* request,
+                         pb::TransposeResponse* response) override {
+    pb::Matrix a;
+    if (grpc::Status s = operand(request->a(), a); !s.ok()) return s;
+    pb::Matrix t = a;
+    t.set_rows(a.cols());
+    t.set_cols(a.rows());
+    for (int64_t i = 0; i < a.rows(); ++i) {
+      for (int64_t j = 0; j < a.cols(); ++j) {
+        std::memcpy(t.mutable_data()->data() + (j * a.rows() + i) * 4,
+                    a.data().data() + (i * a.cols() + j) * 4, 4);
+      }
+    }
+    put_result(std::move(t), response->mutable_at());
+    response->mutable_stats()->set_device("fake");
+    return grpc::Status::OK;
+  }
+
+  grpc::Status MatMul(grpc::ServerContext*, const pb::MatMulRequest* request,
+                      pb::MatMulResponse* response) override {
+    pb::Matrix a, b;
+    if (grpc::Status s = operand(request->a(), a); !s.ok()) return s;
+    if (grpc::Status s = operand(request->b(), b); !s.ok()) return s;
+    if (a.cols() != b.rows()) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "A is " + std::to_string(a.rows()) + "x" + std::to_string(a.cols()) +
+                              " but B is " + std::to_string(b.rows()) + "x" +
+                              std::to_string(b.cols()));
+    }
+    pb::Matrix c;
+    c.set_rows(a.rows());
+    c.set_cols(b.cols());
+    c.set_dtype(pb::DTYPE_F32);
+    std::vector<float> av(a.rows() * a.cols()), bv(b.rows() * b.cols()), cv(a.rows() * b.cols());
+    std::memcpy(av.data(), a.data().data(), a.data().size());
+    std::memcpy(bv.data(), b.data().data(), b.data().size());
+    for (int64_t i = 0; i < a.rows(); ++i) {
+      for (int64_t j = 0; j < b.cols(); ++j) {
+        float sum = 0;
+        for (int64_t k = 0; k < a.cols(); ++k) sum += av[i * a.cols() + k] * bv[k * b.cols() + j];
+        cv[i * b.cols() + j] = sum;
+      }
+    }
+    c.set_data(std::string(reinterpret_cast<const char*>(cv.data()), cv.size() * 4));
+    put_result(std::move(c), response->mutable_c());
+    return grpc::Status::OK;
+  }
+
+  // Sleeps past any short deadline, then answers; used to check client deadlines.
+  grpc::Status Svd(grpc::ServerContext* context, const pb::SvdRequest*, pb::SvdResponse*) override {
+    for (int i = 0; i < 200 && !context->IsCancelled(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return grpc::Status(grpc::StatusCode::INTERNAL, "the fake Svd should have been cut short");
+  }
+
+  grpc::Status GetGraph(grpc::ServerContext*, const pb::GetGraphRequest* request,
+                        pb::GetGraphResponse*) override {
+    return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                        "graph '" + request->graph_id() + "' not found");
+  }
+
+ private:
+  static grpc::Status not_found(const std::string& id) {
+    return grpc::Status(grpc::StatusCode::NOT_FOUND, "matrix '" + id + "' not found");
+  }
+  static void fill_stored(const std::string& id, const pb::Matrix& m, pb::StoredMatrix* s) {
+    s->mutable_ref()->set_id(id);
+    s->mutable_shape()->set_batch(m.batch());
+    s->mutable_shape()->set_rows(m.rows());
+    s->mutable_shape()->set_cols(m.cols());
+    s->mutable_shape()->set_dtype(m.dtype());
+    s->set_size_bytes(m.data().size());
+  }
+  grpc::Status operand(const pb::Operand& o, pb::Matrix& out) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (o.has_inline_()) {
+      operand_kinds.push_back("inline");
+      out = o.inline_();
+      return grpc::Status::OK;
+    }
+    operand_kinds.push_back("ref");
+    auto it = stored.find(o.ref().id());
+    if (it == stored.end()) return not_found(o.ref().id());
+    out = it->second;
+    return grpc::Status::OK;
+  }
+  void put_result(pb::Matrix m, pb::MatrixResult* result) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (m.data().size() > store_results_above) {
+      const std::string id = "res" + std::to_string(stored.size() + 1000);
+      fill_stored(id, m, result->mutable_stored());
+      stored[id] = std::move(m);
+    } else {
+      *result->mutable_inline_() = std::move(m);
+    }
+  }
+};
+
+class ClientTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
+    builder.SetMaxReceiveMessageSize(64 << 20);
+    builder.SetMaxSendMessageSize(64 << 20);
+    builder.RegisterService(&fake_);
+    server_ = builder.BuildAndStart();
+    ASSERT_NE(server_, nullptr);
+    ASSERT_GT(port_, 0);
+  }
+  void TearDown() override { server_->Shutdown(); }
+
+  ClientOptions options() const {
+    ClientOptions o;
+    o.target = "127.0.0.1:" + std::to_string(port_);
+    o.default_timeout = absl::Seconds(30);
+    return o;
+  }
+
+  static HostMatrix random_matrix(int64_t rows, int64_t cols, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> dist(-1, 1);
+    std::vector<float> v(rows * cols);
+    for (float& x : v) x = dist(rng);
+    return HostMatrix{1, rows, cols, DType::kF32,
+                      std::string(reinterpret_cast<const char*>(v.data()), v.size() * 4)};
+  }
+  static float at(const HostMatrix& m, int64_t i, int64_t j) {
+    float v;
+    std::memcpy(&v, m.data.data() + (i * m.cols + j) * 4, 4);
+    return v;
+  }
+
+  FakeCompute fake_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+};
+
+TEST_F(ClientTest, SmallOperandsGoInline) {
+  Client client(options());
+  const HostMatrix a = random_matrix(3, 5, 1);
+  absl::StatusOr<MatrixResultWithStats> r = client.transpose(a);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->matrix.rows, 5);
+  ASSERT_EQ(r->matrix.cols, 3);
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 5; ++j) EXPECT_EQ(at(r->matrix, j, i), at(a, i, j));
+  }
+  EXPECT_EQ(r->stats.device, "fake");
+  EXPECT_EQ(fake_.uploads, 0);
+  EXPECT_EQ(fake_.operand_kinds, std::vector<std::string>{"inline"});
+}
+
+TEST_F(ClientTest, LargeOperandsAreUploadedInChunksAndStoredResultsFetched) {
+  ClientOptions o = options();
+  o.inline_limit_bytes = 1 << 20;
+  o.chunk_bytes = 256 << 10;
+  uint64_t last_done = 0, last_total = 0;
+  int calls = 0;
+  o.progress = [&](uint64_t done, uint64_t total) {
+    EXPECT_LE(done, total);
+    last_done = done;
+    last_total = total;
+    ++calls;
+  };
+  fake_.store_results_above = 1 << 20;
+  Client client(o);
+  const HostMatrix a = random_matrix(601, 701, 2);  // 1,685,204 bytes: over the 1 MiB limit
+  absl::StatusOr<MatrixResultWithStats> r = client.transpose(a);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(fake_.uploads, 1);
+  EXPECT_EQ(fake_.operand_kinds, std::vector<std::string>{"ref"});
+  ASSERT_EQ(fake_.upload_chunk_sizes.size(), 7u);  // ceil(1685204 / 262144)
+  EXPECT_EQ(fake_.upload_chunk_sizes[0], 262144u);
+  EXPECT_EQ(fake_.upload_chunk_sizes[6], 1685204u - 6 * 262144u);
+  EXPECT_EQ(fake_.downloads, 1);
+  // Both the uploaded operand and the stored result were deleted afterwards.
+  EXPECT_TRUE(fake_.stored.empty());
+  EXPECT_EQ(fake_.deletes, 2);
+  EXPECT_GT(calls, 7);
+  EXPECT_EQ(last_done, last_total);
+  ASSERT_EQ(r->matrix.rows, 701);
+  ASSERT_EQ(r->matrix.cols, 601);
+  for (int64_t i : {0, 1, 300, 600}) {
+    for (int64_t j : {0, 17, 700}) EXPECT_EQ(at(r->matrix, j, i), at(a, i, j));
+  }
+}
+
+TEST_F(ClientTest, OnlyTheLargestOperandsAreUploaded) {
+  ClientOptions o = options();
+  o.inline_limit_bytes = 100 << 10;
+  Client client(o);
+  const HostMatrix a = random_matrix(200, 150, 3);  // 120,000 bytes
+  const HostMatrix b = random_matrix(150, 20, 4);   // 12,000 bytes
+  absl::StatusOr<MatrixResultWithStats> r = client.matmul(a, b);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(fake_.uploads, 1);
+  EXPECT_EQ(fake_.operand_kinds, (std::vector<std::string>{"ref", "inline"}));
+  EXPECT_TRUE(fake_.stored.empty());
+  double sum = 0;
+  for (int k = 0; k < 150; ++k) sum += double{at(a, 7, k)} * at(b, k, 3);
+  EXPECT_NEAR(at(r->matrix, 7, 3), sum, 1e-4);
+}
+
+TEST_F(ClientTest, ServerErrorsKeepCodeAndMessage) {
+  Client client(options());
+  absl::StatusOr<GraphSnapshot> g = client.get_graph("nope");
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(g.status().message(), "graph 'nope' not found");
+  const HostMatrix a = random_matrix(2, 3, 5);
+  absl::StatusOr<MatrixResultWithStats> r = client.matmul(a, a);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.status().message(), "A is 2x3 but B is 2x3");
+}
+
+TEST_F(ClientTest, CallsHaveDeadlines) {
+  ClientOptions o = options();
+  o.default_timeout = absl::Milliseconds(300);
+  Client client(o);
+  const HostMatrix a = random_matrix(4, 4, 6);
+  const absl::Time start = absl::Now();
+  absl::StatusOr<SvdResult> r = client.svd(a);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(1.5));
+  // A per-call timeout overrides the client's default.
+  CallOptions call;
+  call.timeout = absl::Milliseconds(50);
+  r = client.svd(a, {}, call);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded);
+}
+
+TEST_F(ClientTest, UploadDownloadDelete) {
+  ClientOptions o = options();
+  o.chunk_bytes = 1000;
+  Client client(o);
+  const HostMatrix a = random_matrix(33, 71, 7);
+  absl::StatusOr<StoredMatrix> s = client.upload_matrix(a);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->rows, 33);
+  EXPECT_EQ(s->cols, 71);
+  EXPECT_EQ(s->size_bytes, a.data.size());
+  EXPECT_EQ(fake_.upload_chunk_sizes.size(), (a.data.size() + 999) / 1000);
+  absl::StatusOr<HostMatrix> back = client.download_matrix(s->ref);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->data, a.data);
+  EXPECT_EQ(back->dtype, DType::kF32);
+  EXPECT_TRUE(client.delete_matrix(s->ref).ok());
+  absl::Status again = client.delete_matrix(s->ref);
+  EXPECT_EQ(again.code(), absl::StatusCode::kNotFound);
+  // A matrix whose data does not match its shape is refused before anything is sent.
+  HostMatrix bad = a;
+  bad.data.pop_back();
+  EXPECT_EQ(client.upload_matrix(bad).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(GrpcStatus, MapsEveryCode) {
+  EXPECT_TRUE(from_grpc_status(grpc::Status::OK).ok());
+  for (int code = 1; code <= 16; ++code) {
+    const absl::Status s =
+        from_grpc_status(grpc::Status(static_cast<grpc::StatusCode>(code), "msg"));
+    EXPECT_EQ(static_cast<int>(s.code()), code);
+    EXPECT_EQ(s.message(), "msg");
+  }
+  EXPECT_EQ(from_grpc_status(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, "")).code(),
+            absl::StatusCode::kResourceExhausted);
+}
+
+TEST(InlineLimit, DefaultsToHalfTheMessageSizeCappedAt64MiB) {
+  ClientOptions o;
+  EXPECT_EQ(effective_inline_limit(o), 64 * kMiB);
+  o.max_message_bytes = 32 * kMiB;
+  EXPECT_EQ(effective_inline_limit(o), 16 * kMiB);
+  o.inline_limit_bytes = 123;
+  EXPECT_EQ(effective_inline_limit(o), 123u);
+}
+
+}  // namespace
+}  // namespace gcompute::client
