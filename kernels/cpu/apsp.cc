@@ -58,15 +58,36 @@ struct Arith<std::int32_t> {
   }
 };
 
+// Hop counts are capped so that the sum of two never overflows (they only grow past n
+// through a negative cycle, when the outputs are unspecified anyway).
+constexpr std::int32_t kHopCap = 1 << 30;
+
 // One relaxation row: D[i][j0..j1) through vertex k.
-template <typename T, bool kNext>
-inline void relax_row(T* di, std::int32_t* ni, const T* dk, T dik, std::int32_t nik,
-                      std::int64_t j0, std::int64_t j1) {
+inline void relax_row_dist(float* di, const float* dk, float dik, std::int64_t j0,
+                           std::int64_t j1) {
+  for (std::int64_t j = j0; j < j1; ++j) di[j] = std::min(di[j], dik + dk[j]);
+}
+inline void relax_row_dist(std::int32_t* di, const std::int32_t* dk, std::int32_t dik,
+                           std::int64_t j0, std::int64_t j1) {
+  for (std::int64_t j = j0; j < j1; ++j)
+    di[j] = std::min(di[j], Arith<std::int32_t>::add(dik, dk[j]));
+}
+
+// The same with next hops. Paths are compared by (length, hops) lexicographically: with
+// zero-weight cycles, plain "shorter wins" lets the blocked order leave next-hop pointers
+// that chase each other around a zero cycle forever. Every cycle has >= 1 hop, so under the
+// lexicographic order all cycles are positive and the pointers always form simple paths.
+template <typename T>
+inline void relax_row_next(T* di, std::int32_t* hi, std::int32_t* ni, const T* dk,
+                           const std::int32_t* hk, T dik, std::int32_t hik, std::int32_t nik,
+                           std::int64_t j0, std::int64_t j1) {
   for (std::int64_t j = j0; j < j1; ++j) {
     const T s = Arith<T>::add(dik, dk[j]);
-    if (s < di[j]) {
+    const std::int32_t hs = std::min(hik + hk[j], kHopCap);
+    if (s < di[j] || (s == di[j] && s != Arith<T>::none && hs < hi[j])) {
       di[j] = s;
-      if constexpr (kNext) ni[j] = nik;
+      hi[j] = hs;
+      ni[j] = nik;
     }
   }
 }
@@ -78,22 +99,29 @@ struct Range {
 template <typename T, bool kNext>
 struct Solver {
   T* d;
-  std::int32_t* nx;
+  std::int32_t* nx;   // next hops (kNext)
+  std::int32_t* hop;  // hop counts of the current paths (kNext)
   std::int64_t n;
 
   Range block(std::int64_t b) const { return {b * kBlock, std::min(n, (b + 1) * kBlock)}; }
+
+  // Row i of tile (I, J) through vertex k.
+  void relax(std::int64_t i, std::int64_t k, Range J) const {
+    const T dik = d[i * n + k];
+    if (dik == Arith<T>::none) return;
+    if constexpr (kNext) {
+      relax_row_next(d + i * n, hop + i * n, nx + i * n, d + k * n, hop + k * n, dik,
+                     hop[i * n + k], nx[i * n + k], J.lo, J.hi);
+    } else {
+      relax_row_dist(d + i * n, d + k * n, dik, J.lo, J.hi);
+    }
+  }
 
   // Tile (I, J) through the vertices of K, k outermost: needed when the tile being updated
   // is also one of the operands (phases 1 and 2), so that k runs in order as in plain FW.
   void relax_k_outer(Range I, Range J, Range K) const {
     for (std::int64_t k = K.lo; k < K.hi; ++k) {
-      const T* dk = d + k * n;
-      for (std::int64_t i = I.lo; i < I.hi; ++i) {
-        const T dik = d[i * n + k];
-        if (dik == Arith<T>::none) continue;
-        relax_row<T, kNext>(d + i * n, kNext ? nx + i * n : nullptr, dk, dik,
-                            kNext ? nx[i * n + k] : 0, J.lo, J.hi);
-      }
+      for (std::int64_t i = I.lo; i < I.hi; ++i) relax(i, k, J);
     }
   }
 
@@ -101,13 +129,7 @@ struct Solver {
   // row i of the tile in cache while the k rows stream past.
   void relax_i_outer(Range I, Range J, Range K) const {
     for (std::int64_t i = I.lo; i < I.hi; ++i) {
-      T* di = d + i * n;
-      std::int32_t* ni = kNext ? nx + i * n : nullptr;
-      for (std::int64_t k = K.lo; k < K.hi; ++k) {
-        const T dik = di[k];
-        if (dik == Arith<T>::none) continue;
-        relax_row<T, kNext>(di, ni, d + k * n, dik, kNext ? ni[k] : 0, J.lo, J.hi);
-      }
+      for (std::int64_t k = K.lo; k < K.hi; ++k) relax(i, k, J);
     }
   }
 
@@ -122,7 +144,12 @@ struct Solver {
 
 template <typename T, bool kNext>
 absl::StatusOr<ApspInfo> run(T* d, std::int32_t* nx, std::int64_t n, StopToken stop, int threads) {
-  const Solver<T, kNext> solver{d, nx, n};
+  std::vector<std::int32_t> hops;
+  if constexpr (kNext) {  // 0 on the diagonal, 1 for an edge (unused where there is none)
+    hops.assign(static_cast<std::size_t>(n * n), 1);
+    for (std::int64_t v = 0; v < n; ++v) hops[v * n + v] = 0;
+  }
+  const Solver<T, kNext> solver{d, nx, kNext ? hops.data() : nullptr, n};
   const std::int64_t nb = (n + kBlock - 1) / kBlock;
   const std::int64_t others = nb - 1;
   std::int64_t useful = std::max<std::int64_t>(1, others * others);

@@ -96,7 +96,9 @@ void check_one(const double* a, const Result& r, std::int64_t index, const SvdSh
   const double* s = r.s.data() + index * p;
   for (std::int64_t i = 0; i < p; ++i) {
     ASSERT_TRUE(std::isfinite(s[i]) && s[i] >= 0) << "s[" << i << "] = " << s[i];
-    if (i > 0) ASSERT_LE(s[i], s[i - 1]) << "not descending at " << i;
+    if (i > 0) {
+      ASSERT_LE(s[i], s[i - 1]) << "not descending at " << i;
+    }
   }
   ASSERT_EQ(static_cast<std::int64_t>(oracle_s.size()), p);
   for (std::int64_t i = 0; i < p; ++i) {

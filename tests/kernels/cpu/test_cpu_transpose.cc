@@ -42,7 +42,9 @@ void check_transpose(::gcompute::testing::Rng& rng, std::int64_t batch, std::int
         }
       }
     }
-    for (std::size_t g = 0; g < kGuard + misalign; ++g) ASSERT_EQ(out[g], poison) << "guard " << g;
+    for (std::size_t g = 0; g < kGuard + misalign; ++g) {
+      ASSERT_EQ(out[g], poison) << "guard " << g;
+    }
     for (std::size_t g = kGuard + misalign + bytes; g < out.size(); ++g) {
       ASSERT_EQ(out[g], poison) << "guard after end, byte " << g;
     }

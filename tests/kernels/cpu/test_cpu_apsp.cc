@@ -1,0 +1,449 @@
+// SPDX-License-Identifier: Apache-2.0
+// cpu::apsp against a textbook Floyd-Warshall in double and Dijkstra (non-negative weights,
+// and negative weights made by the potential trick w'(u,v) = w(u,v) + p(u) - p(v), which
+// keeps every cycle's weight). Every next-hop path is walked: each hop must be an edge and the
+// lengths must add up to D. Integer-valued weights make f32 sums exact, so D is compared
+// exactly; real-valued weights are compared to a rounding bound.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <thread>
+#include <vector>
+
+#include "gcompute/kernels/cpu/apsp.hpp"
+#include "support/oracle.hpp"
+#include "support/random.hpp"
+
+namespace gcompute::kernels {
+namespace {
+
+using ::gcompute::testing::dijkstra;
+using ::gcompute::testing::floyd_warshall_reference;
+using ::gcompute::testing::kInf;
+using ::gcompute::testing::Rng;
+
+// A graph as doubles (+inf = no edge), converted per dtype when run.
+struct Graph {
+  std::int64_t n = 0;
+  std::vector<double> w;
+};
+
+Graph empty_graph(std::int64_t n) {
+  return {n, std::vector<double>(static_cast<std::size_t>(n * n), kInf)};
+}
+
+// Each ordered pair is an edge with probability p, integer weight in [lo, hi].
+Graph random_graph(Rng& rng, std::int64_t n, double p, std::int64_t lo, std::int64_t hi) {
+  Graph g = empty_graph(n);
+  for (std::int64_t i = 0; i < n; ++i) {
+    for (std::int64_t j = 0; j < n; ++j) {
+      if (i != j && rng.bernoulli(p)) g.w[i * n + j] = static_cast<double>(rng.uniform_int(lo, hi));
+    }
+  }
+  return g;
+}
+
+struct ApspRun {
+  std::vector<double> d;  // +inf where unreachable
+  std::vector<std::int32_t> next;
+  ApspInfo info;
+};
+
+// Runs cpu::apsp on `g` in `dtype` with poisoned outputs.
+ApspRun run_apsp(const Graph& g, DType dtype, bool next_hop, int threads = 0) {
+  const std::int64_t nn = g.n * g.n;
+  ApspRun r;
+  r.next = ::gcompute::testing::poisoned<std::int32_t>(static_cast<std::size_t>(next_hop ? nn : 0));
+  ApspShape shape{g.n, dtype, next_hop};
+  absl::StatusOr<ApspInfo> info;
+  if (dtype == DType::kF32) {
+    std::vector<float> w(g.w.begin(), g.w.end());
+    auto d = ::gcompute::testing::poisoned<float>(static_cast<std::size_t>(nn));
+    info = cpu::apsp(w.data(), d.data(), next_hop ? r.next.data() : nullptr, shape, {}, threads);
+    r.d.assign(d.begin(), d.end());
+  } else {
+    std::vector<std::int32_t> w(static_cast<std::size_t>(nn));
+    for (std::int64_t e = 0; e < nn; ++e) {
+      w[e] = g.w[e] == kInf ? kI32NoEdge : static_cast<std::int32_t>(g.w[e]);
+    }
+    auto d = ::gcompute::testing::poisoned<std::int32_t>(static_cast<std::size_t>(nn));
+    info = cpu::apsp(w.data(), d.data(), next_hop ? r.next.data() : nullptr, shape, {}, threads);
+    r.d.resize(static_cast<std::size_t>(nn));
+    for (std::int64_t e = 0; e < nn; ++e) r.d[e] = d[e] == kI32NoEdge ? kInf : d[e];
+  }
+  EXPECT_TRUE(info.ok()) << info.status();
+  if (info.ok()) r.info = *info;
+  return r;
+}
+
+// Distances equal the reference to `tol` (0: exactly); with next hops, every path is walked.
+void check_result(const Graph& g, const ApspRun& r, const std::vector<double>& ref, double tol) {
+  const std::int64_t n = g.n;
+  ASSERT_FALSE(r.info.negative_cycle);
+  for (std::int64_t i = 0; i < n; ++i) {
+    for (std::int64_t j = 0; j < n; ++j) {
+      const double want = ref[i * n + j], got = r.d[i * n + j];
+      if (want == kInf) {
+        ASSERT_EQ(got, kInf) << "D[" << i << "][" << j << "]";
+      } else {
+        ASSERT_NEAR(got, want, tol) << "D[" << i << "][" << j << "]";
+      }
+    }
+  }
+  if (r.next.empty()) return;
+  for (std::int64_t i = 0; i < n; ++i) {
+    for (std::int64_t j = 0; j < n; ++j) {
+      const std::int32_t first = r.next[i * n + j];
+      if (i == j) {
+        ASSERT_EQ(first, i) << "N[" << i << "][" << i << "]";
+        continue;
+      }
+      if (r.d[i * n + j] == kInf) {
+        ASSERT_EQ(first, -1) << "N[" << i << "][" << j << "] for an unreachable pair";
+        continue;
+      }
+      double length = 0;
+      std::int64_t v = i, hops = 0;
+      while (v != j) {
+        const std::int32_t nx = r.next[v * n + j];
+        ASSERT_TRUE(nx >= 0 && nx < n)
+            << "path " << i << "->" << j << " hop " << hops << " at " << v << ": N = " << nx;
+        const double w = g.w[v * n + nx];
+        ASSERT_NE(w, kInf) << "path " << i << "->" << j << ": " << v << "->" << nx
+                           << " is not an edge";
+        length += w;
+        v = nx;
+        ASSERT_LT(++hops, n) << "path " << i << "->" << j << " does not end (a loop)";
+      }
+      ASSERT_NEAR(length, r.d[i * n + j], tol) << "path " << i << "->" << j << " length";
+    }
+  }
+}
+
+const std::vector<std::int64_t> kSizes = {1, 2, 5, 63, 64, 65, 130, 200};
+
+TEST(CpuApsp, NonNegativeDenseAndSparseMatchFloydWarshallAndDijkstra) {
+  GC_SEEDED_RNG(rng);
+  for (const DType t : {DType::kF32, DType::kI32}) {
+    for (const std::int64_t n : kSizes) {
+      for (const double p : {0.5, 3.0 / static_cast<double>(n), 0.0}) {
+        SCOPED_TRACE(::testing::Message() << dtype_name(t) << " n=" << n << " p=" << p);
+        const Graph g = random_graph(rng, n, p, 0, 100);
+        const auto ref = floyd_warshall_reference(g.w, n);
+        for (std::int64_t s = 0; s < n; s += std::max<std::int64_t>(1, n / 7)) {
+          const auto dj = dijkstra(g.w, n, s);
+          for (std::int64_t j = 0; j < n; ++j)
+            ASSERT_EQ(dj[j], ref[s * n + j]) << "oracles disagree";
+        }
+        for (const bool next : {true, false}) {
+          check_result(g, run_apsp(g, t, next), ref, 0.0);
+          if (HasFatalFailure()) return;
+        }
+      }
+    }
+  }
+}
+
+TEST(CpuApsp, NegativeEdgesWithoutNegativeCycles) {
+  GC_SEEDED_RNG(rng);
+  for (const DType t : {DType::kF32, DType::kI32}) {
+    for (const std::int64_t n : {3, 64, 97, 150}) {
+      SCOPED_TRACE(::testing::Message() << dtype_name(t) << " n=" << n);
+      const Graph base = random_graph(rng, n, 0.2, 0, 30);  // zero weights: zero-weight cycles
+      std::vector<double> pot(static_cast<std::size_t>(n));
+      for (double& x : pot) x = static_cast<double>(rng.uniform_int(-60, 60));
+      Graph g = base;
+      std::int64_t negative = 0;
+      for (std::int64_t u = 0; u < n; ++u) {
+        for (std::int64_t v = 0; v < n; ++v) {
+          double& w = g.w[u * n + v];
+          if (w != kInf) {
+            w += pot[u] - pot[v];
+            negative += w < 0;
+          }
+        }
+      }
+      if (n > 3) {
+        ASSERT_GT(negative, 0);
+      }
+      // Independent oracle: Dijkstra on the non-negative graph, shifted back.
+      std::vector<double> ref(static_cast<std::size_t>(n * n));
+      for (std::int64_t s = 0; s < n; ++s) {
+        const auto dj = dijkstra(base.w, n, s);
+        for (std::int64_t v = 0; v < n; ++v) {
+          ref[s * n + v] = dj[v] == kInf ? kInf : dj[v] + pot[s] - pot[v];
+        }
+      }
+      const auto fw = floyd_warshall_reference(g.w, n);
+      ASSERT_EQ(fw, ref) << "oracles disagree";
+      check_result(g, run_apsp(g, t, true), ref, 0.0);
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
+TEST(CpuApsp, RealWeightsF32WithinRounding) {
+  GC_SEEDED_RNG(rng);
+  for (const std::int64_t n : {7, 66, 129}) {
+    Graph g = empty_graph(n);
+    for (std::int64_t i = 0; i < n; ++i) {
+      for (std::int64_t j = 0; j < n; ++j) {
+        if (i != j && rng.bernoulli(0.3))
+          g.w[i * n + j] = static_cast<float>(rng.uniform(0.01, 10));
+      }
+    }
+    const auto ref = floyd_warshall_reference(g.w, n);
+    // A path has < n edges of weight <= 10; f32 sums of them are off by < n * 10n * eps.
+    const double tol = 10.0 * n * n * std::numeric_limits<float>::epsilon();
+    check_result(g, run_apsp(g, DType::kF32, true), ref, tol);
+  }
+}
+
+TEST(CpuApsp, DisconnectedComponentsAndSelfLoops) {
+  GC_SEEDED_RNG(rng);
+  for (const DType t : {DType::kF32, DType::kI32}) {
+    const std::int64_t n = 140;
+    Graph g = empty_graph(n);
+    // Two dense components (0..69, 70..139) and nothing between; self loops of both signs
+    // of weight >= 0 (a negative self loop is a negative cycle, tested separately).
+    for (std::int64_t i = 0; i < n; ++i) {
+      for (std::int64_t j = 0; j < n; ++j) {
+        if ((i < 70) == (j < 70) && rng.bernoulli(0.1)) {
+          g.w[i * n + j] = static_cast<double>(rng.uniform_int(0, 50));
+        }
+      }
+    }
+    const auto ref = floyd_warshall_reference(g.w, n);
+    const ApspRun r = run_apsp(g, t, true);
+    check_result(g, r, ref, 0.0);
+    for (std::int64_t i = 0; i < 70; ++i) {
+      for (std::int64_t j = 70; j < n; ++j) {
+        ASSERT_EQ(r.d[i * n + j], kInf);
+        ASSERT_EQ(r.d[j * n + i], kInf);
+        ASSERT_EQ(r.next[i * n + j], -1);
+      }
+    }
+    for (std::int64_t i = 0; i < n; ++i) {
+      ASSERT_EQ(r.d[i * n + i], 0.0);
+    }
+  }
+}
+
+TEST(CpuApsp, ResultsDoNotDependOnThreadCount) {
+  GC_SEEDED_RNG(rng);
+  for (const DType t : {DType::kF32, DType::kI32}) {
+    const Graph g = random_graph(rng, 300, 0.05, -5, 100);  // negative cycles are possible
+    const ApspRun one = run_apsp(g, t, true, 1);
+    for (const int threads : {2, 3, 8, 0}) {
+      const ApspRun many = run_apsp(g, t, true, threads);
+      EXPECT_EQ(many.info.negative_cycle, one.info.negative_cycle);
+      if (!one.info.negative_cycle) {
+        EXPECT_EQ(many.d, one.d) << threads << " threads";
+        EXPECT_EQ(many.next, one.next) << threads << " threads";
+      }
+    }
+  }
+}
+
+// Vertices that reach `c` and are reached from it, by BFS over edges of g.
+std::vector<bool> on_closed_walk_with(const Graph& g, std::int64_t c) {
+  const std::int64_t n = g.n;
+  auto reach = [&](bool forward) {
+    std::vector<bool> seen(static_cast<std::size_t>(n), false);
+    std::vector<std::int64_t> stack = {c};
+    seen[c] = true;
+    while (!stack.empty()) {
+      const std::int64_t u = stack.back();
+      stack.pop_back();
+      for (std::int64_t v = 0; v < n; ++v) {
+        const double w = forward ? g.w[u * n + v] : g.w[v * n + u];
+        if (w != kInf && !seen[v]) {
+          seen[v] = true;
+          stack.push_back(v);
+        }
+      }
+    }
+    return seen;
+  };
+  const auto fwd = reach(true), bwd = reach(false);
+  std::vector<bool> both(static_cast<std::size_t>(n));
+  for (std::int64_t v = 0; v < n; ++v) both[v] = fwd[v] && bwd[v];
+  return both;
+}
+
+TEST(CpuApsp, DetectsPlantedNegativeCycles) {
+  GC_SEEDED_RNG(rng);
+  for (const DType t : {DType::kF32, DType::kI32}) {
+    for (const std::int64_t n : {2, 65, 200}) {
+      for (int trial = 0; trial < 3; ++trial) {
+        SCOPED_TRACE(::testing::Message() << dtype_name(t) << " n=" << n << " trial " << trial);
+        Graph g = random_graph(rng, n, 0.05, 0, 100);
+        // A cycle through `len` random distinct vertices with total weight -1 or less.
+        const std::int64_t len = std::min<std::int64_t>(n, rng.uniform_int(2, 6));
+        std::vector<std::int64_t> cyc;
+        while (static_cast<std::int64_t>(cyc.size()) < len) {
+          const std::int64_t v = rng.uniform_int(0, n - 1);
+          if (std::find(cyc.begin(), cyc.end(), v) == cyc.end()) cyc.push_back(v);
+        }
+        for (std::int64_t e = 0; e < len; ++e) {
+          g.w[cyc[e] * n + cyc[(e + 1) % len]] = e == 0 ? -static_cast<double>(len) * 10 : 9;
+        }
+        bool ref_negative = false;
+        floyd_warshall_reference(g.w, n, &ref_negative);
+        ASSERT_TRUE(ref_negative);
+        for (const bool next : {true, false}) {
+          const ApspRun r = run_apsp(g, t, next);
+          ASSERT_TRUE(r.info.negative_cycle);
+          const std::int64_t v = r.info.cycle_vertex;
+          ASSERT_TRUE(v >= 0 && v < n) << v;
+          EXPECT_TRUE(on_closed_walk_with(g, cyc[0])[v])
+              << "vertex " << v << " is not on a negative closed walk";
+        }
+      }
+    }
+    // A negative self loop is a negative cycle of one vertex.
+    Graph g = random_graph(rng, 70, 0.1, 1, 10);
+    g.w[69 * 70 + 69] = -1;
+    const ApspRun r = run_apsp(g, t, true);
+    EXPECT_TRUE(r.info.negative_cycle);
+    EXPECT_EQ(r.info.cycle_vertex, 69);
+  }
+}
+
+TEST(CpuApsp, I32SumsSaturateAtNoEdge) {
+  // 0 -> 1 -> 2 -> 3, each edge kI32MaxAbsWeight: two edges still fit, three do not.
+  Graph g = empty_graph(4);
+  g.w[0 * 4 + 1] = g.w[1 * 4 + 2] = g.w[2 * 4 + 3] = kI32MaxAbsWeight;
+  const ApspRun r = run_apsp(g, DType::kI32, true);
+  EXPECT_FALSE(r.info.negative_cycle);
+  EXPECT_EQ(r.d[0 * 4 + 2], 2.0 * kI32MaxAbsWeight);
+  EXPECT_EQ(r.next[0 * 4 + 2], 1);
+  EXPECT_EQ(r.d[0 * 4 + 3], kInf);  // saturated: reported as no path
+  EXPECT_EQ(r.next[0 * 4 + 3], -1);
+  EXPECT_EQ(r.d[1 * 4 + 3], 2.0 * kI32MaxAbsWeight);
+  // Negative extremes that fit.
+  Graph h = empty_graph(3);
+  h.w[0 * 3 + 1] = h.w[1 * 3 + 2] = -kI32MaxAbsWeight;
+  const ApspRun s = run_apsp(h, DType::kI32, true);
+  EXPECT_FALSE(s.info.negative_cycle);
+  EXPECT_EQ(s.d[0 * 3 + 2], -2.0 * kI32MaxAbsWeight);
+}
+
+TEST(CpuApsp, InPlaceAndZeroSize) {
+  GC_SEEDED_RNG(rng);
+  const Graph g = random_graph(rng, 77, 0.1, -2, 40);
+  const auto ref = floyd_warshall_reference(g.w, 77);
+  std::vector<float> buf(g.w.begin(), g.w.end());
+  std::vector<std::int32_t> next(77 * 77);
+  bool ref_negative = false;
+  floyd_warshall_reference(g.w, 77, &ref_negative);
+  absl::StatusOr<ApspInfo> info =
+      cpu::apsp(buf.data(), buf.data(), next.data(), {77, DType::kF32, true});
+  ASSERT_TRUE(info.ok()) << info.status();
+  ASSERT_EQ(info->negative_cycle, ref_negative);
+  if (!ref_negative) {
+    for (std::size_t e = 0; e < buf.size(); ++e)
+      ASSERT_EQ(static_cast<double>(buf[e]), ref[e]) << e;
+  }
+  info = cpu::apsp(nullptr, nullptr, nullptr, {0, DType::kI32, true});
+  ASSERT_TRUE(info.ok());
+  EXPECT_FALSE(info->negative_cycle);
+}
+
+TEST(CpuApsp, CancelledByStopToken) {
+  GC_SEEDED_RNG(rng);
+  std::atomic<bool> flag{true};
+  const std::int64_t n = 1200;
+  const Graph g = random_graph(rng, n, 0.01, 1, 100);
+  std::vector<float> w(g.w.begin(), g.w.end()), d(w.size());
+  absl::StatusOr<ApspInfo> r =
+      cpu::apsp(w.data(), d.data(), nullptr, {n, DType::kF32, false}, StopToken(&flag));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kCancelled) << r.status();
+  flag = false;
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    flag = true;
+  });
+  r = cpu::apsp(w.data(), d.data(), nullptr, {n, DType::kF32, false}, StopToken(&flag));
+  canceller.join();
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kCancelled) << r.status();
+}
+
+TEST(CpuApsp, RejectsInvalidInput) {
+  std::vector<float> w(9, 1.0f), d(9);
+  std::vector<std::int32_t> next(9);
+  EXPECT_EQ(cpu::apsp(w.data(), d.data(), nullptr, {-1, DType::kF32, false}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(cpu::apsp(w.data(), d.data(), nullptr, {3, DType::kF64, false}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(cpu::apsp(w.data(), d.data(), nullptr, {3, DType::kF32, true}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  w[5] = std::numeric_limits<float>::quiet_NaN();
+  absl::Status st = cpu::apsp(w.data(), d.data(), next.data(), {3, DType::kF32, true}).status();
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("W[1][2]"), absl::string_view::npos) << st;
+  w[5] = -std::numeric_limits<float>::infinity();
+  EXPECT_EQ(cpu::apsp(w.data(), d.data(), next.data(), {3, DType::kF32, true}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  std::vector<std::int32_t> wi(9, 1);
+  std::vector<std::int32_t> di(9);
+  wi[7] = kI32MaxAbsWeight + 1;
+  st = cpu::apsp(wi.data(), di.data(), next.data(), {3, DType::kI32, true}).status();
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("W[2][1]"), absl::string_view::npos) << st;
+  wi[7] = -kI32MaxAbsWeight;
+  EXPECT_TRUE(cpu::apsp(wi.data(), di.data(), next.data(), {3, DType::kI32, true}).ok());
+}
+
+TEST(CpuApsp, EdgeListToDense) {
+  const std::vector<std::int64_t> src = {0, 1, 0, 2, 2, 1};
+  const std::vector<std::int64_t> dst = {1, 2, 1, 2, 0, 2};
+  const std::vector<double> wt = {5, -3, 2, 7, 1e6, -1};
+  EdgeListView view{3, 6, src.data(), dst.data(), wt.data()};
+  auto f = ::gcompute::testing::poisoned<float>(9);
+  ASSERT_TRUE(cpu::edge_list_to_dense(view, DType::kF32, f.data()).ok());
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(f, (std::vector<float>{inf, 2, inf, inf, inf, -3, 1e6, inf, 7}));
+  auto i = ::gcompute::testing::poisoned<std::int32_t>(9);
+  ASSERT_TRUE(cpu::edge_list_to_dense(view, DType::kI32, i.data()).ok());
+  const std::int32_t no = kI32NoEdge;
+  EXPECT_EQ(i, (std::vector<std::int32_t>{no, 2, no, no, no, -3, 1000000, no, 7}));
+
+  auto expect_error = [&](const EdgeListView& v, DType t, const char* needle) {
+    std::vector<float> out(16, 42.0f);
+    const absl::Status st = cpu::edge_list_to_dense(v, t, out.data());
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+    EXPECT_NE(st.message().find(needle), absl::string_view::npos)
+        << st << " should mention " << needle;
+    for (float x : out) {
+      EXPECT_EQ(x, 42.0f) << "output written despite the error";
+    }
+  };
+  const std::vector<std::int64_t> bad_dst = {1, 2, 3};
+  expect_error({3, 3, src.data(), bad_dst.data(), wt.data()}, DType::kF32, "edge 2");
+  const std::vector<std::int64_t> neg_src = {0, -1};
+  expect_error({3, 2, neg_src.data(), dst.data(), wt.data()}, DType::kF32, "edge 1");
+  const std::vector<double> nan_w = {1, 2, std::nan(""), 4};
+  expect_error({3, 4, src.data(), dst.data(), nan_w.data()}, DType::kF32, "edge 2");
+  const std::vector<double> frac = {1, 1.5};
+  expect_error({3, 2, src.data(), dst.data(), frac.data()}, DType::kI32, "edge 1");
+  const std::vector<double> big = {1, 2, 3, kI32MaxAbsWeight + 1.0};
+  expect_error({3, 4, src.data(), dst.data(), big.data()}, DType::kI32, "edge 3");
+  const std::vector<double> minus_inf = {-kInf};
+  expect_error({3, 1, src.data(), dst.data(), minus_inf.data()}, DType::kF32, "edge 0");
+  expect_error({3, 1, src.data(), dst.data(), wt.data()}, DType::kF64, "f64");
+  // No edges: all "no edge"; n = 0: nothing.
+  std::vector<float> e(4, 0.0f);
+  ASSERT_TRUE(
+      cpu::edge_list_to_dense({2, 0, nullptr, nullptr, nullptr}, DType::kF32, e.data()).ok());
+  EXPECT_EQ(e, std::vector<float>(4, inf));
+  EXPECT_TRUE(
+      cpu::edge_list_to_dense({0, 0, nullptr, nullptr, nullptr}, DType::kI32, nullptr).ok());
+}
+
+}  // namespace
+}  // namespace gcompute::kernels
