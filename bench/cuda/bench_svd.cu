@@ -1,0 +1,303 @@
+// SPDX-License-Identifier: Apache-2.0
+// GPU Jacobi SVD against cuSOLVER in the same run: cusolverDn<t>gesvdj (vectors, default
+// tolerance and sweeps) on the same square random matrices, f32 and f64, and
+// cusolverDnSgesvdjBatched on the same batch of 32 x 32 matrices. Times are CUDA-event medians
+// after a warm-up. Prints a table; writes CSV to $OUT/svd_bench.csv (or argv[1]).
+//
+// usage: bench_svd [csv_path] [max_n]
+#include <cuda_runtime_api.h>
+#include <cusolverDn.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gcompute/kernels/cuda/svd.hpp"
+
+namespace {
+
+using gcompute::kernels::DType;
+using gcompute::kernels::SvdInfo;
+using gcompute::kernels::SvdShape;
+namespace gk = gcompute::kernels::cuda;
+
+#define CHECK_CUDA(call)                                                                       \
+  do {                                                                                         \
+    cudaError_t e_ = (call);                                                                   \
+    if (e_ != cudaSuccess) {                                                                   \
+      std::fprintf(stderr, "%s failed: %s (%s:%d)\n", #call, cudaGetErrorString(e_), __FILE__, \
+                   __LINE__);                                                                  \
+      std::exit(1);                                                                            \
+    }                                                                                          \
+  } while (0)
+#define CHECK_LIB(call)                                                                      \
+  do {                                                                                       \
+    const int e_ = static_cast<int>(call);                                                   \
+    if (e_ != 0) {                                                                           \
+      std::fprintf(stderr, "%s failed: status %d (%s:%d)\n", #call, e_, __FILE__, __LINE__); \
+      std::exit(1);                                                                          \
+    }                                                                                        \
+  } while (0)
+
+struct Env {
+  cudaStream_t stream;
+  cublasHandle_t cublas;
+  cusolverDnHandle_t cusolver;
+  gk::Context ctx;
+};
+
+/// Median of `reps` timings of f() (after one warm-up call), in ms.
+template <typename F>
+double time_ms(const Env& env, int reps, F&& f) {
+  f();
+  CHECK_CUDA(cudaStreamSynchronize(env.stream));
+  cudaEvent_t a, b;
+  CHECK_CUDA(cudaEventCreate(&a));
+  CHECK_CUDA(cudaEventCreate(&b));
+  std::vector<double> t;
+  for (int r = 0; r < reps; ++r) {
+    CHECK_CUDA(cudaEventRecord(a, env.stream));
+    f();
+    CHECK_CUDA(cudaEventRecord(b, env.stream));
+    CHECK_CUDA(cudaEventSynchronize(b));
+    float ms = 0;
+    CHECK_CUDA(cudaEventElapsedTime(&ms, a, b));
+    t.push_back(ms);
+  }
+  CHECK_CUDA(cudaEventDestroy(a));
+  CHECK_CUDA(cudaEventDestroy(b));
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+struct Row {
+  std::string what, dtype;
+  long long batch, n;
+  double ours_ms, ours_sweeps, ref_ms, ref_sweeps;
+  double err_vs_ref;  // max |s_ours - s_ref| / s_ref[0]
+};
+
+template <typename T>
+void fill_random(std::vector<T>& v, std::mt19937_64& rng) {
+  std::normal_distribution<double> nd;
+  for (auto& x : v) x = static_cast<T>(nd(rng));
+}
+
+template <typename T>
+Row square(const Env& env, int n, std::mt19937_64& rng) {
+  const bool f32 = sizeof(T) == 4;
+  const std::size_t nn = static_cast<std::size_t>(n) * n;
+  std::vector<T> h(nn);
+  fill_random(h, rng);
+  T *a, *s, *u, *vt, *a2, *s2, *u2, *v2;
+  CHECK_CUDA(cudaMalloc(&a, nn * sizeof(T)));
+  CHECK_CUDA(cudaMalloc(&a2, nn * sizeof(T)));
+  CHECK_CUDA(cudaMalloc(&s, n * sizeof(T)));
+  CHECK_CUDA(cudaMalloc(&s2, n * sizeof(T)));
+  CHECK_CUDA(cudaMalloc(&u, nn * sizeof(T)));
+  CHECK_CUDA(cudaMalloc(&vt, nn * sizeof(T)));
+  CHECK_CUDA(cudaMalloc(&u2, nn * sizeof(T)));
+  CHECK_CUDA(cudaMalloc(&v2, nn * sizeof(T)));
+  CHECK_CUDA(cudaMemcpy(a, h.data(), nn * sizeof(T), cudaMemcpyHostToDevice));
+  SvdShape shape;
+  shape.m = n;
+  shape.n = n;
+  shape.dtype = f32 ? DType::kF32 : DType::kF64;
+  const std::size_t wsb = gk::svd_workspace_bytes(shape);
+  void* ws;
+  CHECK_CUDA(cudaMalloc(&ws, wsb));
+  SvdInfo info;
+  const int reps = n >= 2048 ? 3 : 5;
+  const double ours = time_ms(env, reps, [&] {
+    auto r = gk::svd_jacobi(env.ctx, a, s, u, vt, shape, ws, wsb);
+    if (!r.ok()) {
+      std::fprintf(stderr, "svd_jacobi: %s\n", std::string(r.status().message()).c_str());
+      std::exit(1);
+    }
+    info = *r;
+  });
+
+  // cuSOLVER gesvdj, vectors, default tolerance and sweeps. It overwrites A: copy it in each time
+  // (a D2D copy of n^2 elements, far below the solver's time; included in the measurement).
+  gesvdjInfo_t params;
+  CHECK_LIB(cusolverDnCreateGesvdjInfo(&params));
+  int lwork = 0;
+  if constexpr (sizeof(T) == 4) {
+    CHECK_LIB(cusolverDnSgesvdj_bufferSize(env.cusolver, CUSOLVER_EIG_MODE_VECTOR, 0, n, n, a2, n,
+                                           s2, u2, n, v2, n, &lwork, params));
+  } else {
+    CHECK_LIB(cusolverDnDgesvdj_bufferSize(env.cusolver, CUSOLVER_EIG_MODE_VECTOR, 0, n, n, a2, n,
+                                           s2, u2, n, v2, n, &lwork, params));
+  }
+  T* work;
+  int* dinfo;
+  CHECK_CUDA(cudaMalloc(&work, static_cast<std::size_t>(lwork) * sizeof(T)));
+  CHECK_CUDA(cudaMalloc(&dinfo, sizeof(int)));
+  const double ref = time_ms(env, reps, [&] {
+    CHECK_CUDA(cudaMemcpyAsync(a2, a, nn * sizeof(T), cudaMemcpyDeviceToDevice, env.stream));
+    if constexpr (sizeof(T) == 4) {
+      CHECK_LIB(cusolverDnSgesvdj(env.cusolver, CUSOLVER_EIG_MODE_VECTOR, 0, n, n, a2, n, s2, u2, n,
+                                  v2, n, work, lwork, dinfo, params));
+    } else {
+      CHECK_LIB(cusolverDnDgesvdj(env.cusolver, CUSOLVER_EIG_MODE_VECTOR, 0, n, n, a2, n, s2, u2, n,
+                                  v2, n, work, lwork, dinfo, params));
+    }
+  });
+  int ref_sweeps = 0;
+  CHECK_LIB(cusolverDnXgesvdjGetSweeps(env.cusolver, params, &ref_sweeps));
+  std::vector<T> so(n), sr(n);
+  CHECK_CUDA(cudaMemcpy(so.data(), s, n * sizeof(T), cudaMemcpyDeviceToHost));
+  CHECK_CUDA(cudaMemcpy(sr.data(), s2, n * sizeof(T), cudaMemcpyDeviceToHost));
+  double err = 0;
+  for (int k = 0; k < n; ++k) err = std::max(err, std::abs(double(so[k]) - double(sr[k])));
+  err /= std::max(1e-300, double(sr[0]));
+  CHECK_LIB(cusolverDnDestroyGesvdjInfo(params));
+  for (void* p : {static_cast<void*>(a), static_cast<void*>(a2), static_cast<void*>(s),
+                  static_cast<void*>(s2), static_cast<void*>(u), static_cast<void*>(vt),
+                  static_cast<void*>(u2), static_cast<void*>(v2), ws, static_cast<void*>(work),
+                  static_cast<void*>(dinfo)}) {
+    CHECK_CUDA(cudaFree(p));
+  }
+  return Row{"square", f32 ? "f32" : "f64", 1,  n, ours, double(info.sweeps),
+             ref,      double(ref_sweeps),  err};
+}
+
+/// Batched f32 n x n: ours, and gesvdjBatched beside it where n <= 32.
+Row batched(const Env& env, int n, long long batch, std::mt19937_64& rng) {
+  const std::size_t el = static_cast<std::size_t>(n) * n * batch;
+  std::vector<float> h(el);
+  fill_random(h, rng);
+  float *a, *s, *u, *vt;
+  CHECK_CUDA(cudaMalloc(&a, el * 4));
+  CHECK_CUDA(cudaMalloc(&s, n * batch * 4));
+  CHECK_CUDA(cudaMalloc(&u, el * 4));
+  CHECK_CUDA(cudaMalloc(&vt, el * 4));
+  CHECK_CUDA(cudaMemcpy(a, h.data(), el * 4, cudaMemcpyHostToDevice));
+  SvdShape shape;
+  shape.batch = batch;
+  shape.m = n;
+  shape.n = n;
+  shape.dtype = DType::kF32;
+  const std::size_t wsb = gk::svd_workspace_bytes(shape);
+  void* ws;
+  CHECK_CUDA(cudaMalloc(&ws, wsb));
+  SvdInfo info;
+  const double ours = time_ms(env, 5, [&] {
+    auto r = gk::svd_jacobi(env.ctx, a, s, u, vt, shape, ws, wsb);
+    if (!r.ok()) {
+      std::fprintf(stderr, "svd_jacobi: %s\n", std::string(r.status().message()).c_str());
+      std::exit(1);
+    }
+    info = *r;
+  });
+  double ref = NAN, err = NAN;
+  if (n <= 32) {
+    float *a2, *s2, *u2, *v2, *work;
+    int* dinfo;
+    CHECK_CUDA(cudaMalloc(&a2, el * 4));
+    CHECK_CUDA(cudaMalloc(&s2, n * batch * 4));
+    CHECK_CUDA(cudaMalloc(&u2, el * 4));
+    CHECK_CUDA(cudaMalloc(&v2, el * 4));
+    CHECK_CUDA(cudaMalloc(&dinfo, batch * sizeof(int)));
+    gesvdjInfo_t params;
+    CHECK_LIB(cusolverDnCreateGesvdjInfo(&params));
+    int lwork = 0;
+    CHECK_LIB(cusolverDnSgesvdjBatched_bufferSize(env.cusolver, CUSOLVER_EIG_MODE_VECTOR, n, n, a2,
+                                                  n, s2, u2, n, v2, n, &lwork, params,
+                                                  static_cast<int>(batch)));
+    CHECK_CUDA(cudaMalloc(&work, static_cast<std::size_t>(lwork) * 4));
+    ref = time_ms(env, 5, [&] {
+      CHECK_CUDA(cudaMemcpyAsync(a2, a, el * 4, cudaMemcpyDeviceToDevice, env.stream));
+      CHECK_LIB(cusolverDnSgesvdjBatched(env.cusolver, CUSOLVER_EIG_MODE_VECTOR, n, n, a2, n, s2,
+                                         u2, n, v2, n, work, lwork, dinfo, params,
+                                         static_cast<int>(batch)));
+    });
+    // gesvdjBatched sorts by default; compare the first matrices' values.
+    std::vector<float> so(n * 64), sr(n * 64);
+    CHECK_CUDA(cudaMemcpy(so.data(), s, so.size() * 4, cudaMemcpyDeviceToHost));
+    CHECK_CUDA(cudaMemcpy(sr.data(), s2, sr.size() * 4, cudaMemcpyDeviceToHost));
+    err = 0;
+    for (int b = 0; b < 64; ++b) {
+      for (int k = 0; k < n; ++k) {
+        err = std::max(err, std::abs(double(so[b * n + k]) - sr[b * n + k]) / sr[b * n]);
+      }
+    }
+    CHECK_LIB(cusolverDnDestroyGesvdjInfo(params));
+    for (void* p : {static_cast<void*>(a2), static_cast<void*>(s2), static_cast<void*>(u2),
+                    static_cast<void*>(v2), static_cast<void*>(work), static_cast<void*>(dinfo)}) {
+      CHECK_CUDA(cudaFree(p));
+    }
+  }
+  for (void* p : {static_cast<void*>(a), static_cast<void*>(s), static_cast<void*>(u),
+                  static_cast<void*>(vt), ws}) {
+    CHECK_CUDA(cudaFree(p));
+  }
+  // Per-matrix microseconds in the *_ms columns' place would confuse: keep ms for the batch.
+  return Row{"batched", "f32", batch, n, ours, double(info.sweeps), ref, NAN, err};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string csv = argc > 1 ? argv[1] : "";
+  if (csv.empty()) {
+    const char* out = std::getenv("OUT");
+    csv = std::string(out != nullptr ? out : ".") + "/svd_bench.csv";
+  }
+  const int max_n = argc > 2 ? std::atoi(argv[2]) : 4096;
+  cudaDeviceProp prop;
+  CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+  Env env;
+  CHECK_CUDA(cudaStreamCreate(&env.stream));
+  CHECK_LIB(cublasCreate(&env.cublas));
+  CHECK_LIB(cublasSetStream(env.cublas, env.stream));
+  CHECK_LIB(cusolverDnCreate(&env.cusolver));
+  CHECK_LIB(cusolverDnSetStream(env.cusolver, env.stream));
+  env.ctx.stream = env.stream;
+  env.ctx.cublas = env.cublas;
+  env.ctx.cusolver = env.cusolver;
+  std::mt19937_64 rng(std::random_device{}());
+  std::printf("device: %s (%d SMs)\n", prop.name, prop.multiProcessorCount);
+  std::vector<Row> rows;
+  for (int n : {256, 512, 1024, 2048, 4096}) {
+    if (n > max_n) break;
+    rows.push_back(square<float>(env, n, rng));
+    std::fprintf(stderr, "done f32 %d\n", n);
+  }
+  for (int n : {256, 512, 1024, 2048, 4096}) {
+    if (n > max_n) break;
+    rows.push_back(square<double>(env, n, rng));
+    std::fprintf(stderr, "done f64 %d\n", n);
+  }
+  rows.push_back(batched(env, 32, 100000, rng));
+  rows.push_back(batched(env, 16, 100000, rng));
+  rows.push_back(batched(env, 64, 100000, rng));
+
+  FILE* f = std::fopen(csv.c_str(), "w");
+  if (f != nullptr) {
+    std::fprintf(f,
+                 "device,what,dtype,batch,n,ours_ms,ours_sweeps,cusolver_ms,cusolver_sweeps,"
+                 "speedup,max_sv_diff_rel\n");
+  }
+  std::printf("%-8s %-4s %7s %5s %11s %6s %13s %6s %8s %10s\n", "what", "type", "batch", "n",
+              "ours_ms", "sweeps", "cusolver_ms", "sweeps", "speedup", "sv_diff");
+  for (const Row& r : rows) {
+    std::printf("%-8s %-4s %7lld %5lld %11.3f %6.0f %13.3f %6.0f %8.2f %10.2e\n", r.what.c_str(),
+                r.dtype.c_str(), r.batch, r.n, r.ours_ms, r.ours_sweeps, r.ref_ms, r.ref_sweeps,
+                r.ref_ms / r.ours_ms, r.err_vs_ref);
+    if (f != nullptr) {
+      std::fprintf(f, "%s,%s,%s,%lld,%lld,%.4f,%.0f,%.4f,%.0f,%.3f,%.3e\n", prop.name,
+                   r.what.c_str(), r.dtype.c_str(), r.batch, r.n, r.ours_ms, r.ours_sweeps,
+                   r.ref_ms, r.ref_sweeps, r.ref_ms / r.ours_ms, r.err_vs_ref);
+    }
+  }
+  if (f != nullptr) std::fclose(f);
+  cusolverDnDestroy(env.cusolver);
+  cublasDestroy(env.cublas);
+  cudaStreamDestroy(env.stream);
+  return 0;
+}

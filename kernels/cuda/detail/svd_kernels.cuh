@@ -1,0 +1,564 @@
+// SPDX-License-Identifier: Apache-2.0
+// Device kernels of the one-sided Jacobi SVD (see svd.cu for the algorithm and the layouts).
+//
+// Working layout: the matrix being orthogonalised is W (M x N, M >= N, column-major), i.e. A
+// itself when m >= n and A^T when m < n, so a column of W is contiguous and every column-pair
+// operation is coalesced. V (N x N, column-major) accumulates the rotations: A_w V = W.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cfloat>
+#include <cstdint>
+
+namespace gcompute::kernels::cuda::detail {
+
+template <typename T>
+struct SvdLimits;
+template <>
+struct SvdLimits<float> {
+  static constexpr float kEps = FLT_EPSILON;
+  // Below this (after scaling A so that max|a| is in [0.5, 1)) a column norm is treated as
+  // zero: its square would not be a normal number with a margin of 1/eps.
+  static constexpr float kZero = 1.0e-12f;
+  // |zeta| above this: 1 + zeta^2 would lose zeta's contribution entirely.
+  static constexpr float kBigZeta = 1.0e15f;
+};
+template <>
+struct SvdLimits<double> {
+  static constexpr double kEps = DBL_EPSILON;
+  static constexpr double kZero = 1.0e-138;
+  static constexpr double kBigZeta = 1.0e150;
+};
+
+/// The pairing of a round-robin tournament (circle method) on `players` (even) players:
+/// round r in [0, players - 1), pair p in [0, players / 2).
+__host__ __device__ inline void round_robin_pair(int players, int r, int p, int* a, int* b) {
+  const int ring = players - 1;
+  if (p == 0) {
+    *a = r;
+    *b = ring;
+  } else {
+    *a = (r + p) % ring;
+    *b = (r - p + ring) % ring;
+  }
+}
+
+/// Hestenes rotation that makes columns with Gram entries (alpha, beta, gamma) orthogonal:
+/// a_i' = c a_i - s a_j, a_j' = s a_i + c a_j. Returns false (c = 1, s = 0) when the pair
+/// already passes |gamma| <= tol * |a_i| * |a_j| (this includes zero columns).
+template <typename T>
+__device__ inline bool jacobi_rotation(T alpha, T beta, T gamma, T tol, T* c, T* s) {
+  const T na = sqrt(alpha);
+  const T nb = sqrt(beta);
+  if (!(fabs(gamma) > tol * na * nb)) {
+    *c = T(1);
+    *s = T(0);
+    return false;
+  }
+  const T zeta = (beta - alpha) / (T(2) * gamma);
+  T t;
+  if (fabs(zeta) > SvdLimits<T>::kBigZeta) {
+    t = T(0.5) / zeta;
+  } else {
+    t = (zeta >= T(0) ? T(1) : T(-1)) / (fabs(zeta) + sqrt(T(1) + zeta * zeta));
+  }
+  *c = T(1) / sqrt(T(1) + t * t);
+  *s = *c * t;
+  return true;
+}
+
+template <typename T>
+__device__ inline T warp_sum(T v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// ------------------------------------------------------------------------------------------
+// Preparation.
+
+/// Largest |a| of each matrix, as the bit pattern of a non-negative T (ordered like the value).
+template <typename T>
+struct BitsOf;
+template <>
+struct BitsOf<float> {
+  using Type = unsigned int;
+};
+template <>
+struct BitsOf<double> {
+  using Type = unsigned long long;
+};
+
+template <typename T>
+__global__ void max_abs_kernel(const T* __restrict__ a, std::int64_t elems_per_matrix,
+                               int blocks_per_matrix, typename BitsOf<T>::Type* __restrict__ out) {
+  using Bits = typename BitsOf<T>::Type;
+  const std::int64_t b = blockIdx.x / blocks_per_matrix;
+  const int part = blockIdx.x % blocks_per_matrix;
+  const T* src = a + b * elems_per_matrix;
+  T m = T(0);
+  for (std::int64_t i = static_cast<std::int64_t>(part) * blockDim.x + threadIdx.x;
+       i < elems_per_matrix; i += static_cast<std::int64_t>(blocks_per_matrix) * blockDim.x) {
+    const T v = fabs(src[i]);
+    m = v > m || v != v ? v : m;  // NaN propagates (its bits order above every number)
+  }
+  __shared__ Bits red[32];
+  Bits bits;
+  if constexpr (sizeof(T) == 4) {
+    bits = __float_as_uint(m);
+  } else {
+    bits = static_cast<Bits>(__double_as_longlong(m));
+  }
+  for (int o = 16; o > 0; o >>= 1) {
+    const Bits other = __shfl_xor_sync(0xffffffffu, bits, o);
+    bits = other > bits ? other : bits;
+  }
+  if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = bits;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    Bits best = 0;
+    for (unsigned w = 0; w < (blockDim.x + 31) / 32; ++w) best = red[w] > best ? red[w] : best;
+    atomicMax(out + b, best);
+  }
+}
+
+/// Power-of-two scale that brings max|a| into [0.5, 1) (1 for a zero or non-finite matrix), so
+/// that scaling is exact and squared norms neither overflow nor underflow needlessly.
+template <typename T>
+__device__ inline T scale_from_bits(typename BitsOf<T>::Type bits) {
+  T m;
+  if constexpr (sizeof(T) == 4) {
+    m = __uint_as_float(bits);
+  } else {
+    m = __longlong_as_double(static_cast<long long>(bits));
+  }
+  if (!(m > T(0)) || !isfinite(m)) return T(1);
+  int e = 0;
+  frexp(m, &e);
+  return ldexp(T(1), -e);
+}
+
+/// W[i + j * ldw] = scale * A[i * si + j * sj] for i < rows, j < cols (one 32 x 32 tile per block,
+/// through shared memory so that reads along the source's contiguous index and writes along i
+/// are both coalesced). `src_rows_contig` says whether i (true) or j is contiguous in A.
+template <typename T>
+__global__ void load_working_kernel(const T* __restrict__ a, std::int64_t a_batch_stride,
+                                    std::int64_t si, std::int64_t sj, bool src_rows_contig,
+                                    int rows, int cols, const typename BitsOf<T>::Type* max_bits,
+                                    T* __restrict__ w, std::int64_t ldw,
+                                    std::int64_t w_batch_stride, int tiles_i, int tiles_j) {
+  __shared__ T tile[32][33];
+  const std::int64_t per = static_cast<std::int64_t>(tiles_i) * tiles_j;
+  const std::int64_t b = blockIdx.x / per;
+  const int t = static_cast<int>(blockIdx.x % per);
+  const int i0 = (t % tiles_i) * 32;
+  const int j0 = (t / tiles_i) * 32;
+  const T scale = scale_from_bits<T>(max_bits[b]);
+  const T* src = a + b * a_batch_stride;
+  for (int y = threadIdx.y; y < 32; y += blockDim.y) {
+    const int il = src_rows_contig ? threadIdx.x : y;
+    const int jl = src_rows_contig ? y : threadIdx.x;
+    const int i = i0 + il;
+    const int j = j0 + jl;
+    if (i < rows && j < cols) tile[jl][il] = src[i * si + j * sj] * scale;
+  }
+  __syncthreads();
+  T* dst = w + b * w_batch_stride;
+  for (int y = threadIdx.y; y < 32; y += blockDim.y) {
+    const int i = i0 + threadIdx.x;
+    const int j = j0 + y;
+    if (i < rows && j < cols) dst[i + j * ldw] = tile[y][threadIdx.x];
+  }
+}
+
+/// V = I (n x n, leading dimension ld), for each matrix of the batch.
+template <typename T>
+__global__ void identity_kernel(T* __restrict__ v, std::int64_t n, std::int64_t ld,
+                                std::int64_t batch_stride, std::int64_t total) {
+  for (std::int64_t idx = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
+       idx < total; idx += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const std::int64_t b = idx / (n * n);
+    const std::int64_t r = idx % (n * n);
+    const std::int64_t i = r % n;
+    const std::int64_t j = r / n;
+    v[b * batch_stride + i + j * ld] = i == j ? T(1) : T(0);
+  }
+}
+
+// ------------------------------------------------------------------------------------------
+// Small matrices: one block per matrix, W (and V) in shared memory, all sweeps in the kernel.
+
+/// W (m x n, column-major, leading dimension m) and V (n x n) of matrix blockIdx.x are read from
+/// global memory, orthogonalised in shared memory and written back in place. One warp per column
+/// pair (warps loop over the n/2 pairs of a round), lanes over rows.
+template <typename T>
+__global__ void small_jacobi_kernel(T* __restrict__ w, T* __restrict__ v, int m, int n, bool with_v,
+                                    T tol, int max_sweeps, int* __restrict__ info) {
+  extern __shared__ unsigned char smem_raw[];
+  T* sw = reinterpret_cast<T*>(smem_raw);
+  T* sv = sw + static_cast<std::int64_t>(m) * n;
+  __shared__ int rotated;
+  const std::int64_t b = blockIdx.x;
+  T* gw = w + b * static_cast<std::int64_t>(m) * n;
+  T* gv = v + b * static_cast<std::int64_t>(n) * n;
+  for (int idx = threadIdx.x; idx < m * n; idx += blockDim.x) sw[idx] = gw[idx];
+  if (with_v) {
+    for (int idx = threadIdx.x; idx < n * n; idx += blockDim.x) sv[idx] = gv[idx];
+  }
+  const int players = n + (n & 1);
+  const int pairs = players / 2;
+  const int warp = threadIdx.x >> 5;
+  const int lane = threadIdx.x & 31;
+  const int warps = blockDim.x >> 5;
+  int sweeps = 0;
+  bool converged = false;
+  while (!converged && sweeps < max_sweeps) {
+    if (threadIdx.x == 0) rotated = 0;
+    __syncthreads();
+    for (int r = 0; r < players - 1; ++r) {
+      for (int p = warp; p < pairs; p += warps) {
+        int i, j;
+        round_robin_pair(players, r, p, &i, &j);
+        if (i >= n || j >= n) continue;  // the bye of an odd n
+        T* ci = sw + static_cast<std::int64_t>(i) * m;
+        T* cj = sw + static_cast<std::int64_t>(j) * m;
+        T alpha = 0, beta = 0, gamma = 0;
+        for (int row = lane; row < m; row += 32) {
+          const T x = ci[row];
+          const T y = cj[row];
+          alpha += x * x;
+          beta += y * y;
+          gamma += x * y;
+        }
+        alpha = warp_sum(alpha);
+        beta = warp_sum(beta);
+        gamma = warp_sum(gamma);
+        T c, s;
+        if (!jacobi_rotation(alpha, beta, gamma, tol, &c, &s)) continue;
+        if (lane == 0) rotated = 1;
+        for (int row = lane; row < m; row += 32) {
+          const T x = ci[row];
+          const T y = cj[row];
+          ci[row] = c * x - s * y;
+          cj[row] = s * x + c * y;
+        }
+        if (with_v) {
+          T* vi = sv + static_cast<std::int64_t>(i) * n;
+          T* vj = sv + static_cast<std::int64_t>(j) * n;
+          for (int row = lane; row < n; row += 32) {
+            const T x = vi[row];
+            const T y = vj[row];
+            vi[row] = c * x - s * y;
+            vj[row] = s * x + c * y;
+          }
+        }
+      }
+      __syncthreads();
+    }
+    ++sweeps;
+    converged = rotated == 0;
+    __syncthreads();  // everyone has read `rotated` before it is reset
+  }
+  for (int idx = threadIdx.x; idx < m * n; idx += blockDim.x) gw[idx] = sw[idx];
+  if (with_v) {
+    for (int idx = threadIdx.x; idx < n * n; idx += blockDim.x) gv[idx] = sv[idx];
+  }
+  if (threadIdx.x == 0) {
+    atomicMax(info, sweeps);
+    if (!converged) atomicMin(info + 1, 0);
+  }
+}
+
+// ------------------------------------------------------------------------------------------
+// Blocked Jacobi: the inner solver on the Gram matrix of a block pair.
+
+/// For block pair blockIdx.x: G (2b x 2b, column-major, from a GEMM) is diagonalised by a cyclic
+/// two-sided Jacobi in shared memory with the same rotations one-sided Jacobi would apply to the
+/// 2b columns; Q (2b x 2b) accumulates them so that [Ai Aj] Q has orthogonal columns.
+/// Sets *rotated when any rotation was needed (the pair set was not yet orthogonal).
+template <typename T>
+__global__ void gram_jacobi_kernel(const T* __restrict__ g_all, T* __restrict__ q_all, int nb2,
+                                   T tol, int max_inner_sweeps, int* __restrict__ rotated_flag) {
+  extern __shared__ unsigned char smem_raw[];
+  const int ld = nb2 + 1;
+  T* g = reinterpret_cast<T*>(smem_raw);
+  T* q = g + nb2 * ld;
+  T* cs = q + nb2 * ld;  // c, s per pair of a round
+  int* idx = reinterpret_cast<int*>(cs + nb2);
+  __shared__ int any_rot;
+  const T* gsrc = g_all + static_cast<std::int64_t>(blockIdx.x) * nb2 * nb2;
+  T* qdst = q_all + static_cast<std::int64_t>(blockIdx.x) * nb2 * nb2;
+  for (int e = threadIdx.x; e < nb2 * nb2; e += blockDim.x) {
+    const int i = e % nb2;
+    const int j = e / nb2;
+    // GEMM need not produce an exactly symmetric G; use the mean of both triangles.
+    g[i + j * ld] = T(0.5) * (gsrc[i + j * nb2] + gsrc[j + i * nb2]);
+    q[i + j * ld] = i == j ? T(1) : T(0);
+  }
+  const int pairs = nb2 / 2;
+  bool first_rot = false;
+  for (int sweep = 0; sweep < max_inner_sweeps; ++sweep) {
+    if (threadIdx.x == 0) any_rot = 0;
+    __syncthreads();
+    for (int r = 0; r < nb2 - 1; ++r) {
+      for (int p = threadIdx.x; p < pairs; p += blockDim.x) {
+        int i, j;
+        round_robin_pair(nb2, r, p, &i, &j);
+        T c, s;
+        const bool rot = jacobi_rotation(g[i + i * ld], g[j + j * ld], g[i + j * ld], tol, &c, &s);
+        if (rot) any_rot = 1;
+        cs[2 * p] = rot ? c : T(1);
+        cs[2 * p + 1] = rot ? s : T(0);
+        idx[2 * p] = i;
+        idx[2 * p + 1] = rot ? j : -1;
+      }
+      __syncthreads();
+      // Columns of G and Q: G <- G J, Q <- Q J.
+      for (int e = threadIdx.x; e < pairs * nb2; e += blockDim.x) {
+        const int p = e / nb2;
+        const int row = e % nb2;
+        const int j = idx[2 * p + 1];
+        if (j < 0) continue;
+        const int i = idx[2 * p];
+        const T c = cs[2 * p];
+        const T s = cs[2 * p + 1];
+        const T gi = g[row + i * ld];
+        const T gj = g[row + j * ld];
+        g[row + i * ld] = c * gi - s * gj;
+        g[row + j * ld] = s * gi + c * gj;
+        const T qi = q[row + i * ld];
+        const T qj = q[row + j * ld];
+        q[row + i * ld] = c * qi - s * qj;
+        q[row + j * ld] = s * qi + c * qj;
+      }
+      __syncthreads();
+      // Rows of G: G <- J^T G.
+      for (int e = threadIdx.x; e < pairs * nb2; e += blockDim.x) {
+        const int p = e / nb2;
+        const int col = e % nb2;
+        const int j = idx[2 * p + 1];
+        if (j < 0) continue;
+        const int i = idx[2 * p];
+        const T c = cs[2 * p];
+        const T s = cs[2 * p + 1];
+        const T gi = g[i + col * ld];
+        const T gj = g[j + col * ld];
+        g[i + col * ld] = c * gi - s * gj;
+        g[j + col * ld] = s * gi + c * gj;
+      }
+      __syncthreads();
+      for (int p = threadIdx.x; p < pairs; p += blockDim.x) {
+        const int j = idx[2 * p + 1];
+        if (j < 0) continue;
+        const int i = idx[2 * p];
+        g[i + j * ld] = T(0);  // annihilated up to rounding; keep G exactly symmetric
+        g[j + i * ld] = T(0);
+      }
+      __syncthreads();
+    }
+    const bool any = any_rot != 0;
+    __syncthreads();
+    if (!any) break;
+    first_rot = true;
+  }
+  for (int e = threadIdx.x; e < nb2 * nb2; e += blockDim.x) {
+    qdst[e] = q[(e % nb2) + (e / nb2) * ld];
+  }
+  if (first_rot && threadIdx.x == 0) atomicOr(rotated_flag, 1);
+}
+
+// ------------------------------------------------------------------------------------------
+// Finishing: norms, ordering, outputs, completion of the basis.
+
+/// sigma[b * n + j] = |W[:, j]| for j < n (one warp per column).
+template <typename T>
+__global__ void column_norms_kernel(const T* __restrict__ w, std::int64_t m, std::int64_t ldw,
+                                    std::int64_t w_batch_stride, int n, std::int64_t total_cols,
+                                    T* __restrict__ sigma) {
+  const std::int64_t col = (blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x) >> 5;
+  const int lane = threadIdx.x & 31;
+  if (col >= total_cols) return;
+  const std::int64_t b = col / n;
+  const std::int64_t j = col % n;
+  const T* c = w + b * w_batch_stride + j * ldw;
+  T acc = 0;
+  for (std::int64_t i = lane; i < m; i += 32) acc += c[i] * c[i];
+  acc = warp_sum(acc);
+  if (lane == 0) sigma[col] = sqrt(acc);
+}
+
+/// Per matrix: order[b * n + k] = column holding the k-th largest value; s[b * n + k] the value
+/// with the input's scale undone; nonzero[b] = how many values are above the zero threshold.
+template <typename T>
+__global__ void rank_kernel(const T* __restrict__ sigma, int n,
+                            const typename BitsOf<T>::Type* __restrict__ max_bits,
+                            int* __restrict__ order, T* __restrict__ s_out,
+                            int* __restrict__ nonzero) {
+  const std::int64_t b = blockIdx.x;
+  const T* sg = sigma + b * n;
+  __shared__ int count;
+  if (threadIdx.x == 0) count = 0;
+  __syncthreads();
+  const T unscale = T(1) / scale_from_bits<T>(max_bits[b]);
+  int local = 0;
+  for (int j = threadIdx.x; j < n; j += blockDim.x) {
+    const T x = sg[j];
+    int rank = 0;
+    for (int i = 0; i < n; ++i) {
+      const T y = sg[i];
+      rank += (y > x || (y == x && i < j)) ? 1 : 0;
+    }
+    order[b * n + rank] = j;
+    s_out[b * n + rank] = x * unscale;
+    local += x >= SvdLimits<T>::kZero ? 1 : 0;
+  }
+  atomicAdd(&count, local);
+  __syncthreads();
+  if (threadIdx.x == 0) nonzero[b] = count;
+}
+
+/// dst(i, k) = src[i + order[k] * lds] (/ sigma[order[k]] when divide) for i < rows and
+/// k < limit[b] (or k < cols when limit is null), dst(i, k) at dst[i * di + k * dk].
+/// One 32 x 32 tile per block through shared memory: reads are along i (contiguous in src);
+/// writes are along whichever of i, k is contiguous in dst (`dst_k_contig`).
+template <typename T>
+__global__ void scatter_columns_kernel(const T* __restrict__ src, std::int64_t lds,
+                                       std::int64_t src_batch_stride, const int* __restrict__ order,
+                                       const T* __restrict__ sigma, int order_stride, bool divide,
+                                       const int* __restrict__ limit, int rows, int cols,
+                                       T* __restrict__ dst, std::int64_t di, std::int64_t dk,
+                                       std::int64_t dst_batch_stride, bool dst_k_contig,
+                                       int tiles_i, int tiles_k) {
+  __shared__ T tile[32][33];
+  const std::int64_t per = static_cast<std::int64_t>(tiles_i) * tiles_k;
+  const std::int64_t b = blockIdx.x / per;
+  const int t = static_cast<int>(blockIdx.x % per);
+  const int i0 = (t % tiles_i) * 32;
+  const int k0 = (t / tiles_i) * 32;
+  const int kmax = limit != nullptr ? limit[b] : cols;
+  if (k0 >= kmax) return;
+  const T* s = src + b * src_batch_stride;
+  const int* ord = order + b * order_stride;
+  for (int y = threadIdx.y; y < 32; y += blockDim.y) {
+    const int k = k0 + y;
+    const int i = i0 + threadIdx.x;
+    if (k < kmax && i < rows) {
+      const int j = ord[k];
+      T x = s[i + static_cast<std::int64_t>(j) * lds];
+      if (divide) x /= sigma[b * order_stride + j];
+      tile[y][threadIdx.x] = x;
+    }
+  }
+  __syncthreads();
+  T* d = dst + b * dst_batch_stride;
+  for (int y = threadIdx.y; y < 32; y += blockDim.y) {
+    const int il = dst_k_contig ? y : threadIdx.x;
+    const int kl = dst_k_contig ? threadIdx.x : y;
+    const int i = i0 + il;
+    const int k = k0 + kl;
+    if (k < kmax && i < rows) d[i * di + k * dk] = tile[kl][il];
+  }
+}
+
+template <typename T>
+__device__ inline T block_sum(T v, T* red) {
+  v = warp_sum(v);
+  __syncthreads();
+  if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = v;
+  __syncthreads();
+  T total = 0;
+  for (unsigned w = 0; w < blockDim.x / 32; ++w) total += red[w];
+  return total;
+}
+
+/// Completes L (rows x cols, L(i, k) at l[i * di + k * dk]), whose first nonzero[b] columns are
+/// orthonormal, with orthonormal columns k in [nonzero[b], cols): each new column is the unit
+/// vector e_c with the largest remaining projector diagonal 1 - sum_k L(c, k)^2, orthogonalised
+/// twice against the columns before it (classical Gram-Schmidt with reorthogonalisation).
+/// scratch holds 3 * rows values per matrix: the diagonal, the vector, the coefficients.
+template <typename T>
+__global__ void complete_basis_kernel(T* __restrict__ l, std::int64_t di, std::int64_t dk,
+                                      std::int64_t batch_stride, int rows, int cols,
+                                      const int* __restrict__ nonzero, T* __restrict__ scratch,
+                                      std::int64_t first_batch) {
+  const std::int64_t b = blockIdx.x;
+  const int r = nonzero[first_batch + b];
+  if (r >= cols) return;
+  __shared__ T red[32];
+  __shared__ int best_idx[32];
+  __shared__ T best_val[32];
+  T* lb = l + (first_batch + b) * batch_stride;
+  T* diag = scratch + b * 3 * static_cast<std::int64_t>(rows);
+  T* x = diag + rows;
+  T* h = x + rows;
+  for (int i = threadIdx.x; i < rows; i += blockDim.x) {
+    T acc = 0;
+    for (int k = 0; k < r; ++k) {
+      const T v = lb[i * di + k * dk];
+      acc += v * v;
+    }
+    diag[i] = T(1) - acc;
+  }
+  __syncthreads();
+  for (int k = r; k < cols; ++k) {
+    // Pivot: the largest diagonal of the projector onto the complement (lowest index on ties).
+    T bv = -T(1);
+    int bi = 0;
+    for (int i = threadIdx.x; i < rows; i += blockDim.x) {
+      if (diag[i] > bv) {
+        bv = diag[i];
+        bi = i;
+      }
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+      const T ov = __shfl_xor_sync(0xffffffffu, bv, o);
+      const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
+      if (ov > bv || (ov == bv && oi < bi)) {
+        bv = ov;
+        bi = oi;
+      }
+    }
+    if ((threadIdx.x & 31) == 0) {
+      best_val[threadIdx.x >> 5] = bv;
+      best_idx[threadIdx.x >> 5] = bi;
+    }
+    __syncthreads();
+    int c = best_idx[0];
+    T cv = best_val[0];
+    for (unsigned wi = 1; wi < blockDim.x / 32; ++wi) {
+      if (best_val[wi] > cv || (best_val[wi] == cv && best_idx[wi] < c)) {
+        cv = best_val[wi];
+        c = best_idx[wi];
+      }
+    }
+    for (int i = threadIdx.x; i < rows; i += blockDim.x) x[i] = i == c ? T(1) : T(0);
+    __syncthreads();
+    for (int pass = 0; pass < 2; ++pass) {
+      for (int j = threadIdx.x; j < k; j += blockDim.x) {
+        T acc = 0;
+        for (int i = 0; i < rows; ++i) acc += lb[i * di + j * dk] * x[i];
+        h[j] = acc;
+      }
+      __syncthreads();
+      for (int i = threadIdx.x; i < rows; i += blockDim.x) {
+        T acc = x[i];
+        for (int j = 0; j < k; ++j) acc -= lb[i * di + j * dk] * h[j];
+        x[i] = acc;
+      }
+      __syncthreads();
+    }
+    T part = 0;
+    for (int i = threadIdx.x; i < rows; i += blockDim.x) part += x[i] * x[i];
+    const T nrm = sqrt(block_sum(part, red));
+    const T inv = nrm > T(0) ? T(1) / nrm : T(0);
+    for (int i = threadIdx.x; i < rows; i += blockDim.x) {
+      const T v = x[i] * inv;
+      lb[i * di + k * dk] = v;
+      diag[i] -= v * v;
+    }
+    __syncthreads();
+  }
+}
+
+}  // namespace gcompute::kernels::cuda::detail

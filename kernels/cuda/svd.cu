@@ -1,0 +1,533 @@
+// SPDX-License-Identifier: Apache-2.0
+// cuda::svd_jacobi: one-sided (Hestenes) Jacobi SVD.
+//
+// The factored matrix is W (M x N, M >= N, column-major in the workspace): A when m >= n,
+// A^T when m < n (a row-major m x n matrix is a column-major n x m one, so that case is a plain
+// copy). A is first scaled by a power of two that brings max|a| into [0.5, 1) (exact, undone on
+// the singular values). Columns of W are then rotated pairwise until every pair passes
+// |w_i . w_j| <= tol |w_i| |w_j|; V accumulates the rotations. Singular values are the column
+// norms (sorted descending), the left vectors the normalised columns, the right ones V's columns;
+// for m < n the roles of U and V swap. Left vectors of (numerically) zero singular values and
+// the extra columns of a full U (Vt for m < n) complete an orthonormal basis.
+//
+// Two drivers:
+//  * small (N <= 64 and W, V fit in shared memory): one block per matrix, all sweeps in one
+//    kernel, one warp per column pair of a round-robin round;
+//  * blocked (everything else): columns in blocks of nb; block pairs of a round-robin round are
+//    orthogonalised together: G = [Wi Wj]^T [Wi Wj] (one strided-batched GEMM for the round),
+//    G diagonalised by a shared-memory Jacobi (one block per pair), then [Wi Wj] Q and [Vi Vj] Q
+//    (batched GEMMs, FP32 for f32 and FP64 for f64, never TF32). W and V are double-buffered: the
+//    update GEMMs write each block to its slot of the next round, so that the pairs of every round
+//    are adjacent and G is a strided batch. After a full sweep (k - 1 rounds for k blocks) the
+//    blocks are back in their original order. One flag read per sweep decides convergence.
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <limits>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "detail/svd_kernels.cuh"
+#include "gcompute/kernels/cuda/check.hpp"
+#include "gcompute/kernels/cuda/svd.hpp"
+
+namespace gcompute::kernels::cuda {
+namespace {
+
+constexpr int kSmallMaxN = 64;
+constexpr std::size_t kSmallMaxSmem = 96 * 1024;
+constexpr int kDefaultBlock = 32;
+constexpr int kDefaultInnerSweeps = 4;
+constexpr std::int64_t kSmallChunk = 1 << 16;  // matrices per launch (stop is polled between)
+
+/// Developer knobs for tuning the blocked driver (benchmarks): GCOMPUTE_SVD_BLOCK (column block
+/// width, 8..64, multiple of 8) and GCOMPUTE_SVD_INNER_SWEEPS (1..30).
+int env_int(const char* name, int def, int lo, int hi) {
+  const char* v = std::getenv(name);
+  if (v == nullptr) return def;
+  const int x = std::atoi(v);
+  return x >= lo && x <= hi ? x : def;
+}
+
+struct Plan {
+  bool transposed = false;  // m < n: W = A^T
+  std::int64_t M = 0, N = 0, p = 0;
+  bool small = false;
+  int nb = 0;              // blocked: block width
+  std::int64_t npad = 0;   // blocked: N rounded up to a multiple of 2 nb
+  std::int64_t k = 0;      // blocked: number of blocks (even)
+  std::int64_t lcols = 0;  // columns of the left factor L (from W)
+  int inner_sweeps = 0;
+};
+
+Plan make_plan(const SvdShape& s) {
+  Plan pl;
+  pl.transposed = s.m < s.n;
+  pl.M = std::max(s.m, s.n);
+  pl.N = std::min(s.m, s.n);
+  pl.p = pl.N;
+  pl.lcols = s.full_matrices ? pl.M : pl.N;
+  const std::size_t el = dtype_size(s.dtype);
+  const std::size_t smem =
+      static_cast<std::size_t>(pl.M * pl.N + (s.compute_uv ? pl.N * pl.N : 0)) * el;
+  pl.small = pl.N <= kSmallMaxN && smem <= kSmallMaxSmem;
+  if (!pl.small) {
+    int nb = env_int("GCOMPUTE_SVD_BLOCK", kDefaultBlock, 8, 64);
+    nb -= nb % 8;
+    pl.nb = nb;
+    pl.npad = (pl.N + 2 * nb - 1) / (2 * nb) * (2 * nb);
+    pl.k = pl.npad / nb;
+    pl.inner_sweeps = env_int("GCOMPUTE_SVD_INNER_SWEEPS", kDefaultInnerSweeps, 1, 30);
+  }
+  return pl;
+}
+
+/// Carves aligned pieces out of the workspace; with a null base it only counts bytes.
+class Carver {
+ public:
+  explicit Carver(void* base) : base_(static_cast<char*>(base)) {}
+  template <typename X>
+  X* take(std::int64_t count) {
+    offset_ = (offset_ + 255) / 256 * 256;
+    X* p = base_ != nullptr ? reinterpret_cast<X*>(base_ + offset_) : nullptr;
+    offset_ += static_cast<std::size_t>(count) * sizeof(X);
+    return p;
+  }
+  std::size_t bytes() const { return offset_; }
+
+ private:
+  char* base_;
+  std::size_t offset_ = 0;
+};
+
+template <typename T>
+struct Buffers {
+  using Bits = typename detail::BitsOf<T>::Type;
+  Bits* max_bits = nullptr;  // batch
+  int* info = nullptr;       // 2: sweeps, converged
+  int* nonzero = nullptr;    // batch
+  T* w[2] = {nullptr, nullptr};
+  T* v[2] = {nullptr, nullptr};
+  T* sigma = nullptr;
+  int* order = nullptr;
+  T* scratch = nullptr;  // completion of the basis
+  T* g = nullptr;
+  T* q = nullptr;
+  int* flag = nullptr;
+  const void** ptrs = nullptr;
+};
+
+template <typename T>
+Buffers<T> carve(const Plan& pl, const SvdShape& s, Carver& c) {
+  Buffers<T> b;
+  const bool uv = s.compute_uv;
+  b.max_bits = c.take<typename Buffers<T>::Bits>(s.batch);
+  b.info = c.take<int>(2);
+  b.nonzero = c.take<int>(s.batch);
+  if (pl.small) {
+    b.w[0] = c.take<T>(s.batch * pl.M * pl.N);
+    if (uv) b.v[0] = c.take<T>(s.batch * pl.N * pl.N);
+    b.sigma = c.take<T>(s.batch * pl.N);
+    b.order = c.take<int>(s.batch * pl.N);
+    if (uv) b.scratch = c.take<T>(std::min(s.batch, kSmallChunk) * 3 * pl.M);
+  } else {
+    b.w[0] = c.take<T>(pl.M * pl.npad);
+    b.w[1] = c.take<T>(pl.M * pl.npad);
+    if (uv) {
+      b.v[0] = c.take<T>(pl.npad * pl.npad);
+      b.v[1] = c.take<T>(pl.npad * pl.npad);
+    }
+    b.sigma = c.take<T>(pl.N);
+    b.order = c.take<int>(pl.N);
+    if (uv) b.scratch = c.take<T>(3 * pl.M);
+    const std::int64_t nb2 = 2 * pl.nb;
+    b.g = c.take<T>(pl.k / 2 * nb2 * nb2);
+    b.q = c.take<T>(pl.k / 2 * nb2 * nb2);
+    b.flag = c.take<int>(1);
+    b.ptrs = c.take<const void*>(2 * (pl.k - 1) * 5 * pl.k);
+  }
+  return b;
+}
+
+std::size_t workspace_for(const Plan& pl, const SvdShape& s) {
+  Carver c(nullptr);
+  if (s.dtype == DType::kF32) {
+    carve<float>(pl, s, c);
+  } else {
+    carve<double>(pl, s, c);
+  }
+  return c.bytes();
+}
+
+/// Sets host pointer mode for the call and restores the caller's mode afterwards.
+class PointerModeGuard {
+ public:
+  explicit PointerModeGuard(cublasHandle_t h) : h_(h) {
+    if (cublasGetPointerMode(h_, &saved_) != CUBLAS_STATUS_SUCCESS) h_ = nullptr;
+  }
+  ~PointerModeGuard() {
+    if (h_ != nullptr) cublasSetPointerMode(h_, saved_);
+  }
+  PointerModeGuard(const PointerModeGuard&) = delete;
+  PointerModeGuard& operator=(const PointerModeGuard&) = delete;
+
+ private:
+  cublasHandle_t h_;
+  cublasPointerMode_t saved_ = CUBLAS_POINTER_MODE_HOST;
+};
+
+template <typename T>
+constexpr cudaDataType_t cuda_type() {
+  return sizeof(T) == 4 ? CUDA_R_32F : CUDA_R_64F;
+}
+template <typename T>
+constexpr cublasComputeType_t compute_type() {
+  // PEDANTIC: exactly the element precision, whatever math mode the handle was given (no TF32).
+  return sizeof(T) == 4 ? CUBLAS_COMPUTE_32F_PEDANTIC : CUBLAS_COMPUTE_64F_PEDANTIC;
+}
+
+unsigned grid_1d(std::int64_t work, int threads) {
+  const std::int64_t g = (work + threads - 1) / threads;
+  return static_cast<unsigned>(std::clamp<std::int64_t>(g, 1, 1 << 20));
+}
+
+/// max|a| per matrix of `count` matrices starting at `a`.
+template <typename T>
+absl::Status max_abs(cudaStream_t st, const T* a, std::int64_t elems, std::int64_t count,
+                     typename Buffers<T>::Bits* out) {
+  GC_CUDA_TRY(cudaMemsetAsync(out, 0, static_cast<std::size_t>(count) * sizeof(*out), st));
+  if (elems == 0) return absl::OkStatus();
+  const int per = static_cast<int>(std::clamp<std::int64_t>(elems / (256 * 16), 1, 64));
+  detail::max_abs_kernel<T><<<static_cast<unsigned>(count * per), 256, 0, st>>>(a, elems, per, out);
+  GC_CUDA_CHECK_LAUNCH("max_abs_kernel");
+  return absl::OkStatus();
+}
+
+/// W (M x N, leading dimension ldw) <- scaled A (or A^T), for `count` matrices.
+template <typename T>
+absl::Status load_working(cudaStream_t st, const Plan& pl, const SvdShape& s, const T* a,
+                          std::int64_t count, const typename Buffers<T>::Bits* max_bits, T* w,
+                          std::int64_t ldw, std::int64_t w_batch_stride) {
+  const int ti = static_cast<int>((pl.M + 31) / 32);
+  const int tj = static_cast<int>((pl.N + 31) / 32);
+  // m >= n: W(i, j) = A[i][j] = a[i * n + j]; m < n: W(i, j) = A[j][i] = a[j * n + i].
+  const std::int64_t si = pl.transposed ? 1 : s.n;
+  const std::int64_t sj = pl.transposed ? s.n : 1;
+  detail::load_working_kernel<T><<<static_cast<unsigned>(count * ti * tj), dim3(32, 8), 0, st>>>(
+      a, s.m * s.n, si, sj, pl.transposed, static_cast<int>(pl.M), static_cast<int>(pl.N), max_bits,
+      w, ldw, w_batch_stride, ti, tj);
+  GC_CUDA_CHECK_LAUNCH("load_working_kernel");
+  return absl::OkStatus();
+}
+
+template <typename T>
+absl::Status identity(cudaStream_t st, T* v, std::int64_t n, std::int64_t ld,
+                      std::int64_t batch_stride, std::int64_t count) {
+  const std::int64_t total = count * n * n;
+  if (total == 0) return absl::OkStatus();
+  detail::identity_kernel<T><<<grid_1d(total, 256), 256, 0, st>>>(v, n, ld, batch_stride, total);
+  GC_CUDA_CHECK_LAUNCH("identity_kernel");
+  return absl::OkStatus();
+}
+
+/// Singular values, U and Vt of matrices [first, first + count) from their converged W and V.
+template <typename T>
+absl::Status finish(cudaStream_t st, const Plan& pl, const SvdShape& s, const Buffers<T>& b,
+                    const T* w, std::int64_t ldw, std::int64_t w_bs, const T* v, std::int64_t ldv,
+                    std::int64_t v_bs, std::int64_t first, std::int64_t count, T* s_out, T* u,
+                    T* vt) {
+  const int n = static_cast<int>(pl.N);
+  const std::int64_t cols = count * n;
+  // sigma/order hold `count` matrices: the whole batch (small driver) or one (blocked).
+  detail::column_norms_kernel<T><<<static_cast<unsigned>((cols * 32 + 255) / 256), 256, 0, st>>>(
+      w, pl.M, ldw, w_bs, n, cols, b.sigma);
+  GC_CUDA_CHECK_LAUNCH("column_norms_kernel");
+  detail::rank_kernel<T><<<static_cast<unsigned>(count), 256, 0, st>>>(
+      b.sigma, n, b.max_bits + first, b.order, s_out + first * pl.p, b.nonzero + first);
+  GC_CUDA_CHECK_LAUNCH("rank_kernel");
+  if (!s.compute_uv) return absl::OkStatus();
+
+  const std::int64_t ucols = svd_u_cols(s);
+  const std::int64_t vtrows = svd_vt_rows(s);
+  const std::int64_t u_bs = s.m * ucols;
+  const std::int64_t vt_bs = vtrows * s.n;
+  // L (from W, M x lcols) and R (from V, N x N) in the outputs, as (row stride, column stride).
+  T* l_base;
+  std::int64_t l_di, l_dk, l_bs;
+  T* r_base;
+  std::int64_t r_di, r_dk, r_bs;
+  if (!pl.transposed) {
+    l_base = u + first * u_bs, l_di = ucols, l_dk = 1, l_bs = u_bs;
+    r_base = vt + first * vt_bs, r_di = 1, r_dk = s.n, r_bs = vt_bs;
+  } else {
+    l_base = vt + first * vt_bs, l_di = 1, l_dk = s.n, l_bs = vt_bs;
+    r_base = u + first * u_bs, r_di = ucols, r_dk = 1, r_bs = u_bs;
+  }
+  const int ti_l = static_cast<int>((pl.M + 31) / 32);
+  const int ti_r = static_cast<int>((pl.N + 31) / 32);
+  const int tk = static_cast<int>((pl.N + 31) / 32);
+  detail::scatter_columns_kernel<T>
+      <<<static_cast<unsigned>(count * ti_l * tk), dim3(32, 8), 0, st>>>(
+          w, ldw, w_bs, b.order, b.sigma, n, true, b.nonzero + first, static_cast<int>(pl.M), n,
+          l_base, l_di, l_dk, l_bs, l_dk == 1, ti_l, tk);
+  GC_CUDA_CHECK_LAUNCH("scatter_columns_kernel(L)");
+  detail::scatter_columns_kernel<T>
+      <<<static_cast<unsigned>(count * ti_r * tk), dim3(32, 8), 0, st>>>(
+          v, ldv, v_bs, b.order, b.sigma, n, false, nullptr, n, n, r_base, r_di, r_dk, r_bs,
+          r_dk == 1, ti_r, tk);
+  GC_CUDA_CHECK_LAUNCH("scatter_columns_kernel(R)");
+  for (std::int64_t c0 = 0; c0 < count; c0 += kSmallChunk) {
+    const std::int64_t cn = std::min(kSmallChunk, count - c0);
+    detail::complete_basis_kernel<T><<<static_cast<unsigned>(cn), 256, 0, st>>>(
+        l_base + c0 * l_bs, l_di, l_dk, l_bs, static_cast<int>(pl.M), static_cast<int>(pl.lcols),
+        b.nonzero + first + c0, b.scratch, 0);
+    GC_CUDA_CHECK_LAUNCH("complete_basis_kernel");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status cancelled(cudaStream_t st) {
+  GC_CUDA_TRY(cudaStreamSynchronize(st));
+  return absl::CancelledError("svd: cancelled between sweeps");
+}
+
+template <typename T>
+absl::StatusOr<SvdInfo> run_small(const Context& ctx, const Plan& pl, const SvdShape& s, const T* a,
+                                  T* s_out, T* u, T* vt, const Buffers<T>& b, T tol, int max_sweeps,
+                                  StopToken stop) {
+  cudaStream_t st = ctx.stream;
+  const bool uv = s.compute_uv;
+  const std::int64_t mn = pl.M * pl.N;
+  if (auto st_ = max_abs<T>(st, a, s.m * s.n, s.batch, b.max_bits); !st_.ok()) return st_;
+  if (auto st_ = load_working<T>(st, pl, s, a, s.batch, b.max_bits, b.w[0], pl.M, mn); !st_.ok()) {
+    return st_;
+  }
+  if (uv) {
+    if (auto st_ = identity<T>(st, b.v[0], pl.N, pl.N, pl.N * pl.N, s.batch); !st_.ok()) return st_;
+  }
+  GC_CUDA_TRY(cudaMemsetAsync(b.info, 0, sizeof(int), st));
+  GC_CUDA_TRY(cudaMemsetAsync(b.info + 1, 1, sizeof(int), st));  // nonzero: converged
+  const std::size_t smem = static_cast<std::size_t>(mn + (uv ? pl.N * pl.N : 0)) * sizeof(T);
+  GC_CUDA_TRY(cudaFuncSetAttribute(detail::small_jacobi_kernel<T>,
+                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   static_cast<int>(smem)));
+  const int pairs = static_cast<int>((pl.N + 1) / 2);
+  const int threads = 32 * std::clamp(pairs, 1, 16);
+  for (std::int64_t c0 = 0; c0 < s.batch; c0 += kSmallChunk) {
+    if (stop.stop_requested()) return cancelled(st);
+    const std::int64_t cn = std::min(kSmallChunk, s.batch - c0);
+    detail::small_jacobi_kernel<T><<<static_cast<unsigned>(cn), threads, smem, st>>>(
+        b.w[0] + c0 * mn, uv ? b.v[0] + c0 * pl.N * pl.N : nullptr, static_cast<int>(pl.M),
+        static_cast<int>(pl.N), uv, tol, max_sweeps, b.info);
+    GC_CUDA_CHECK_LAUNCH("small_jacobi_kernel");
+  }
+  if (auto st_ = finish<T>(st, pl, s, b, b.w[0], pl.M, mn, b.v[0], pl.N, pl.N * pl.N, 0, s.batch,
+                           s_out, u, vt);
+      !st_.ok()) {
+    return st_;
+  }
+  int info[2] = {0, 0};
+  GC_CUDA_TRY(cudaMemcpyAsync(info, b.info, sizeof(info), cudaMemcpyDeviceToHost, st));
+  GC_CUDA_TRY(cudaStreamSynchronize(st));
+  return SvdInfo{info[0], info[1] != 0};
+}
+
+template <typename T>
+absl::StatusOr<SvdInfo> run_blocked(const Context& ctx, const Plan& pl, const SvdShape& s,
+                                    const T* a, T* s_out, T* u, T* vt, const Buffers<T>& b, T tol,
+                                    int max_sweeps, StopToken stop) {
+  if (ctx.cublas == nullptr) {
+    return absl::FailedPreconditionError("svd: the blocked GPU Jacobi needs ctx.cublas");
+  }
+  cudaStream_t st = ctx.stream;
+  const bool uv = s.compute_uv;
+  const std::int64_t M = pl.M, npad = pl.npad, k = pl.k, nb = pl.nb, nb2 = 2 * pl.nb;
+  const std::int64_t rounds = k - 1;
+  if (M > std::numeric_limits<int>::max() / 2 || M * npad > (std::int64_t{1} << 40)) {
+    return absl::InvalidArgumentError(absl::StrCat("svd: matrix too large, ", s.m, " x ", s.n));
+  }
+  PointerModeGuard guard(ctx.cublas);
+  GC_CUBLAS_TRY(cublasSetPointerMode(ctx.cublas, CUBLAS_POINTER_MODE_HOST));
+
+  // Round-robin arrangement: slot -> block per round, relabelled so that round 0 is the identity
+  // (pairs (0,1), (2,3), ...), which is also the order after each full sweep.
+  std::vector<int> label(k), arr(rounds * k), pos(rounds * k);
+  for (int p = 0; p < k / 2; ++p) {
+    int x, y;
+    detail::round_robin_pair(static_cast<int>(k), 0, p, &x, &y);
+    label[x] = 2 * p;
+    label[y] = 2 * p + 1;
+  }
+  for (int r = 0; r < rounds; ++r) {
+    for (int p = 0; p < k / 2; ++p) {
+      int x, y;
+      detail::round_robin_pair(static_cast<int>(k), r, p, &x, &y);
+      arr[r * k + 2 * p] = label[x];
+      arr[r * k + 2 * p + 1] = label[y];
+    }
+    for (int slot = 0; slot < k; ++slot) pos[r * k + arr[r * k + slot]] = slot;
+  }
+  std::vector<const void*> ptrs(2 * rounds * 5 * k);
+  for (int par = 0; par < 2; ++par) {
+    const T* wc = b.w[par];
+    T* wn = b.w[1 - par];
+    const T* vc = b.v[par];
+    T* vn = b.v[1 - par];
+    for (int r = 0; r < rounds; ++r) {
+      const void** e = ptrs.data() + (par * rounds + r) * 5 * k;
+      const int next = static_cast<int>((r + 1) % rounds);
+      for (int slot = 0; slot < k; ++slot) {
+        const int pair = slot / 2;
+        const int dest = pos[next * k + arr[r * k + slot]];
+        e[slot] = wc + pair * nb2 * M;
+        e[k + slot] = b.q + pair * nb2 * nb2 + (slot % 2) * nb * nb2;
+        e[2 * k + slot] = wn + dest * nb * M;
+        e[3 * k + slot] = uv ? vc + pair * nb2 * npad : nullptr;
+        e[4 * k + slot] = uv ? vn + dest * nb * npad : nullptr;
+      }
+    }
+  }
+  GC_CUDA_TRY(cudaMemcpyAsync(b.ptrs, ptrs.data(), ptrs.size() * sizeof(void*),
+                              cudaMemcpyHostToDevice, st));
+
+  const std::size_t gram_smem =
+      (2 * static_cast<std::size_t>(nb2) * (nb2 + 1) + nb2) * sizeof(T) + nb2 * sizeof(int);
+  GC_CUDA_TRY(cudaFuncSetAttribute(detail::gram_jacobi_kernel<T>,
+                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   static_cast<int>(gram_smem)));
+  const int gram_threads = static_cast<int>(std::min<std::int64_t>(nb2 * nb2 / 4, 512));
+  const T one = 1, zero = 0;
+  const cudaDataType_t ty = cuda_type<T>();
+  const cublasComputeType_t ct = compute_type<T>();
+
+  if (auto st_ = max_abs<T>(st, a, s.m * s.n, s.batch, b.max_bits); !st_.ok()) return st_;
+  SvdInfo info{0, true};
+  for (std::int64_t bi = 0; bi < s.batch; ++bi) {
+    const T* ab = a + bi * s.m * s.n;
+    GC_CUDA_TRY(cudaMemsetAsync(b.w[0], 0, M * npad * sizeof(T), st));
+    SvdShape one_shape = s;
+    one_shape.batch = 1;
+    if (auto st_ = load_working<T>(st, pl, one_shape, ab, 1, b.max_bits + bi, b.w[0], M, M * npad);
+        !st_.ok()) {
+      return st_;
+    }
+    if (uv) {
+      if (auto st_ = identity<T>(st, b.v[0], npad, npad, npad * npad, 1); !st_.ok()) return st_;
+    }
+    int sweeps = 0;
+    bool converged = false;
+    std::int64_t done_rounds = 0;
+    while (!converged && sweeps < max_sweeps) {
+      if (stop.stop_requested()) return cancelled(st);
+      GC_CUDA_TRY(cudaMemsetAsync(b.flag, 0, sizeof(int), st));
+      for (int r = 0; r < rounds; ++r, ++done_rounds) {
+        const int par = static_cast<int>(done_rounds % 2);
+        const void* const* e =
+            reinterpret_cast<const void* const*>(b.ptrs) + (par * rounds + r) * 5 * k;
+        GC_CUBLAS_TRY(cublasGemmStridedBatchedEx(
+            ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(nb2), static_cast<int>(nb2),
+            static_cast<int>(M), &one, b.w[par], ty, static_cast<int>(M), nb2 * M, b.w[par], ty,
+            static_cast<int>(M), nb2 * M, &zero, b.g, ty, static_cast<int>(nb2), nb2 * nb2,
+            static_cast<int>(k / 2), ct, CUBLAS_GEMM_DEFAULT));
+        detail::gram_jacobi_kernel<T>
+            <<<static_cast<unsigned>(k / 2), gram_threads, gram_smem, st>>>(
+                b.g, b.q, static_cast<int>(nb2), tol, pl.inner_sweeps, b.flag);
+        GC_CUDA_CHECK_LAUNCH("gram_jacobi_kernel");
+        GC_CUBLAS_TRY(cublasGemmBatchedEx(
+            ctx.cublas, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(M), static_cast<int>(nb),
+            static_cast<int>(nb2), &one, e, ty, static_cast<int>(M), e + k, ty,
+            static_cast<int>(nb2), &zero, const_cast<void* const*>(e + 2 * k), ty,
+            static_cast<int>(M), static_cast<int>(k), ct, CUBLAS_GEMM_DEFAULT));
+        if (uv) {
+          GC_CUBLAS_TRY(cublasGemmBatchedEx(
+              ctx.cublas, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(npad), static_cast<int>(nb),
+              static_cast<int>(nb2), &one, e + 3 * k, ty, static_cast<int>(npad), e + k, ty,
+              static_cast<int>(nb2), &zero, const_cast<void* const*>(e + 4 * k), ty,
+              static_cast<int>(npad), static_cast<int>(k), ct, CUBLAS_GEMM_DEFAULT));
+        }
+      }
+      int flag = 0;
+      GC_CUDA_TRY(cudaMemcpyAsync(&flag, b.flag, sizeof(int), cudaMemcpyDeviceToHost, st));
+      GC_CUDA_TRY(cudaStreamSynchronize(st));
+      ++sweeps;
+      converged = flag == 0;
+    }
+    const int fin = static_cast<int>(done_rounds % 2);
+    if (auto st_ = finish<T>(st, pl, s, b, b.w[fin], M, M * npad, b.v[fin], npad, npad * npad, bi,
+                             1, s_out, u, vt);
+        !st_.ok()) {
+      return st_;
+    }
+    info.sweeps = std::max(info.sweeps, sweeps);
+    info.converged = info.converged && converged;
+  }
+  GC_CUDA_TRY(cudaStreamSynchronize(st));
+  return info;
+}
+
+template <typename T>
+absl::StatusOr<SvdInfo> run(const Context& ctx, const SvdShape& s, const void* a, void* s_out,
+                            void* u, void* vt, void* workspace, StopToken stop) {
+  const Plan pl = make_plan(s);
+  Carver c(workspace);
+  const Buffers<T> b = carve<T>(pl, s, c);
+  const T tol = static_cast<T>(effective_tolerance(s));
+  const int max_sweeps = s.max_sweeps > 0 ? s.max_sweeps : kSvdDefaultMaxSweeps;
+  const T* ta = static_cast<const T*>(a);
+  T* ts = static_cast<T*>(s_out);
+  T* tu = static_cast<T*>(u);
+  T* tvt = static_cast<T*>(vt);
+  if (pl.small) return run_small<T>(ctx, pl, s, ta, ts, tu, tvt, b, tol, max_sweeps, stop);
+  return run_blocked<T>(ctx, pl, s, ta, ts, tu, tvt, b, tol, max_sweeps, stop);
+}
+
+/// p = 0 (an empty side): no values; full U (m x m) and Vt (n x n) are identities.
+template <typename T>
+absl::Status empty_case(const Context& ctx, const SvdShape& s, void* u, void* vt) {
+  if (!s.compute_uv || !s.full_matrices) return absl::OkStatus();
+  if (auto st = identity<T>(ctx.stream, static_cast<T*>(u), s.m, s.m, s.m * s.m, s.batch);
+      !st.ok()) {
+    return st;
+  }
+  return identity<T>(ctx.stream, static_cast<T*>(vt), s.n, s.n, s.n * s.n, s.batch);
+}
+
+}  // namespace
+
+std::size_t svd_workspace_bytes(const SvdShape& shape) {
+  if (!validate(shape).ok() || shape.batch == 0 || std::min(shape.m, shape.n) == 0) return 0;
+  return workspace_for(make_plan(shape), shape);
+}
+
+absl::StatusOr<SvdInfo> svd_jacobi(const Context& ctx, const void* a, void* s, void* u, void* vt,
+                                   const SvdShape& shape, void* workspace,
+                                   std::size_t workspace_bytes, StopToken stop) {
+  if (absl::Status st = validate(shape); !st.ok()) return st;
+  if (shape.m > std::numeric_limits<int>::max() || shape.n > std::numeric_limits<int>::max()) {
+    return absl::InvalidArgumentError("svd: m and n must fit in 32 bits");
+  }
+  const std::size_t need = svd_workspace_bytes(shape);
+  if (workspace_bytes < need || (need > 0 && workspace == nullptr)) {
+    return absl::InvalidArgumentError(absl::StrCat("svd: workspace of ", workspace_bytes,
+                                                   " bytes is smaller than the ", need, " needed"));
+  }
+  const std::int64_t p = std::min(shape.m, shape.n);
+  if (shape.batch > 0 && p > 0) {
+    if (a == nullptr || s == nullptr || (shape.compute_uv && (u == nullptr || vt == nullptr))) {
+      return absl::InvalidArgumentError("svd: null input or output pointer");
+    }
+  }
+  if (stop.stop_requested()) return absl::CancelledError("svd: cancelled before the first sweep");
+  if (shape.batch == 0) return SvdInfo{0, true};
+  if (p == 0) {
+    absl::Status st = shape.dtype == DType::kF32 ? empty_case<float>(ctx, shape, u, vt)
+                                                 : empty_case<double>(ctx, shape, u, vt);
+    if (!st.ok()) return st;
+    GC_CUDA_TRY(cudaStreamSynchronize(ctx.stream));
+    return SvdInfo{0, true};
+  }
+  if (shape.dtype == DType::kF32) return run<float>(ctx, shape, a, s, u, vt, workspace, stop);
+  return run<double>(ctx, shape, a, s, u, vt, workspace, stop);
+}
+
+}  // namespace gcompute::kernels::cuda

@@ -1,0 +1,500 @@
+// SPDX-License-Identifier: Apache-2.0
+// cuda::svd_jacobi against LAPACK's dgesvd (double precision) on fresh random inputs, plus the
+// residual |A - U S Vt| / |A| and the orthogonality of U and Vt, computed on the host in double.
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gcompute/kernels/cuda/svd.hpp"
+#include "support/gpu.hpp"
+
+// LAPACK's Fortran interface (the LAPACKE wrappers are not in the linked library).
+extern "C" {
+void dgesvd_(const char* jobu, const char* jobvt, const int* m, const int* n, double* a,
+             const int* lda, double* s, double* u, const int* ldu, double* vt, const int* ldvt,
+             double* work, const int* lwork, int* info);
+void dgeqrf_(const int* m, const int* n, double* a, const int* lda, double* tau, double* work,
+             const int* lwork, int* info);
+void dorgqr_(const int* m, const int* n, const int* k, double* a, const int* lda, const double* tau,
+             double* work, const int* lwork, int* info);
+}
+
+namespace gcompute::kernels {
+namespace {
+
+#define ASSERT_CUDA(call) ASSERT_EQ((call), cudaSuccess) << #call
+
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
+    if (bytes_ > 0) ok_ = cudaMalloc(&p_, bytes_) == cudaSuccess;
+  }
+  ~DeviceBuffer() {
+    if (p_ != nullptr) cudaFree(p_);
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  void* get() const { return p_; }
+  bool ok() const { return ok_; }
+
+ private:
+  void* p_ = nullptr;
+  std::size_t bytes_;
+  bool ok_ = true;
+};
+
+std::uint64_t fresh_seed() {
+  std::random_device rd;
+  return (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+}
+
+template <typename T>
+constexpr DType dtype_of() {
+  return sizeof(T) == 4 ? DType::kF32 : DType::kF64;
+}
+
+template <typename T>
+double eps_of() {
+  return std::numeric_limits<T>::epsilon();
+}
+
+/// Row-major m x n matrix with orthonormal columns (m >= n), from LAPACK's QR of a Gaussian one.
+std::vector<double> random_orthonormal(int m, int n, std::mt19937_64& rng) {
+  std::normal_distribution<double> nd;
+  std::vector<double> q(static_cast<std::size_t>(m) * n);  // column-major, ld m
+  for (auto& x : q) x = nd(rng);
+  std::vector<double> tau(n);
+  int info = 0;
+  int lwork = -1;
+  double query = 0;
+  dgeqrf_(&m, &n, q.data(), &m, tau.data(), &query, &lwork, &info);
+  lwork = static_cast<int>(query);
+  std::vector<double> work(std::max(1, lwork));
+  dgeqrf_(&m, &n, q.data(), &m, tau.data(), work.data(), &lwork, &info);
+  EXPECT_EQ(info, 0);
+  lwork = -1;
+  dorgqr_(&m, &n, &n, q.data(), &m, tau.data(), &query, &lwork, &info);
+  lwork = static_cast<int>(query);
+  work.assign(std::max(1, lwork), 0.0);
+  dorgqr_(&m, &n, &n, q.data(), &m, tau.data(), work.data(), &lwork, &info);
+  EXPECT_EQ(info, 0);
+  std::vector<double> r(q.size());
+  for (int i = 0; i < m; ++i) {
+    for (int j = 0; j < n; ++j)
+      r[static_cast<std::size_t>(i) * n + j] = q[i + static_cast<std::size_t>(j) * m];
+  }
+  return r;
+}
+
+/// Row-major m x n matrix U diag(s) V^T with the given singular values (s.size() = min(m, n)).
+std::vector<double> with_singular_values(int m, int n, const std::vector<double>& s,
+                                         std::mt19937_64& rng) {
+  const int p = std::min(m, n);
+  const std::vector<double> u = random_orthonormal(m, p, rng);
+  const std::vector<double> v = random_orthonormal(n, p, rng);
+  std::vector<double> a(static_cast<std::size_t>(m) * n, 0.0);
+  for (int i = 0; i < m; ++i) {
+    for (int j = 0; j < n; ++j) {
+      double acc = 0;
+      for (int k = 0; k < p; ++k) acc += u[i * p + k] * s[k] * v[j * p + k];
+      a[static_cast<std::size_t>(i) * n + j] = acc;
+    }
+  }
+  return a;
+}
+
+enum class Kind { kGaussian, kIllConditioned, kRankDeficient, kZero, kZeroColumn };
+
+std::vector<double> make_matrix(Kind kind, int m, int n, int rank, std::mt19937_64& rng) {
+  std::normal_distribution<double> nd;
+  std::vector<double> a(static_cast<std::size_t>(m) * n, 0.0);
+  const int p = std::min(m, n);
+  switch (kind) {
+    case Kind::kGaussian:
+      for (auto& x : a) x = nd(rng);
+      break;
+    case Kind::kZeroColumn:
+      for (auto& x : a) x = nd(rng);
+      for (int i = 0; i < m; ++i) a[static_cast<std::size_t>(i) * n + n / 2] = 0;
+      break;
+    case Kind::kIllConditioned: {
+      std::vector<double> s(p);
+      for (int k = 0; k < p; ++k) s[k] = std::pow(10.0, p > 1 ? -6.0 * k / (p - 1) : 0.0);
+      a = with_singular_values(m, n, s, rng);
+      break;
+    }
+    case Kind::kRankDeficient: {
+      std::vector<double> x(static_cast<std::size_t>(m) * rank),
+          y(static_cast<std::size_t>(rank) * n);
+      for (auto& e : x) e = nd(rng);
+      for (auto& e : y) e = nd(rng);
+      for (int i = 0; i < m; ++i) {
+        for (int j = 0; j < n; ++j) {
+          double acc = 0;
+          for (int k = 0; k < rank; ++k) acc += x[i * rank + k] * y[k * n + j];
+          a[static_cast<std::size_t>(i) * n + j] = acc;
+        }
+      }
+      break;
+    }
+    case Kind::kZero:
+      break;
+  }
+  return a;
+}
+
+/// LAPACK singular values of a row-major m x n matrix, in double (dgesvd on the column-major
+/// n x m matrix A^T, which has the same values).
+std::vector<double> lapack_singular_values(const double* a, int m, int n) {
+  std::vector<double> copy(a, a + static_cast<std::size_t>(m) * n);
+  const int p = std::min(m, n);
+  std::vector<double> s(p);
+  double dummy = 0, query = 0;
+  int one = 1, info = 0, lwork = -1;
+  dgesvd_("N", "N", &n, &m, copy.data(), &n, s.data(), &dummy, &one, &dummy, &one, &query, &lwork,
+          &info);
+  lwork = static_cast<int>(query);
+  std::vector<double> work(std::max(1, lwork));
+  dgesvd_("N", "N", &n, &m, copy.data(), &n, s.data(), &dummy, &one, &dummy, &one, work.data(),
+          &lwork, &info);
+  EXPECT_EQ(info, 0);
+  return s;
+}
+
+struct Checks {
+  bool compare_values = true;
+  bool per_value_relative = false;  // well-conditioned input: each value to rtol relative
+};
+
+class CudaSvdTest : public ::testing::Test {
+ public:
+  void SetUp() override {
+    GC_REQUIRE_GPU();
+    ASSERT_CUDA(cudaStreamCreate(&stream_));
+    ASSERT_EQ(cublasCreate(&cublas_), CUBLAS_STATUS_SUCCESS);
+    ASSERT_EQ(cublasSetStream(cublas_, stream_), CUBLAS_STATUS_SUCCESS);
+    ctx_.stream = stream_;
+    ctx_.cublas = cublas_;
+  }
+  void TearDown() override {
+    if (cublas_ != nullptr) cublasDestroy(cublas_);
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  }
+
+  /// Runs the GPU SVD on `a` (batch of row-major double matrices, converted to T) and checks it.
+  template <typename T>
+  void run_and_check(SvdShape shape, const std::vector<double>& a, Checks checks = {},
+                     SvdInfo* info_out = nullptr) {
+    shape.dtype = dtype_of<T>();
+    const std::int64_t m = shape.m, n = shape.n, batch = shape.batch;
+    const std::int64_t p = std::min(m, n);
+    const std::int64_t ucols = svd_u_cols(shape), vtrows = svd_vt_rows(shape);
+    SCOPED_TRACE(::testing::Message() << (sizeof(T) == 4 ? "f32 " : "f64 ") << batch << "x" << m
+                                      << "x" << n << (shape.full_matrices ? " full" : " thin")
+                                      << (shape.compute_uv ? " uv" : " values"));
+    std::vector<T> ha(a.begin(), a.end());
+    const std::size_t el = sizeof(T);
+    DeviceBuffer da(ha.size() * el), ds(batch * p * el), du(batch * m * ucols * el),
+        dvt(batch * vtrows * n * el);
+    const std::size_t ws_bytes = cuda::svd_workspace_bytes(shape);
+    DeviceBuffer ws(ws_bytes);
+    ASSERT_TRUE(da.ok() && ds.ok() && du.ok() && dvt.ok() && ws.ok());
+    ASSERT_CUDA(cudaMemcpy(da.get(), ha.data(), ha.size() * el, cudaMemcpyHostToDevice));
+    // Poison every output (0xFF bytes are a NaN in f32 and f64).
+    ASSERT_CUDA(cudaMemset(ds.get(), 0xFF, batch * p * el));
+    ASSERT_CUDA(cudaMemset(du.get(), 0xFF, batch * m * ucols * el));
+    ASSERT_CUDA(cudaMemset(dvt.get(), 0xFF, batch * vtrows * n * el));
+    ASSERT_CUDA(cudaMemset(ws.get(), 0xFF, ws_bytes));
+    absl::StatusOr<SvdInfo> info =
+        cuda::svd_jacobi(ctx_, da.get(), ds.get(), shape.compute_uv ? du.get() : nullptr,
+                         shape.compute_uv ? dvt.get() : nullptr, shape, ws.get(), ws_bytes);
+    ASSERT_TRUE(info.ok()) << info.status();
+    if (info_out != nullptr) *info_out = *info;
+    if (shape.max_sweeps == 0) {
+      EXPECT_TRUE(info->converged) << "sweeps " << info->sweeps;
+    }
+    std::vector<T> hs(batch * p), hu(batch * m * ucols), hvt(batch * vtrows * n);
+    ASSERT_CUDA(cudaMemcpy(hs.data(), ds.get(), hs.size() * el, cudaMemcpyDeviceToHost));
+    ASSERT_CUDA(cudaMemcpy(hu.data(), du.get(), hu.size() * el, cudaMemcpyDeviceToHost));
+    ASSERT_CUDA(cudaMemcpy(hvt.data(), dvt.get(), hvt.size() * el, cudaMemcpyDeviceToHost));
+    // The input must be untouched.
+    std::vector<T> after(ha.size());
+    ASSERT_CUDA(cudaMemcpy(after.data(), da.get(), after.size() * el, cudaMemcpyDeviceToHost));
+    ASSERT_TRUE(std::equal(after.begin(), after.end(), ha.begin(),
+                           [](T x, T y) { return std::memcmp(&x, &y, sizeof(T)) == 0; }));
+
+    const double eps = eps_of<T>();
+    const double bound = 50.0 * static_cast<double>(std::max<std::int64_t>({m, n, 1})) * eps;
+    const double rtol = sizeof(T) == 4 ? 1e-5 : 1e-12;
+    for (std::int64_t b = 0; b < batch; ++b) {
+      SCOPED_TRACE(::testing::Message() << "matrix " << b);
+      // The input as T was rounded: the reference is that rounded matrix, in double.
+      std::vector<double> ab(ha.begin() + b * m * n, ha.begin() + (b + 1) * m * n);
+      const T* sb = hs.data() + b * p;
+      for (std::int64_t k = 0; k < p; ++k) {
+        ASSERT_TRUE(std::isfinite(static_cast<double>(sb[k]))) << "s[" << k << "]";
+        ASSERT_GE(sb[k], T(0));
+        if (k > 0) {
+          ASSERT_LE(sb[k], sb[k - 1]) << "not descending at " << k;
+        }
+      }
+      if (checks.compare_values && p > 0) {
+        const std::vector<double> ref = lapack_singular_values(ab.data(), m, n);
+        for (std::int64_t k = 0; k < p; ++k) {
+          const double scale = checks.per_value_relative ? ref[k] : ref[0];
+          EXPECT_LE(std::abs(sb[k] - ref[k]), rtol * scale + std::numeric_limits<double>::min())
+              << "s[" << k << "] = " << sb[k] << " vs LAPACK " << ref[k];
+        }
+      }
+      if (!shape.compute_uv) continue;
+      const T* ub = hu.data() + b * m * ucols;
+      const T* vb = hvt.data() + b * vtrows * n;
+      for (std::int64_t e = 0; e < m * ucols; ++e) {
+        ASSERT_TRUE(std::isfinite(static_cast<double>(ub[e]))) << "U element " << e;
+      }
+      for (std::int64_t e = 0; e < vtrows * n; ++e) {
+        ASSERT_TRUE(std::isfinite(static_cast<double>(vb[e]))) << "Vt element " << e;
+      }
+      // Residual |A - U S Vt|_F / |A|_F (absolute when A = 0).
+      double num = 0, den = 0;
+      for (std::int64_t i = 0; i < m; ++i) {
+        for (std::int64_t j = 0; j < n; ++j) {
+          double acc = 0;
+          for (std::int64_t k = 0; k < p; ++k) {
+            acc += static_cast<double>(ub[i * ucols + k]) * sb[k] * vb[k * n + j];
+          }
+          const double d = ab[i * n + j] - acc;
+          num += d * d;
+          den += ab[i * n + j] * ab[i * n + j];
+        }
+      }
+      const double resid = std::sqrt(num) / (den > 0 ? std::sqrt(den) : 1.0);
+      EXPECT_LE(resid, bound) << "residual";
+      // |U^T U - I|_F over all ucols columns, |Vt Vt^T - I|_F over all vtrows rows.
+      double ou = 0;
+      for (std::int64_t x = 0; x < ucols; ++x) {
+        for (std::int64_t y = 0; y < ucols; ++y) {
+          double acc = 0;
+          for (std::int64_t i = 0; i < m; ++i) {
+            acc += static_cast<double>(ub[i * ucols + x]) * ub[i * ucols + y];
+          }
+          const double d = acc - (x == y ? 1.0 : 0.0);
+          ou += d * d;
+        }
+      }
+      EXPECT_LE(std::sqrt(ou), bound) << "U orthogonality";
+      double ov = 0;
+      for (std::int64_t x = 0; x < vtrows; ++x) {
+        for (std::int64_t y = 0; y < vtrows; ++y) {
+          double acc = 0;
+          for (std::int64_t j = 0; j < n; ++j) {
+            acc += static_cast<double>(vb[x * n + j]) * vb[y * n + j];
+          }
+          const double d = acc - (x == y ? 1.0 : 0.0);
+          ov += d * d;
+        }
+      }
+      EXPECT_LE(std::sqrt(ov), bound) << "Vt orthogonality";
+    }
+  }
+
+  template <typename T>
+  void shape_case(Kind kind, std::int64_t batch, int m, int n, bool uv, bool full, int rank = 0,
+                  Checks checks = {}) {
+    const std::uint64_t seed = fresh_seed();
+    SCOPED_TRACE(::testing::Message() << "seed " << seed);
+    std::mt19937_64 rng(seed);
+    std::vector<double> a;
+    for (std::int64_t b = 0; b < batch; ++b) {
+      const std::vector<double> one = make_matrix(kind, m, n, rank, rng);
+      a.insert(a.end(), one.begin(), one.end());
+    }
+    SvdShape shape;
+    shape.batch = batch;
+    shape.m = m;
+    shape.n = n;
+    shape.compute_uv = uv;
+    shape.full_matrices = full;
+    run_and_check<T>(shape, a, checks);
+  }
+
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t cublas_ = nullptr;
+  cuda::Context ctx_;
+};
+
+struct Dims {
+  int m, n;
+};
+// Small-driver shapes (min <= 64), blocked-driver shapes (min > 64), and tall thin ones whose
+// working copy does not fit in shared memory (blocked with padding).
+const Dims kShapes[] = {{1, 1},   {1, 7},     {7, 1},     {2, 2},     {7, 3},     {3, 7},
+                        {33, 65}, {65, 33},   {100, 37},  {37, 100},  {64, 64},   {17, 64},
+                        {96, 96}, {130, 200}, {200, 130}, {257, 100}, {1500, 19}, {31, 300}};
+
+template <typename T>
+void all_shapes(CudaSvdTest* t) {
+  for (const Dims& d : kShapes) {
+    t->shape_case<T>(Kind::kGaussian, 1, d.m, d.n, true, false);
+    // Full U of a very tall matrix costs the host check O(m^3): full only up to 300.
+    if (std::max(d.m, d.n) <= 300) t->shape_case<T>(Kind::kGaussian, 1, d.m, d.n, true, true);
+    t->shape_case<T>(Kind::kGaussian, 1, d.m, d.n, false, false);
+  }
+}
+
+TEST_F(CudaSvdTest, RaggedShapesF32) {
+  GC_REQUIRE_GPU();
+  all_shapes<float>(this);
+}
+
+TEST_F(CudaSvdTest, RaggedShapesF64) {
+  GC_REQUIRE_GPU();
+  all_shapes<double>(this);
+}
+
+TEST_F(CudaSvdTest, WellConditionedValuesPerValueRelative) {
+  GC_REQUIRE_GPU();
+  // Gaussian with m = 2n: condition below about 6, so each value is relatively accurate.
+  const Checks per_value{true, true};
+  shape_case<float>(Kind::kGaussian, 1, 64, 32, true, false, 0, per_value);
+  shape_case<double>(Kind::kGaussian, 1, 64, 32, true, false, 0, per_value);
+  shape_case<float>(Kind::kGaussian, 1, 300, 150, true, false, 0, per_value);
+  shape_case<double>(Kind::kGaussian, 1, 150, 300, true, false, 0, per_value);
+}
+
+TEST_F(CudaSvdTest, IllConditionedF64) {
+  GC_REQUIRE_GPU();
+  shape_case<double>(Kind::kIllConditioned, 1, 50, 40, true, true);
+  shape_case<double>(Kind::kIllConditioned, 1, 160, 120, true, false);
+  shape_case<double>(Kind::kIllConditioned, 1, 90, 140, true, true);
+}
+
+TEST_F(CudaSvdTest, RankDeficient) {
+  GC_REQUIRE_GPU();
+  shape_case<float>(Kind::kRankDeficient, 1, 60, 40, true, true, 10);
+  shape_case<double>(Kind::kRankDeficient, 1, 60, 40, true, false, 10);
+  shape_case<float>(Kind::kRankDeficient, 1, 150, 100, true, false, 20);
+  shape_case<double>(Kind::kRankDeficient, 1, 100, 150, true, true, 20);
+  shape_case<double>(Kind::kRankDeficient, 3, 12, 9, true, true, 1);
+  shape_case<float>(Kind::kZeroColumn, 1, 40, 30, true, true);
+  shape_case<double>(Kind::kZeroColumn, 1, 90, 80, true, false);
+  shape_case<float>(Kind::kZero, 2, 10, 7, true, true);
+  shape_case<double>(Kind::kZero, 1, 70, 90, true, true);
+}
+
+TEST_F(CudaSvdTest, BatchedSmall) {
+  GC_REQUIRE_GPU();
+  shape_case<float>(Kind::kGaussian, 40, 32, 32, true, false);
+  shape_case<double>(Kind::kGaussian, 40, 16, 16, true, true);
+  shape_case<float>(Kind::kGaussian, 25, 64, 48, true, true);
+  shape_case<double>(Kind::kGaussian, 25, 20, 33, true, false);
+  shape_case<float>(Kind::kGaussian, 300, 8, 5, false, false);
+}
+
+TEST_F(CudaSvdTest, BatchedBlocked) {
+  GC_REQUIRE_GPU();
+  shape_case<float>(Kind::kGaussian, 3, 100, 90, true, false);
+  shape_case<double>(Kind::kGaussian, 2, 90, 100, true, true);
+}
+
+TEST_F(CudaSvdTest, NarrowBlocksManyRounds) {
+  GC_REQUIRE_GPU();
+  // Block width 8: 18 blocks, 17 rounds a sweep, so the slot permutation is exercised.
+  ASSERT_EQ(setenv("GCOMPUTE_SVD_BLOCK", "8", 1), 0);
+  shape_case<float>(Kind::kGaussian, 1, 200, 130, true, false);
+  shape_case<double>(Kind::kGaussian, 1, 130, 200, true, true);
+  shape_case<double>(Kind::kIllConditioned, 1, 140, 140, true, false);
+  ASSERT_EQ(unsetenv("GCOMPUTE_SVD_BLOCK"), 0);
+}
+
+TEST_F(CudaSvdTest, Larger) {
+  GC_REQUIRE_GPU();
+  shape_case<float>(Kind::kGaussian, 1, 512, 512, true, false);
+  shape_case<double>(Kind::kGaussian, 1, 512, 512, true, false);
+  shape_case<float>(Kind::kGaussian, 1, 700, 333, true, true);
+}
+
+TEST_F(CudaSvdTest, SweepCapReportsNotConverged) {
+  GC_REQUIRE_GPU();
+  std::mt19937_64 rng(fresh_seed());
+  for (const Dims d : {Dims{40, 40}, Dims{120, 120}}) {
+    const std::vector<double> a = make_matrix(Kind::kGaussian, d.m, d.n, 0, rng);
+    SvdShape shape;
+    shape.m = d.m;
+    shape.n = d.n;
+    shape.max_sweeps = 1;
+    SvdInfo info;
+    run_and_check<double>(shape, a, Checks{false, false}, &info);
+    EXPECT_EQ(info.sweeps, 1);
+    EXPECT_FALSE(info.converged);
+  }
+}
+
+TEST_F(CudaSvdTest, EmptyShapes) {
+  GC_REQUIRE_GPU();
+  for (const Dims d : {Dims{0, 5}, Dims{4, 0}}) {
+    SvdShape shape;
+    shape.m = d.m;
+    shape.n = d.n;
+    shape.full_matrices = true;
+    shape.dtype = DType::kF64;
+    EXPECT_EQ(cuda::svd_workspace_bytes(shape), 0u);
+    DeviceBuffer du(std::max(1, d.m * d.m) * 8), dvt(std::max(1, d.n * d.n) * 8);
+    ASSERT_CUDA(cudaMemset(du.get(), 0xFF, std::max(1, d.m * d.m) * 8));
+    ASSERT_CUDA(cudaMemset(dvt.get(), 0xFF, std::max(1, d.n * d.n) * 8));
+    absl::StatusOr<SvdInfo> info =
+        cuda::svd_jacobi(ctx_, nullptr, nullptr, du.get(), dvt.get(), shape, nullptr, 0);
+    ASSERT_TRUE(info.ok()) << info.status();
+    const int side = std::max(d.m, d.n);
+    std::vector<double> h(side * side);
+    ASSERT_CUDA(
+        cudaMemcpy(h.data(), d.m > 0 ? du.get() : dvt.get(), h.size() * 8, cudaMemcpyDeviceToHost));
+    for (int i = 0; i < side; ++i) {
+      for (int j = 0; j < side; ++j) EXPECT_EQ(h[i * side + j], i == j ? 1.0 : 0.0);
+    }
+  }
+}
+
+TEST_F(CudaSvdTest, CancelledAndInvalid) {
+  GC_REQUIRE_GPU();
+  SvdShape shape;
+  shape.m = 80;
+  shape.n = 70;
+  shape.dtype = DType::kF32;
+  const std::size_t ws_bytes = cuda::svd_workspace_bytes(shape);
+  DeviceBuffer da(80 * 70 * 4), ds(70 * 4), du(80 * 70 * 4), dvt(70 * 70 * 4), ws(ws_bytes);
+  std::vector<float> ha(80 * 70, 1.0f);
+  ASSERT_CUDA(cudaMemcpy(da.get(), ha.data(), ha.size() * 4, cudaMemcpyHostToDevice));
+  std::atomic<bool> flag{true};
+  absl::StatusOr<SvdInfo> r = cuda::svd_jacobi(ctx_, da.get(), ds.get(), du.get(), dvt.get(), shape,
+                                               ws.get(), ws_bytes, StopToken(&flag));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kCancelled);
+  r = cuda::svd_jacobi(ctx_, da.get(), ds.get(), du.get(), dvt.get(), shape, ws.get(),
+                       ws_bytes - 1);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  SvdShape bad = shape;
+  bad.tolerance = 1.5;
+  r = cuda::svd_jacobi(ctx_, da.get(), ds.get(), du.get(), dvt.get(), bad, ws.get(), ws_bytes);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  bad = shape;
+  bad.dtype = DType::kF16;
+  r = cuda::svd_jacobi(ctx_, da.get(), ds.get(), du.get(), dvt.get(), bad, ws.get(), ws_bytes);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  cuda::Context no_blas = ctx_;
+  no_blas.cublas = nullptr;
+  r = cuda::svd_jacobi(no_blas, da.get(), ds.get(), du.get(), dvt.get(), shape, ws.get(), ws_bytes);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+}  // namespace
+}  // namespace gcompute::kernels
