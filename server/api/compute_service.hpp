@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: Apache-2.0
+// gRPC handlers of gcompute.v1.Compute: decode and validate, submit to the engine, encode.
+// No CUDA here: handlers see only the Backend interface through the engine.
+#pragma once
+
+#include "api/call.hpp"
+#include "gcompute/v1/service.grpc.pb.h"
+
+namespace gcompute::server {
+
+class ComputeService final : public v1::Compute::CallbackService {
+ public:
+  explicit ComputeService(ServiceContext& svc) : svc_(svc) {}
+
+  grpc::ServerUnaryReactor* Transpose(grpc::CallbackServerContext* ctx,
+                                      const v1::TransposeRequest* request,
+                                      v1::TransposeResponse* response) override;
+  grpc::ServerUnaryReactor* MatMul(grpc::CallbackServerContext* ctx,
+                                   const v1::MatMulRequest* request,
+                                   v1::MatMulResponse* response) override;
+  grpc::ServerUnaryReactor* Svd(grpc::CallbackServerContext* ctx, const v1::SvdRequest* request,
+                                v1::SvdResponse* response) override;
+  grpc::ServerUnaryReactor* BatchedSvd(grpc::CallbackServerContext* ctx,
+                                       const v1::SvdRequest* request,
+                                       v1::SvdResponse* response) override;
+  grpc::ServerUnaryReactor* Apsp(grpc::CallbackServerContext* ctx, const v1::ApspRequest* request,
+                                 v1::ApspResponse* response) override;
+  grpc::ServerUnaryReactor* ShortestPath(grpc::CallbackServerContext* ctx,
+                                         const v1::ShortestPathRequest* request,
+                                         v1::ShortestPathResponse* response) override;
+
+  grpc::ServerReadReactor<v1::UploadMatrixRequest>* UploadMatrix(
+      grpc::CallbackServerContext* ctx, v1::UploadMatrixResponse* response) override;
+  grpc::ServerWriteReactor<v1::DownloadMatrixResponse>* DownloadMatrix(
+      grpc::CallbackServerContext* ctx, const v1::DownloadMatrixRequest* request) override;
+  grpc::ServerUnaryReactor* DeleteMatrix(grpc::CallbackServerContext* ctx,
+                                         const v1::DeleteMatrixRequest* request,
+                                         v1::DeleteMatrixResponse* response) override;
+
+  grpc::ServerUnaryReactor* CreateGraph(grpc::CallbackServerContext* ctx,
+                                        const v1::CreateGraphRequest* request,
+                                        v1::CreateGraphResponse* response) override;
+  grpc::ServerUnaryReactor* GetGraph(grpc::CallbackServerContext* ctx,
+                                     const v1::GetGraphRequest* request,
+                                     v1::GetGraphResponse* response) override;
+  grpc::ServerUnaryReactor* ListGraphs(grpc::CallbackServerContext* ctx,
+                                       const v1::ListGraphsRequest* request,
+                                       v1::ListGraphsResponse* response) override;
+  grpc::ServerUnaryReactor* DeleteGraph(grpc::CallbackServerContext* ctx,
+                                        const v1::DeleteGraphRequest* request,
+                                        v1::DeleteGraphResponse* response) override;
+  grpc::ServerUnaryReactor* ApplyEdits(grpc::CallbackServerContext* ctx,
+                                       const v1::ApplyEditsRequest* request,
+                                       v1::ApplyEditsResponse* response) override;
+
+  grpc::ServerUnaryReactor* GetServerInfo(grpc::CallbackServerContext* ctx,
+                                          const v1::GetServerInfoRequest* request,
+                                          v1::GetServerInfoResponse* response) override;
+
+ private:
+  grpc::ServerUnaryReactor* svd_common(const char* method, bool batched,
+                                       grpc::CallbackServerContext* ctx,
+                                       const v1::SvdRequest* request, v1::SvdResponse* response);
+  ServiceContext& svc_;
+};
+
+}  // namespace gcompute::server

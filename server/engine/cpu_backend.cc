@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "engine/cpu_backend.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "gcompute/kernels/cpu/apsp.hpp"
+#include "gcompute/kernels/cpu/matmul.hpp"
+#include "gcompute/kernels/cpu/svd.hpp"
+#include "gcompute/kernels/cpu/transpose.hpp"
+
+namespace gcompute::server {
+namespace {
+
+/// Runs `fn` and adds its wall time to ctx.times.compute_seconds.
+template <typename Fn>
+auto timed(JobContext& ctx, Fn&& fn) {
+  const auto start = std::chrono::steady_clock::now();
+  auto result = fn();
+  ctx.times.compute_seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+}  // namespace
+
+MatrixDesc transpose_output(const MatrixDesc& a) {
+  return MatrixDesc{a.dtype, a.batch, a.cols, a.rows};
+}
+
+MatrixDesc matmul_output(const kernels::MatmulShape& s) {
+  return MatrixDesc{s.dtype, s.batch, s.m, s.n};
+}
+
+SvdOutputDescs svd_outputs(const kernels::SvdShape& s) {
+  const std::int64_t p = std::min(s.m, s.n);
+  return SvdOutputDescs{MatrixDesc{s.dtype, s.batch, 1, p},
+                        MatrixDesc{s.dtype, s.batch, s.m, kernels::svd_u_cols(s)},
+                        MatrixDesc{s.dtype, s.batch, kernels::svd_vt_rows(s), s.n}};
+}
+
+absl::StatusOr<HostMatrix> CpuBackend::transpose(const HostMatrix& a, JobContext& ctx) {
+  auto out = allocate_matrix(transpose_output(a.desc));
+  if (!out.ok()) return out.status();
+  const kernels::TransposeShape shape{a.desc.batch, a.desc.rows, a.desc.cols,
+                                      kernels::dtype_size(a.desc.dtype)};
+  absl::Status st = timed(ctx, [&] { return kernels::cpu::transpose(a.bytes(), out->mutable_bytes(), shape); });
+  if (!st.ok()) return st;
+  return out;
+}
+
+absl::StatusOr<HostMatrix> CpuBackend::matmul(const HostMatrix& a, const HostMatrix& b,
+                                              const HostMatrix* c,
+                                              const kernels::MatmulShape& shape, JobContext& ctx) {
+  auto out = allocate_matrix(matmul_output(shape));
+  if (!out.ok()) return out.status();
+  if (c != nullptr) std::memcpy(out->mutable_bytes(), c->bytes(), out->desc.bytes());
+  absl::Status st = timed(
+      ctx, [&] { return kernels::cpu::matmul(a.bytes(), b.bytes(), out->mutable_bytes(), shape); });
+  if (!st.ok()) return st;
+  return out;
+}
+
+absl::StatusOr<SvdOutput> CpuBackend::svd(const HostMatrix& a, const kernels::SvdShape& shape,
+                                          JobContext& ctx) {
+  const SvdOutputDescs descs = svd_outputs(shape);
+  SvdOutput out;
+  auto s = allocate_matrix(descs.s);
+  if (!s.ok()) return s.status();
+  out.s = *std::move(s);
+  if (shape.compute_uv) {
+    auto u = allocate_matrix(descs.u);
+    if (!u.ok()) return u.status();
+    auto vt = allocate_matrix(descs.vt);
+    if (!vt.ok()) return vt.status();
+    out.u = *std::move(u);
+    out.vt = *std::move(vt);
+  }
+  auto info = timed(ctx, [&] {
+    return kernels::cpu::svd_jacobi(a.bytes(), out.s.mutable_bytes(),
+                                    out.u ? out.u->mutable_bytes() : nullptr,
+                                    out.vt ? out.vt->mutable_bytes() : nullptr, shape,
+                                    ctx.stop_token());
+  });
+  if (!info.ok()) return info.status();
+  out.info = *info;
+  return out;
+}
+
+absl::StatusOr<ApspOutput> CpuBackend::apsp(const HostMatrix& weights,
+                                            const kernels::ApspShape& shape, JobContext& ctx) {
+  ApspOutput out;
+  auto d = allocate_matrix(MatrixDesc{shape.dtype, 1, shape.n, shape.n});
+  if (!d.ok()) return d.status();
+  out.distances = *std::move(d);
+  if (shape.next_hop) {
+    auto nh = allocate_matrix(MatrixDesc{DType::kI32, 1, shape.n, shape.n});
+    if (!nh.ok()) return nh.status();
+    out.next_hop = *std::move(nh);
+  }
+  auto info = timed(ctx, [&] {
+    return kernels::cpu::apsp(weights.bytes(), out.distances.mutable_bytes(),
+                              out.next_hop ? out.next_hop->as_mutable<std::int32_t>() : nullptr,
+                              shape, ctx.stop_token());
+  });
+  if (!info.ok()) return info.status();
+  out.info = *info;
+  return out;
+}
+
+}  // namespace gcompute::server

@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: Apache-2.0
+// The CPU backend: kernels/cpu behind the Backend interface.
+#pragma once
+
+#include "engine/backend.hpp"
+
+namespace gcompute::server {
+
+class CpuBackend final : public Backend {
+ public:
+  /// `workers` jobs run at once; each kernel may use further threads (OpenBLAS, APSP).
+  explicit CpuBackend(int workers) : workers_(workers < 1 ? 1 : workers) {}
+
+  std::string name() const override { return "cpu"; }
+  std::vector<DeviceInfo> devices() const override { return {}; }
+  int concurrency() const override { return workers_; }
+
+  absl::StatusOr<HostMatrix> transpose(const HostMatrix& a, JobContext& ctx) override;
+  absl::StatusOr<HostMatrix> matmul(const HostMatrix& a, const HostMatrix& b, const HostMatrix* c,
+                                    const kernels::MatmulShape& shape, JobContext& ctx) override;
+  absl::StatusOr<SvdOutput> svd(const HostMatrix& a, const kernels::SvdShape& shape,
+                                JobContext& ctx) override;
+  absl::StatusOr<ApspOutput> apsp(const HostMatrix& weights, const kernels::ApspShape& shape,
+                                  JobContext& ctx) override;
+
+ private:
+  int workers_;
+};
+
+/// Output shapes shared by every backend.
+MatrixDesc transpose_output(const MatrixDesc& a);
+MatrixDesc matmul_output(const kernels::MatmulShape& shape);
+struct SvdOutputDescs {
+  MatrixDesc s, u, vt;
+};
+SvdOutputDescs svd_outputs(const kernels::SvdShape& shape);
+
+}  // namespace gcompute::server

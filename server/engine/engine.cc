@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "engine/engine.hpp"
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+
+namespace gcompute::server {
+
+Engine::Engine(std::unique_ptr<Backend> backend, EngineOptions options)
+    : backend_(std::move(backend)), options_(std::move(options)) {
+  const int n = backend_->concurrency();
+  workers_.reserve(n);
+  for (int i = 0; i < n; ++i) workers_.emplace_back([this] { worker_loop(); });
+}
+
+Engine::~Engine() {
+  drain();
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  work_cv_.notify_all();
+  for (auto& t : workers_) t.join();
+}
+
+absl::Status Engine::submit(const std::string& method, std::shared_ptr<JobContext> ctx,
+                            Task task) {
+  if (ctx->deadline <= absl::Now()) {
+    return absl::DeadlineExceededError(absl::StrCat(method, ": deadline passed before queueing"));
+  }
+  if (ctx->cancelled.load()) return absl::CancelledError(absl::StrCat(method, ": call cancelled"));
+  {
+    std::lock_guard lock(mu_);
+    if (draining_) return absl::UnavailableError("server is draining; retry on another replica");
+    if (static_cast<int>(queue_.size()) >= options_.queue_depth &&
+        running_ + static_cast<int>(queue_.size()) >= backend_->concurrency()) {
+      return absl::ResourceExhaustedError(absl::StrCat("queue full: ", queue_.size(),
+                                                       " requests waiting (--queue-depth=",
+                                                       options_.queue_depth, ")"));
+    }
+    queue_.push_back(Item{method, std::move(ctx), std::move(task), std::chrono::steady_clock::now()});
+    report_load_locked();
+  }
+  work_cv_.notify_one();
+  return absl::OkStatus();
+}
+
+void Engine::drain() {
+  std::unique_lock lock(mu_);
+  draining_ = true;
+  idle_cv_.wait(lock, [this] { return queue_.empty() && running_ == 0; });
+}
+
+void Engine::report_load_locked() {
+  if (options_.on_load_change) options_.on_load_change(static_cast<int>(queue_.size()), running_);
+}
+
+void Engine::worker_loop() {
+  for (;;) {
+    Item item;
+    {
+      std::unique_lock lock(mu_);
+      work_cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping, nothing left
+      item = std::move(queue_.front());
+      queue_.pop_front();
+      ++running_;
+      report_load_locked();
+    }
+    const double waited =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - item.enqueued).count();
+    item.ctx->times.queue_seconds = waited;
+    if (options_.on_queue_time) options_.on_queue_time(item.method, waited);
+
+    absl::Status start = absl::OkStatus();
+    if (item.ctx->cancelled.load()) {
+      start = item.ctx->deadline <= absl::Now()
+                  ? absl::DeadlineExceededError(absl::StrCat(item.method, ": deadline passed while queued"))
+                  : absl::CancelledError(absl::StrCat(item.method, ": cancelled while queued"));
+    } else if (item.ctx->deadline <= absl::Now()) {
+      start = absl::DeadlineExceededError(absl::StrCat(item.method, ": deadline passed while queued"));
+    }
+    item.task(std::move(start));
+    item.task = nullptr;  // release captured state before reporting idle
+
+    {
+      std::lock_guard lock(mu_);
+      --running_;
+      report_load_locked();
+      if (queue_.empty() && running_ == 0) idle_cv_.notify_all();
+    }
+  }
+}
+
+}  // namespace gcompute::server

@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: Apache-2.0
+// The engine: a bounded queue in front of a backend's workers. Handlers submit tasks; a
+// worker runs each one exactly once, passing OK, or the reason it may not start (deadline
+// passed or call cancelled while queued). The task owns completing its RPC.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/functional/any_invocable.h"
+#include "absl/status/status.h"
+#include "engine/backend.hpp"
+
+namespace gcompute::server {
+
+struct EngineOptions {
+  /// Tasks waiting beyond those running; past it submit() is RESOURCE_EXHAUSTED.
+  int queue_depth = 64;
+  /// Called with (queued, running) whenever either changes (for gauges).
+  std::function<void(int queued, int running)> on_load_change;
+  /// Called with the method and the seconds a task waited before it started.
+  std::function<void(const std::string& method, double seconds)> on_queue_time;
+};
+
+class Engine {
+ public:
+  /// Runs on a worker thread. `start` is OK when the task should do its work now.
+  using Task = absl::AnyInvocable<void(absl::Status start)>;
+
+  Engine(std::unique_ptr<Backend> backend, EngineOptions options);
+  ~Engine();  ///< drains (waits for queued and running tasks)
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  /// Queues `task`. On error the task is not queued and the caller completes its RPC:
+  /// UNAVAILABLE while draining, DEADLINE_EXCEEDED if ctx's deadline passed,
+  /// CANCELLED if it was cancelled, RESOURCE_EXHAUSTED if the queue is full.
+  absl::Status submit(const std::string& method, std::shared_ptr<JobContext> ctx, Task task);
+
+  /// Stops accepting work and waits until every queued and running task has finished.
+  void drain();
+
+  Backend& backend() { return *backend_; }
+  int queue_depth_limit() const { return options_.queue_depth; }
+
+ private:
+  struct Item {
+    std::string method;
+    std::shared_ptr<JobContext> ctx;
+    Task task;
+    std::chrono::steady_clock::time_point enqueued;
+  };
+  void worker_loop();
+  void report_load_locked();
+
+  std::unique_ptr<Backend> backend_;
+  EngineOptions options_;
+  std::mutex mu_;
+  std::condition_variable work_cv_;
+  std::condition_variable idle_cv_;
+  std::deque<Item> queue_;
+  int running_ = 0;
+  bool draining_ = false;
+  bool stopping_ = false;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace gcompute::server

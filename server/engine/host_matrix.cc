@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "engine/host_matrix.hpp"
+
+#include <new>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+
+namespace gcompute::server {
+
+std::string describe(const MatrixDesc& d) {
+  if (d.batch == 1) return absl::StrCat(d.rows, "x", d.cols, " ", kernels::dtype_name(d.dtype));
+  return absl::StrCat(d.batch, " x ", d.rows, "x", d.cols, " ", kernels::dtype_name(d.dtype));
+}
+
+absl::StatusOr<HostMatrix> allocate_matrix(const MatrixDesc& desc) {
+  HostMatrix m{desc, nullptr};
+  try {
+    // resize_and_overwrite would skip the zero fill, but libstdc++ 12 lacks it; zeroing is
+    // a single memset pass, cheap next to any operation we run.
+    m.data = std::make_shared<std::string>(desc.bytes(), '\0');
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("out of host memory allocating ", desc.bytes(), " bytes for ", describe(desc)));
+  } catch (const std::length_error&) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cannot allocate ", desc.bytes(), " bytes for ", describe(desc)));
+  }
+  return m;
+}
+
+}  // namespace gcompute::server

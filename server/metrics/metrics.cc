@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "metrics/metrics.hpp"
+
+#include <exception>
+
+#include "absl/strings/str_cat.h"
+
+namespace gcompute::server {
+
+std::vector<double> Metrics::duration_buckets() {
+  return {50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3, 0.1,
+          0.25,  0.5,    1,      2.5,    5,    10,     30,   60,    120,   300,   600};
+}
+
+Metrics::Metrics(const std::vector<std::string>& methods)
+    : registry_(std::make_shared<prometheus::Registry>()),
+      duration_family_(prometheus::BuildHistogram()
+                           .Name("gcompute_request_duration_seconds")
+                           .Help("Time from a call's arrival to its response, by method")
+                           .Register(*registry_)),
+      phase_family_(prometheus::BuildHistogram()
+                        .Name("gcompute_phase_duration_seconds")
+                        .Help("Time spent per phase of a job (queue, h2d, compute, d2h)")
+                        .Register(*registry_)),
+      requests_family_(prometheus::BuildCounter()
+                           .Name("gcompute_requests_total")
+                           .Help("Finished calls by method and gRPC status code")
+                           .Register(*registry_)),
+      received_family_(prometheus::BuildCounter()
+                           .Name("gcompute_received_bytes_total")
+                           .Help("Request message bytes received, by method")
+                           .Register(*registry_)),
+      sent_family_(prometheus::BuildCounter()
+                       .Name("gcompute_sent_bytes_total")
+                       .Help("Response message bytes sent, by method")
+                       .Register(*registry_)),
+      inflight_(prometheus::BuildGauge()
+                    .Name("gcompute_inflight_requests")
+                    .Help("Calls being handled (queued, running or streaming)")
+                    .Register(*registry_)
+                    .Add({})),
+      queued_(prometheus::BuildGauge()
+                  .Name("gcompute_queue_depth")
+                  .Help("Jobs waiting in the engine's queue")
+                  .Register(*registry_)
+                  .Add({})),
+      running_(prometheus::BuildGauge()
+                   .Name("gcompute_running_jobs")
+                   .Help("Jobs executing on a worker or lane")
+                   .Register(*registry_)
+                   .Add({})),
+      stored_bytes_(prometheus::BuildGauge()
+                        .Name("gcompute_stored_matrix_bytes")
+                        .Help("Bytes held by server-resident matrices (including reservations)")
+                        .Register(*registry_)
+                        .Add({})) {
+  for (const auto& m : methods) {
+    series(m);
+    requests_[{m, "OK"}] = &requests_family_.Add({{"method", m}, {"code", "OK"}});
+  }
+}
+
+Metrics::MethodSeries& Metrics::series(const std::string& method) {
+  auto it = methods_.find(method);
+  if (it != methods_.end()) return it->second;
+  MethodSeries s;
+  s.duration = &duration_family_.Add({{"method", method}}, duration_buckets());
+  s.received = &received_family_.Add({{"method", method}});
+  s.sent = &sent_family_.Add({{"method", method}});
+  for (const char* phase : {"queue", "h2d", "compute", "d2h"}) {
+    s.phases[phase] = &phase_family_.Add({{"method", method}, {"phase", phase}}, duration_buckets());
+  }
+  return methods_.emplace(method, std::move(s)).first->second;
+}
+
+absl::Status Metrics::expose(const std::string& address) {
+  try {
+    exposer_ = std::make_unique<prometheus::Exposer>(address, 2);
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot serve metrics on ", address, " (--metrics-listen): ", e.what()));
+  }
+  exposer_->RegisterCollectable(registry_);
+  return absl::OkStatus();
+}
+
+int Metrics::port() const {
+  if (!exposer_) return 0;
+  const auto ports = exposer_->GetListeningPorts();
+  return ports.empty() ? 0 : ports.front();
+}
+
+void Metrics::observe_request(const std::string& method, const std::string& code, double seconds,
+                              std::uint64_t bytes_received, std::uint64_t bytes_sent) {
+  std::lock_guard lock(mu_);
+  MethodSeries& s = series(method);
+  s.duration->Observe(seconds);
+  s.received->Increment(static_cast<double>(bytes_received));
+  s.sent->Increment(static_cast<double>(bytes_sent));
+  auto key = std::make_pair(method, code);
+  auto it = requests_.find(key);
+  if (it == requests_.end()) {
+    it = requests_.emplace(key, &requests_family_.Add({{"method", method}, {"code", code}})).first;
+  }
+  it->second->Increment();
+}
+
+void Metrics::observe_phase(const std::string& method, const char* phase, double seconds) {
+  std::lock_guard lock(mu_);
+  MethodSeries& s = series(method);
+  auto it = s.phases.find(phase);
+  if (it != s.phases.end()) it->second->Observe(seconds);
+}
+
+void Metrics::set_load(int queued, int running) {
+  queued_.Set(queued);
+  running_.Set(running);
+}
+
+void Metrics::add_inflight(int delta) { inflight_.Increment(delta); }
+
+void Metrics::set_stored_matrix_bytes(std::uint64_t bytes) {
+  stored_bytes_.Set(static_cast<double>(bytes));
+}
+
+}  // namespace gcompute::server

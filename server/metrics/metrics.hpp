@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: Apache-2.0
+// Prometheus metrics of the server. One prefix (gcompute_), base units (seconds, bytes),
+// _total on counters. Per-method series are created once at start-up and cached: the hot
+// path only observes.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "prometheus/counter.h"
+#include "prometheus/exposer.h"
+#include "prometheus/family.h"
+#include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
+
+namespace gcompute::server {
+
+class Metrics {
+ public:
+  /// Series for each of `methods` are created now.
+  explicit Metrics(const std::vector<std::string>& methods);
+
+  /// Serves /metrics on `address` ("127.0.0.1:9464"; port 0 picks one). Errors when it cannot bind.
+  absl::Status expose(const std::string& address);
+  /// The bound port once expose() succeeded, else 0.
+  int port() const;
+
+  /// A finished RPC: its duration, status code name ("OK", "INVALID_ARGUMENT") and sizes.
+  void observe_request(const std::string& method, const std::string& code, double seconds,
+                       std::uint64_t bytes_received, std::uint64_t bytes_sent);
+  /// A phase of a job ("queue", "h2d", "compute", "d2h").
+  void observe_phase(const std::string& method, const char* phase, double seconds);
+  void set_load(int queued, int running);
+  void add_inflight(int delta);
+  void set_stored_matrix_bytes(std::uint64_t bytes);
+
+  std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
+
+  /// Histogram buckets from 50 us to 10 min.
+  static std::vector<double> duration_buckets();
+
+ private:
+  struct MethodSeries {
+    prometheus::Histogram* duration = nullptr;
+    prometheus::Counter* received = nullptr;
+    prometheus::Counter* sent = nullptr;
+    std::map<std::string, prometheus::Histogram*> phases;
+  };
+  MethodSeries& series(const std::string& method);
+
+  std::shared_ptr<prometheus::Registry> registry_;
+  std::unique_ptr<prometheus::Exposer> exposer_;
+  prometheus::Family<prometheus::Histogram>& duration_family_;
+  prometheus::Family<prometheus::Histogram>& phase_family_;
+  prometheus::Family<prometheus::Counter>& requests_family_;
+  prometheus::Family<prometheus::Counter>& received_family_;
+  prometheus::Family<prometheus::Counter>& sent_family_;
+  prometheus::Gauge& inflight_;
+  prometheus::Gauge& queued_;
+  prometheus::Gauge& running_;
+  prometheus::Gauge& stored_bytes_;
+
+  std::mutex mu_;  // guards creation of series not known at start-up
+  std::map<std::string, MethodSeries> methods_;
+  std::map<std::pair<std::string, std::string>, prometheus::Counter*> requests_;
+};
+
+}  // namespace gcompute::server

@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "server.hpp"
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/health_check_service_interface.h>
+
+#include "absl/strings/str_cat.h"
+#include "engine/backend_factory.hpp"
+
+namespace gcompute::server {
+namespace {
+
+const std::vector<std::string>& method_names() {
+  static const std::vector<std::string> names = {
+      "Transpose",    "MatMul",      "Svd",          "BatchedSvd",  "Apsp",
+      "ShortestPath", "UploadMatrix", "DownloadMatrix", "DeleteMatrix", "CreateGraph",
+      "GetGraph",     "ListGraphs",  "DeleteGraph",  "ApplyEdits",  "GetServerInfo"};
+  return names;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Server>> Server::create(const ServerOptions& options) {
+  if (options.limits.max_message_bytes < (1ull << 20) ||
+      options.limits.max_message_bytes > 2147483647ull) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--max-message-bytes must be between 1 MiB and 2147483647, got ", options.limits.max_message_bytes));
+  }
+  if (options.queue_depth < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("--queue-depth must be >= 1, got ", options.queue_depth));
+  }
+  std::unique_ptr<Server> s(new Server());
+
+  BackendOptions bo;
+  bo.device = options.device;
+  bo.cpu_workers = options.workers > 0 ? options.workers : 2;
+  bo.lanes_per_device = options.lanes_per_device;
+  bo.pinned_pool_bytes = options.pinned_pool_bytes;
+  auto choice = make_backend(bo);
+  if (!choice.ok()) return choice.status();
+  s->backend_name_ = choice->backend->name();
+
+  s->metrics_ = std::make_unique<Metrics>(method_names());
+  if (!options.metrics_listen.empty()) {
+    if (auto st = s->metrics_->expose(options.metrics_listen); !st.ok()) return st;
+  }
+  s->matrices_ = std::make_unique<MatrixStore>(MatrixStore::Options{
+      options.stored_matrix_quota_bytes, options.default_ttl, absl::Hours(24)});
+  GraphStore::Options go;
+  go.limits = options.graph_limits;
+  go.max_graphs = options.max_graphs;
+  s->graphs_ = std::make_unique<GraphStore>(go);
+
+  EngineOptions eo;
+  eo.queue_depth = options.queue_depth;
+  Metrics* metrics = s->metrics_.get();
+  eo.on_load_change = [metrics](int queued, int running) { metrics->set_load(queued, running); };
+  s->engine_ = std::make_unique<Engine>(std::move(choice->backend), eo);
+
+  s->svc_.reset(new ServiceContext{*s->engine_, *s->matrices_, *s->graphs_, *s->metrics_,
+                                   options.limits, {}, choice->note});
+  s->service_ = std::make_unique<ComputeService>(*s->svc_);
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &s->port_);
+  builder.SetMaxReceiveMessageSize(static_cast<int>(options.limits.max_message_bytes));
+  builder.SetMaxSendMessageSize(static_cast<int>(options.limits.max_message_bytes));
+  // Refuse a second server on the same port instead of sharing it silently.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  // Long jobs on idle connections: accept client keepalive pings every 15 s.
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 15000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder.RegisterService(s->service_.get());
+  s->grpc_server_ = builder.BuildAndStart();
+  if (!s->grpc_server_ || s->port_ == 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", options.listen,
+                                               " (--listen): address in use or invalid"));
+  }
+  s->grpc_server_->GetHealthCheckService()->SetServingStatus(true);
+  return s;
+}
+
+void Server::drain(absl::Duration grace) {
+  if (!grpc_server_) return;
+  grpc_server_->GetHealthCheckService()->SetServingStatus(false);
+  svc_->draining.store(true);
+  engine_->drain();
+  grpc_server_->Shutdown(std::chrono::system_clock::now() + absl::ToChronoSeconds(grace));
+}
+
+void Server::wait() {
+  if (grpc_server_) grpc_server_->Wait();
+}
+
+Server::~Server() {
+  if (grpc_server_) {
+    drain(absl::Seconds(5));
+    grpc_server_->Wait();
+  }
+}
+
+}  // namespace gcompute::server

@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: Apache-2.0
+// The gcompute server: backend selection, engine, stores, metrics and the gRPC service,
+// wired together. Used by main.cc and by the in-process service tests.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "api/call.hpp"
+#include "api/compute_service.hpp"
+
+namespace gcompute::server {
+
+struct ServerOptions {
+  std::string listen = "127.0.0.1:50051";     ///< port 0 picks a free port
+  std::string metrics_listen = "127.0.0.1:9464";  ///< empty: no metrics endpoint
+  std::string device = "auto";                 ///< auto | cpu | cuda
+  Limits limits;
+  int queue_depth = 64;
+  int workers = 0;  ///< CPU backend jobs at once; 0 = 2
+  int lanes_per_device = 4;  ///< CUDA backend
+  std::uint64_t pinned_pool_bytes = 1ull << 30;  ///< CUDA backend
+  std::uint64_t stored_matrix_quota_bytes = 4ull << 30;
+  absl::Duration default_ttl = absl::Minutes(10);
+  GraphLimits graph_limits;
+  std::uint64_t max_graphs = 1024;
+};
+
+class Server {
+ public:
+  /// Selects the backend (auto falls back to cpu and says why in backend_note()), binds the
+  /// gRPC and metrics ports and starts serving.
+  static absl::StatusOr<std::unique_ptr<Server>> create(const ServerOptions& options);
+  ~Server();
+
+  int port() const { return port_; }
+  int metrics_port() const { return metrics_->port(); }
+  const std::string& backend_name() const { return backend_name_; }
+  const std::string& backend_note() const { return svc_->backend_note; }
+
+  /// Graceful stop: health NOT_SERVING, new calls UNAVAILABLE, queued and running work
+  /// finishes (up to `grace`), then the gRPC server shuts down.
+  void drain(absl::Duration grace);
+  void wait();
+
+ private:
+  Server() = default;
+  int port_ = 0;
+  std::string backend_name_;
+  std::unique_ptr<Metrics> metrics_;
+  std::unique_ptr<MatrixStore> matrices_;
+  std::unique_ptr<GraphStore> graphs_;
+  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<ServiceContext> svc_;
+  std::unique_ptr<ComputeService> service_;
+  std::unique_ptr<grpc::Server> grpc_server_;
+};
+
+}  // namespace gcompute::server
