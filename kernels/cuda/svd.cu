@@ -391,8 +391,8 @@ absl::StatusOr<SvdInfo> run_blocked(const Context& ctx, const Plan& pl, const Sv
                               cudaMemcpyHostToDevice, st));
 
   const std::size_t gram_smem =
-      (2 * static_cast<std::size_t>(nb2) * (nb2 + 1) + nb2) * sizeof(T) + nb2 * sizeof(int);
-  GC_CUDA_TRY(cudaFuncSetAttribute(detail::gram_jacobi_kernel<T>,
+      (2 * static_cast<std::size_t>(nb2) * (nb2 + 1) + nb2) * sizeof(double) + nb2 * sizeof(int);
+  GC_CUDA_TRY(cudaFuncSetAttribute(detail::gram_jacobi_kernel<T, double>,
                                    cudaFuncAttributeMaxDynamicSharedMemorySize,
                                    static_cast<int>(gram_smem)));
   const int gram_threads = static_cast<int>(std::min<std::int64_t>(nb2 * nb2 / 4, 512));

@@ -277,14 +277,14 @@ __global__ void small_jacobi_kernel(T* __restrict__ w, T* __restrict__ v, int m,
 /// two-sided Jacobi in shared memory with the same rotations one-sided Jacobi would apply to the
 /// 2b columns; Q (2b x 2b) accumulates them so that [Ai Aj] Q has orthogonal columns.
 /// Sets *rotated when any rotation was needed (the pair set was not yet orthogonal).
-template <typename T>
+template <typename T, typename TI>
 __global__ void gram_jacobi_kernel(const T* __restrict__ g_all, T* __restrict__ q_all, int nb2,
-                                   T tol, int max_inner_sweeps, int* __restrict__ rotated_flag) {
+                                   TI tol, int max_inner_sweeps, int* __restrict__ rotated_flag) {
   extern __shared__ unsigned char smem_raw[];
   const int ld = nb2 + 1;
-  T* g = reinterpret_cast<T*>(smem_raw);
-  T* q = g + nb2 * ld;
-  T* cs = q + nb2 * ld;  // c, s per pair of a round
+  TI* g = reinterpret_cast<TI*>(smem_raw);
+  TI* q = g + nb2 * ld;
+  TI* cs = q + nb2 * ld;  // c, s per pair of a round
   int* idx = reinterpret_cast<int*>(cs + nb2);
   __shared__ int any_rot;
   const T* gsrc = g_all + static_cast<std::int64_t>(blockIdx.x) * nb2 * nb2;
@@ -293,8 +293,8 @@ __global__ void gram_jacobi_kernel(const T* __restrict__ g_all, T* __restrict__ 
     const int i = e % nb2;
     const int j = e / nb2;
     // GEMM need not produce an exactly symmetric G; use the mean of both triangles.
-    g[i + j * ld] = T(0.5) * (gsrc[i + j * nb2] + gsrc[j + i * nb2]);
-    q[i + j * ld] = i == j ? T(1) : T(0);
+    g[i + j * ld] = TI(0.5) * (TI(gsrc[i + j * nb2]) + TI(gsrc[j + i * nb2]));
+    q[i + j * ld] = i == j ? TI(1) : TI(0);
   }
   const int pairs = nb2 / 2;
   bool first_rot = false;
@@ -305,11 +305,11 @@ __global__ void gram_jacobi_kernel(const T* __restrict__ g_all, T* __restrict__ 
       for (int p = threadIdx.x; p < pairs; p += blockDim.x) {
         int i, j;
         round_robin_pair(nb2, r, p, &i, &j);
-        T c, s;
+        TI c, s;
         const bool rot = jacobi_rotation(g[i + i * ld], g[j + j * ld], g[i + j * ld], tol, &c, &s);
         if (rot) any_rot = 1;
-        cs[2 * p] = rot ? c : T(1);
-        cs[2 * p + 1] = rot ? s : T(0);
+        cs[2 * p] = rot ? c : TI(1);
+        cs[2 * p + 1] = rot ? s : TI(0);
         idx[2 * p] = i;
         idx[2 * p + 1] = rot ? j : -1;
       }
@@ -321,14 +321,14 @@ __global__ void gram_jacobi_kernel(const T* __restrict__ g_all, T* __restrict__ 
         const int j = idx[2 * p + 1];
         if (j < 0) continue;
         const int i = idx[2 * p];
-        const T c = cs[2 * p];
-        const T s = cs[2 * p + 1];
-        const T gi = g[row + i * ld];
-        const T gj = g[row + j * ld];
+        const TI c = cs[2 * p];
+        const TI s = cs[2 * p + 1];
+        const TI gi = g[row + i * ld];
+        const TI gj = g[row + j * ld];
         g[row + i * ld] = c * gi - s * gj;
         g[row + j * ld] = s * gi + c * gj;
-        const T qi = q[row + i * ld];
-        const T qj = q[row + j * ld];
+        const TI qi = q[row + i * ld];
+        const TI qj = q[row + j * ld];
         q[row + i * ld] = c * qi - s * qj;
         q[row + j * ld] = s * qi + c * qj;
       }
@@ -340,10 +340,10 @@ __global__ void gram_jacobi_kernel(const T* __restrict__ g_all, T* __restrict__ 
         const int j = idx[2 * p + 1];
         if (j < 0) continue;
         const int i = idx[2 * p];
-        const T c = cs[2 * p];
-        const T s = cs[2 * p + 1];
-        const T gi = g[i + col * ld];
-        const T gj = g[j + col * ld];
+        const TI c = cs[2 * p];
+        const TI s = cs[2 * p + 1];
+        const TI gi = g[i + col * ld];
+        const TI gj = g[j + col * ld];
         g[i + col * ld] = c * gi - s * gj;
         g[j + col * ld] = s * gi + c * gj;
       }
@@ -352,8 +352,8 @@ __global__ void gram_jacobi_kernel(const T* __restrict__ g_all, T* __restrict__ 
         const int j = idx[2 * p + 1];
         if (j < 0) continue;
         const int i = idx[2 * p];
-        g[i + j * ld] = T(0);  // annihilated up to rounding; keep G exactly symmetric
-        g[j + i * ld] = T(0);
+        g[i + j * ld] = TI(0);  // annihilated up to rounding; keep G exactly symmetric
+        g[j + i * ld] = TI(0);
       }
       __syncthreads();
     }
@@ -363,7 +363,7 @@ __global__ void gram_jacobi_kernel(const T* __restrict__ g_all, T* __restrict__ 
     first_rot = true;
   }
   for (int e = threadIdx.x; e < nb2 * nb2; e += blockDim.x) {
-    qdst[e] = q[(e % nb2) + (e / nb2) * ld];
+    qdst[e] = static_cast<T>(q[(e % nb2) + (e / nb2) * ld]);
   }
   if (first_rot && threadIdx.x == 0) atomicOr(rotated_flag, 1);
 }
