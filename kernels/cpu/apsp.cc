@@ -34,27 +34,30 @@ std::string format_double(double v) {
   return buf;
 }
 
-// Path-length arithmetic per weight type: `none` is "no edge", add(a, b) needs a != none.
+// "No edge" per weight type.
 template <typename T>
-struct Arith;
-
+constexpr T kNone = std::numeric_limits<float>::infinity();
 template <>
-struct Arith<float> {
-  static constexpr float none = std::numeric_limits<float>::infinity();
-  static float add(float a, float b) { return a + b; }  // b = +inf gives +inf
+constexpr std::int32_t kNone<std::int32_t> = kI32NoEdge;
+
+// Path sums d_ik + b for a fixed d_ik, written without branches on b so that the row loops
+// below vectorise. f32: +inf absorbs (weights are never -inf).
+struct AddF32 {
+  float a;
+  float operator()(float b) const { return a + b; }
 };
-
-template <>
-struct Arith<std::int32_t> {
-  static constexpr std::int32_t none = kI32NoEdge;
-  // Saturating: a sum at or above kI32NoEdge is "no edge"; below -kI32NoEdge it sticks there
-  // (reachable only through a negative cycle, or with true distances outside i32).
-  static std::int32_t add(std::int32_t a, std::int32_t b) {
-    if (b == none) return none;
-    const std::int64_t s = static_cast<std::int64_t>(a) + b;
-    if (s >= none) return none;
-    if (s < -static_cast<std::int64_t>(none)) return -none;
-    return static_cast<std::int32_t>(s);
+// i32, saturating: a sum at or above kI32NoEdge is "no edge"; below -kI32NoEdge it sticks
+// there (reachable only through a negative cycle, or with true distances outside i32). The
+// thresholds are precomputed so that no sum that is used can overflow.
+struct AddI32NonNegative {  // a >= 0: only the top can be passed (b = kI32NoEdge included)
+  std::int32_t a, top;      // top = kI32NoEdge - a
+  std::int32_t operator()(std::int32_t b) const { return b >= top ? kI32NoEdge : a + b; }
+};
+struct AddI32Negative {    // a < 0: only the bottom can be passed; b = kI32NoEdge stays so
+  std::int32_t a, bottom;  // bottom = -kI32NoEdge - a
+  std::int32_t operator()(std::int32_t b) const {
+    const std::int32_t s = b <= bottom ? -kI32NoEdge : a + b;
+    return b == kI32NoEdge ? kI32NoEdge : s;
   }
 };
 
@@ -62,33 +65,38 @@ struct Arith<std::int32_t> {
 // through a negative cycle, when the outputs are unspecified anyway).
 constexpr std::int32_t kHopCap = 1 << 30;
 
-// One relaxation row: D[i][j0..j1) through vertex k.
-inline void relax_row_dist(float* di, const float* dk, float dik, std::int64_t j0,
-                           std::int64_t j1) {
-  for (std::int64_t j = j0; j < j1; ++j) di[j] = std::min(di[j], dik + dk[j]);
-}
-inline void relax_row_dist(std::int32_t* di, const std::int32_t* dk, std::int32_t dik,
-                           std::int64_t j0, std::int64_t j1) {
-  for (std::int64_t j = j0; j < j1; ++j)
-    di[j] = std::min(di[j], Arith<std::int32_t>::add(dik, dk[j]));
+// One relaxation row: D[i][j] = min(D[i][j], D[i][k] + D[k][j]) over a tile's columns.
+// kWidth > 0 fixes the trip count (a full tile) so that the compiler vectorises it at -O2.
+// Rows i and k differ (the caller skips k == i), hence __restrict__.
+template <int kWidth, typename T, typename Add>
+inline void relax_row_dist(T* __restrict__ di, const T* __restrict__ dk, Add add,
+                           std::int64_t len) {
+  const std::int64_t count = kWidth > 0 ? kWidth : len;
+  for (std::int64_t j = 0; j < count; ++j) {
+    const T s = add(dk[j]);
+    di[j] = s < di[j] ? s : di[j];
+  }
 }
 
 // The same with next hops. Paths are compared by (length, hops) lexicographically: with
 // zero-weight cycles, plain "shorter wins" lets the blocked order leave next-hop pointers
 // that chase each other around a zero cycle forever. Every cycle has >= 1 hop, so under the
 // lexicographic order all cycles are positive and the pointers always form simple paths.
-template <typename T>
-inline void relax_row_next(T* di, std::int32_t* hi, std::int32_t* ni, const T* dk,
-                           const std::int32_t* hk, T dik, std::int32_t hik, std::int32_t nik,
-                           std::int64_t j0, std::int64_t j1) {
-  for (std::int64_t j = j0; j < j1; ++j) {
-    const T s = Arith<T>::add(dik, dk[j]);
+template <int kWidth, typename T, typename Add>
+inline void relax_row_next(T* __restrict__ di, std::int32_t* __restrict__ hi,
+                           std::int32_t* __restrict__ ni, const T* __restrict__ dk,
+                           const std::int32_t* __restrict__ hk, Add add, std::int32_t hik,
+                           std::int32_t nik, std::int64_t len) {
+  const std::int64_t count = kWidth > 0 ? kWidth : len;
+  for (std::int64_t j = 0; j < count; ++j) {
+    const T s = add(dk[j]);
     const std::int32_t hs = std::min(hik + hk[j], kHopCap);
-    if (s < di[j] || (s == di[j] && s != Arith<T>::none && hs < hi[j])) {
-      di[j] = s;
-      hi[j] = hs;
-      ni[j] = nik;
-    }
+    const T d = di[j];
+    const std::int32_t h = hi[j];
+    const bool better = (s < d) | ((s == d) & (s != kNone<T>)&(hs < h));
+    di[j] = better ? s : d;
+    hi[j] = better ? hs : h;
+    ni[j] = better ? nik : ni[j];
   }
 }
 
@@ -105,15 +113,39 @@ struct Solver {
 
   Range block(std::int64_t b) const { return {b * kBlock, std::min(n, (b + 1) * kBlock)}; }
 
-  // Row i of tile (I, J) through vertex k.
+  // Row i of tile (I, J) through vertex k. k == i is skipped: it changes nothing unless
+  // D[i][i] < 0, which is a negative cycle (reported from the diagonal, that stays < 0).
   void relax(std::int64_t i, std::int64_t k, Range J) const {
     const T dik = d[i * n + k];
-    if (dik == Arith<T>::none) return;
-    if constexpr (kNext) {
-      relax_row_next(d + i * n, hop + i * n, nx + i * n, d + k * n, hop + k * n, dik,
-                     hop[i * n + k], nx[i * n + k], J.lo, J.hi);
+    if (dik == kNone<T> || i == k) return;
+    const std::int64_t len = J.hi - J.lo;
+    auto row = [&](auto add) {
+      if constexpr (kNext) {
+        T* di = d + i * n + J.lo;
+        std::int32_t* hi = hop + i * n + J.lo;
+        std::int32_t* ni = nx + i * n + J.lo;
+        const T* dk = d + k * n + J.lo;
+        const std::int32_t* hk = hop + k * n + J.lo;
+        const std::int32_t hik = hop[i * n + k], nik = nx[i * n + k];
+        if (len == kBlock) {
+          relax_row_next<kBlock>(di, hi, ni, dk, hk, add, hik, nik, len);
+        } else {
+          relax_row_next<0>(di, hi, ni, dk, hk, add, hik, nik, len);
+        }
+      } else {
+        if (len == kBlock) {
+          relax_row_dist<kBlock>(d + i * n + J.lo, d + k * n + J.lo, add, len);
+        } else {
+          relax_row_dist<0>(d + i * n + J.lo, d + k * n + J.lo, add, len);
+        }
+      }
+    };
+    if constexpr (std::is_same_v<T, float>) {
+      row(AddF32{dik});
+    } else if (dik >= 0) {
+      row(AddI32NonNegative{dik, kI32NoEdge - dik});
     } else {
-      relax_row_dist(d + i * n, d + k * n, dik, J.lo, J.hi);
+      row(AddI32Negative{dik, -kI32NoEdge - dik});
     }
   }
 
@@ -246,9 +278,9 @@ absl::StatusOr<ApspInfo> apsp_typed(const T* w, T* d, std::int32_t* nx, std::int
   if (nx != nullptr) {
     for (std::int64_t i = 0; i < n; ++i) {
       for (std::int64_t j = 0; j < n; ++j) {
-        nx[i * n + j] = i == j                           ? static_cast<std::int32_t>(i)
-                        : w[i * n + j] == Arith<T>::none ? -1
-                                                         : static_cast<std::int32_t>(j);
+        nx[i * n + j] = i == j                     ? static_cast<std::int32_t>(i)
+                        : w[i * n + j] == kNone<T> ? -1
+                                                   : static_cast<std::int32_t>(j);
       }
     }
   }
