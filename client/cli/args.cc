@@ -3,6 +3,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -33,10 +34,11 @@ const std::vector<OptionSpec>& global_options() {
       {"server", ValueKind::kString, "HOST:PORT of the server (default 127.0.0.1:50051)"},
       {"timeout", ValueKind::kDouble, "deadline of the whole command in seconds (default 600)"},
       {"inline-limit", ValueKind::kUint,
-       "upload operands in 4 MiB chunks when a request's inline matrices exceed this many "
-       "bytes (default min(max-message-bytes/2, 64 MiB))"},
+       "upload operands in chunks above this many inline\n"
+       "                              bytes (default min(max-message-bytes/2, 64 MiB))"},
       {"max-message-bytes", ValueKind::kUint,
-       "largest gRPC message sent or received (default 268435456)"},
+       "largest gRPC message; match the server's\n"
+       "                              (default 268435456)"},
   };
   return options;
 }
@@ -55,7 +57,7 @@ const std::vector<CommandSpec>& commands() {
        3,
        {{"precision",
          ValueKind::kString,
-         "arithmetic: f32 (f32 default), f64, tf32, bf16, f16",
+         "f32, f64, tf32, bf16 or f16 (default: the files' own)",
          {"f32", "f64", "tf32", "bf16", "f16"}},
         {"transpose-a", ValueKind::kFlag, "use A transposed"},
         {"transpose-b", ValueKind::kFlag, "use B transposed"}},
@@ -181,14 +183,32 @@ std::string command_name(const std::vector<std::string>& words) {
   return absl::StrJoin(words, " ");
 }
 
+// The placeholder shown for an option's value in help texts.
+std::string metavar(const OptionSpec& o) {
+  static const std::map<std::string, std::string> names = {{"server", "HOST:PORT"},
+                                                           {"timeout", "SECONDS"},
+                                                           {"inline-limit", "BYTES"},
+                                                           {"max-message-bytes", "BYTES"},
+                                                           {"precision", "P"},
+                                                           {"out", "PREFIX"},
+                                                           {"tol", "X"},
+                                                           {"max-sweeps", "N"},
+                                                           {"next-hop", "NEXT.npy"},
+                                                           {"vertices", "N"},
+                                                           {"expected-version", "V"}};
+  auto it = names.find(o.name);
+  return it == names.end() ? "VALUE" : it->second;
+}
+
 void append_options(std::string& out, const std::vector<OptionSpec>& options) {
   for (const OptionSpec& o : options) {
     std::string left = absl::StrCat("  --", o.name);
-    if (o.kind != ValueKind::kFlag) absl::StrAppend(&left, " VALUE");
-    if (left.size() < 26)
-      left.resize(26, ' ');
-    else
-      left += "  ";
+    if (o.kind != ValueKind::kFlag) absl::StrAppend(&left, " ", metavar(o));
+    if (left.size() < 30) {
+      left.resize(30, ' ');
+    } else {
+      absl::StrAppend(&left, "\n", std::string(30, ' '));
+    }
     absl::StrAppend(&out, left, o.help, "\n");
   }
 }
@@ -224,7 +244,7 @@ std::string help_text(const std::vector<std::string>& command) {
   absl::StrAppend(&out, "\nglobal options:\n");
   append_options(out, global_options());
   absl::StrAppend(&out,
-                  "  --help                  this text; 'gcompute COMMAND --help' for one "
+                  "  --help                      this text; 'gcompute COMMAND --help' for one "
                   "command\n");
   return out;
 }

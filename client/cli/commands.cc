@@ -207,8 +207,9 @@ class Cli {
     // S arrives as 1 x p (batch x 1 x p): written as p (batch x p), like numpy.linalg.svd.
     HostMatrix s = std::move(r->s);
     if (s.batch > 1) {
+      const int64_t p = s.rows * s.cols;
       s.rows = s.batch;
-      s.cols = s.elements() / std::max<int64_t>(s.batch, 1);
+      s.cols = p;
       s.batch = 1;
     }
     if (absl::Status st = save(prefix + ".S.npy", std::move(s), !batched); !st.ok()) return st;

@@ -172,6 +172,9 @@ struct Client::Impl {
 
   explicit Impl(ClientOptions o) : options(std::move(o)) {
     if (options.chunk_bytes == 0) options.chunk_bytes = 4 * kMiB;
+    // A chunk plus its framing must fit in one message on both sides.
+    options.chunk_bytes =
+        std::max<uint64_t>(1, std::min(options.chunk_bytes, options.max_message_bytes / 2));
     grpc::ChannelArguments args;
     const int max_bytes = static_cast<int>(std::min<uint64_t>(options.max_message_bytes, INT_MAX));
     args.SetMaxReceiveMessageSize(max_bytes);

@@ -39,7 +39,7 @@ struct ClientOptions {
   /// Requests whose inline matrices exceed this many bytes upload the largest operands
   /// first. 0 selects min(max_message_bytes / 2, 64 MiB).
   uint64_t inline_limit_bytes = 0;
-  /// Bytes per chunk of uploads (and requested for downloads).
+  /// Bytes per chunk of uploads (and requested for downloads); at most max_message_bytes / 2.
   uint64_t chunk_bytes = 4 * kMiB;
   /// Called during automatic uploads and downloads (may be empty).
   ProgressCallback progress;
