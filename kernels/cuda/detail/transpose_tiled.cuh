@@ -43,7 +43,7 @@ union Pack {
   T e[V];
 };
 
-template <typename T, int V, int TE, int NT>
+template <typename T, int V, int TE, int NT, int kChunkRequested = 0>
 struct TiledShape {
   static constexpr int kW = V * static_cast<int>(sizeof(T));  ///< bytes per access
   static constexpr int kTV = TE / V;                          ///< vectors per tile row
@@ -53,7 +53,9 @@ struct TiledShape {
   /// Loads in flight per thread: 64 bytes for 16-byte accesses, 32 for narrower ones (more
   /// would cost registers, and so occupancy, for the 64-bit addresses).
   static constexpr int kChunkWanted = kW == 16 ? 4 : 32 / kW;
-  static constexpr int kChunk = kLoads < kChunkWanted ? kLoads : kChunkWanted;
+  static constexpr int kChunk = kChunkRequested > 0     ? kChunkRequested
+                                : kLoads < kChunkWanted ? kLoads
+                                                        : kChunkWanted;
   /// Blocks per SM the register budget must allow: 1024 threads (at most 64 registers).
   static constexpr int kMinBlocks = 1024 / NT;
   static_assert(kW == 4 || kW == 8 || kW == 16, "access width must be 4, 8 or 16 bytes");
@@ -66,11 +68,11 @@ struct TiledShape {
 /// Tile indices (tile row, tile column) are walked with grid-stride loops over all three grid
 /// dimensions so that any int64 shape fits the grid limits. kRowTilesInX puts the tile row
 /// (instead of the tile column) in blockIdx.x, changing which tiles run side by side.
-template <typename T, int V, int TE, int NT, bool kRowTilesInX>
-__global__ void __launch_bounds__(NT, (TiledShape<T, V, TE, NT>::kMinBlocks))
+template <typename T, int V, int TE, int NT, bool kRowTilesInX, int kChunkRequested>
+__global__ void __launch_bounds__(NT, (TiledShape<T, V, TE, NT, kChunkRequested>::kMinBlocks))
     transpose_tiled_kernel(const T* __restrict__ in, T* __restrict__ out, std::int64_t batch,
                            std::int64_t rows, std::int64_t cols) {
-  using S = TiledShape<T, V, TE, NT>;
+  using S = TiledShape<T, V, TE, NT, kChunkRequested>;
   using Vec = typename VecOf<S::kW>::type;
   constexpr int kTV = S::kTV;
   constexpr int kG = S::kG;
@@ -190,14 +192,14 @@ inline unsigned int grid_dim(std::int64_t tiles, std::int64_t cap) {
 }
 
 /// Launches the tiled kernel; the caller has checked V divisibility and alignment.
-template <typename T, int V, int TE, int NT, bool kRowTilesInX = false>
+template <typename T, int V, int TE, int NT, bool kRowTilesInX = false, int kChunkRequested = 0>
 cudaError_t launch_tiled(cudaStream_t stream, const void* in, void* out, std::int64_t batch,
                          std::int64_t rows, std::int64_t cols) {
   const std::int64_t row_tiles = (rows + TE - 1) / TE;
   const std::int64_t col_tiles = (cols + TE - 1) / TE;
   const dim3 grid(grid_dim(kRowTilesInX ? row_tiles : col_tiles, 0x7fffffff),
                   grid_dim(kRowTilesInX ? col_tiles : row_tiles, 65535), grid_dim(batch, 65535));
-  transpose_tiled_kernel<T, V, TE, NT, kRowTilesInX>
+  transpose_tiled_kernel<T, V, TE, NT, kRowTilesInX, kChunkRequested>
       <<<grid, NT, 0, stream>>>(static_cast<const T*>(in), static_cast<T*>(out), batch, rows, cols);
   return cudaPeekAtLastError();
 }
