@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <limits>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -184,19 +185,24 @@ absl::StatusOr<ApspInfo> run(T* d, std::int32_t* nx, std::int64_t n, StopToken s
   const Solver<T, kNext> solver{d, nx, kNext ? hops.data() : nullptr, n};
   const std::int64_t nb = (n + kBlock - 1) / kBlock;
   const std::int64_t others = nb - 1;
-  std::int64_t useful = std::max<std::int64_t>(1, others * others);
+  const std::int64_t useful = std::max<std::int64_t>(1, others * others);
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int team = static_cast<int>(std::min<std::int64_t>({threads, kMaxThreads, useful}));
 
   ApspInfo info;
   bool cancelled = false;
-  bool done = false;  // set by thread 0 before a barrier, read by all after it
+  bool done = false;  // written by thread 0 before a barrier, read by all after it
   std::int64_t cancelled_round = 0;
+  // Tiles of phases 2 and 3 are claimed from counters (reset by thread 0 before the barrier
+  // that opens the phase), so the work gets done by however many threads are running.
+  std::atomic<std::int64_t> phase2_next{0}, phase3_next{0};
   std::barrier sync(team);
 
   auto worker = [&](int tid) {
     for (std::int64_t kb = 0; kb < nb; ++kb) {
       if (tid == 0) {
+        phase2_next = 0;
+        phase3_next = 0;
         if (stop.stop_requested()) {
           cancelled = true;
           cancelled_round = kb;
@@ -213,7 +219,7 @@ absl::StatusOr<ApspInfo> run(T* d, std::int32_t* nx, std::int64_t n, StopToken s
       if (done) return;
       const Range K = solver.block(kb);
       // Phase 2: tasks 0..others-1 are row tiles (kb, jb), the rest column tiles (ib, kb).
-      for (std::int64_t t = tid; t < 2 * others; t += team) {
+      for (std::int64_t t = phase2_next++; t < 2 * others; t = phase2_next++) {
         const std::int64_t b = t % others;
         const Range other = solver.block(b < kb ? b : b + 1);
         if (t < others) {
@@ -224,7 +230,7 @@ absl::StatusOr<ApspInfo> run(T* d, std::int32_t* nx, std::int64_t n, StopToken s
       }
       sync.arrive_and_wait();
       // Phase 3: every tile outside block row and column kb.
-      for (std::int64_t t = tid; t < others * others; t += team) {
+      for (std::int64_t t = phase3_next++; t < others * others; t = phase3_next++) {
         const std::int64_t ib = t / others, jb = t % others;
         solver.relax_i_outer(solver.block(ib < kb ? ib : ib + 1),
                              solver.block(jb < kb ? jb : jb + 1), K);
@@ -234,7 +240,15 @@ absl::StatusOr<ApspInfo> run(T* d, std::int32_t* nx, std::int64_t n, StopToken s
   };
   std::vector<std::thread> pool;
   pool.reserve(static_cast<std::size_t>(team - 1));
-  for (int t = 1; t < team; ++t) pool.emplace_back(worker, t);
+  for (int t = 1; t < team; ++t) {
+    try {
+      pool.emplace_back(worker, t);
+    } catch (const std::system_error&) {
+      // Out of threads: carry on with those running; the missing ones leave the barrier.
+      for (int missing = t; missing < team; ++missing) sync.arrive_and_drop();
+      break;
+    }
+  }
   worker(0);
   for (std::thread& t : pool) t.join();
 

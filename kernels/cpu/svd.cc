@@ -15,6 +15,7 @@
 #include <limits>
 #include <mutex>
 #include <numeric>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -306,7 +307,13 @@ absl::StatusOr<SvdInfo> svd_typed(const T* a, T* s, T* u, T* vt, const SvdShape&
   const std::int64_t hw = std::max<unsigned>(1, std::thread::hardware_concurrency());
   const std::int64_t threads = std::min(hw, shape.batch);
   std::vector<std::thread> pool;
-  for (std::int64_t t = 1; t < threads; ++t) pool.emplace_back(worker);
+  for (std::int64_t t = 1; t < threads; ++t) {
+    try {
+      pool.emplace_back(worker);
+    } catch (const std::system_error&) {
+      break;  // out of threads: the running ones take all the work
+    }
+  }
   worker();
   for (std::thread& t : pool) t.join();
   if (!error.ok()) return error;
