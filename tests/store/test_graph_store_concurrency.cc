@@ -153,7 +153,7 @@ TEST(GraphStoreConcurrencyTest, ReadersWritersAndChurn) {
   // Readers: snapshots, dense matrices and listings must all satisfy the invariant.
   for (int t = 0; t < kReaders; ++t) {
     threads.emplace_back([&, slot = kWriters + t] {
-      std::mt19937 rng(1000 + t);
+      std::mt19937 rng(1000 + slot);
       std::string& error = errors[slot];
       start_together();
       for (int round = 0; (!stop.load() || round < kMinRounds) && error.empty(); ++round) {
