@@ -392,6 +392,7 @@ absl::StatusOr<SvdInfo> run_blocked(const Context& ctx, const Plan& pl, const Sv
 
   const std::size_t gram_smem =
       (2 * static_cast<std::size_t>(nb2) * (nb2 + 1) + nb2) * sizeof(double) + nb2 * sizeof(int);
+  // The inner solver computes in double for f32 input too (Q orthogonal to f32 rounding).
   GC_CUDA_TRY(cudaFuncSetAttribute(detail::gram_jacobi_kernel<T, double>,
                                    cudaFuncAttributeMaxDynamicSharedMemorySize,
                                    static_cast<int>(gram_smem)));
@@ -429,7 +430,7 @@ absl::StatusOr<SvdInfo> run_blocked(const Context& ctx, const Plan& pl, const Sv
             static_cast<int>(M), &one, b.w[par], ty, static_cast<int>(M), nb2 * M, b.w[par], ty,
             static_cast<int>(M), nb2 * M, &zero, b.g, ty, static_cast<int>(nb2), nb2 * nb2,
             static_cast<int>(k / 2), ct, CUBLAS_GEMM_DEFAULT));
-        detail::gram_jacobi_kernel<T>
+        detail::gram_jacobi_kernel<T, double>
             <<<static_cast<unsigned>(k / 2), gram_threads, gram_smem, st>>>(
                 b.g, b.q, static_cast<int>(nb2), tol, pl.inner_sweeps, b.flag);
         GC_CUDA_CHECK_LAUNCH("gram_jacobi_kernel");
