@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // gcompute-server: flags, signals, graceful drain.
+#include <unistd.h>
+
+#include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <iostream>
@@ -66,6 +69,14 @@ int main(int argc, char** argv) {
   }
   std::cerr << std::endl;
 
+  // A failed GPU ends the process non-zero (after draining) so its supervisor restarts it.
+  std::atomic<bool> device_failed{false};
+  (*server)->on_fatal_error([&device_failed](const absl::Status& status) {
+    std::cerr << "gcompute-server: " << status.message() << std::endl;
+    device_failed.store(true);
+    kill(getpid(), SIGTERM);
+  });
+
   int sig = 0;
   sigwait(&stop_signals, &sig);
   std::cerr << "gcompute-server: signal " << sig << ", draining (up to "
@@ -73,5 +84,5 @@ int main(int argc, char** argv) {
   (*server)->drain(absl::Seconds(absl::GetFlag(FLAGS_drain_seconds)));
   (*server)->wait();
   std::cerr << "gcompute-server: stopped" << std::endl;
-  return 0;
+  return device_failed.load() ? 3 : 0;
 }

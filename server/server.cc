@@ -41,6 +41,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::create(const ServerOptions& opti
   s->backend_name_ = choice->backend->name();
 
   s->metrics_ = std::make_unique<Metrics>(method_names());
+  Backend* backend = choice->backend.get();
+  s->metrics_->watch_backend(backend);
   if (!options.metrics_listen.empty()) {
     if (auto st = s->metrics_->expose(options.metrics_listen); !st.ok()) return st;
   }
@@ -56,6 +58,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::create(const ServerOptions& opti
   Metrics* metrics = s->metrics_.get();
   eo.on_load_change = [metrics](int queued, int running) { metrics->set_load(queued, running); };
   s->engine_ = std::make_unique<Engine>(std::move(choice->backend), eo);
+  // A sticky device error: stop serving; main() exits non-zero so a supervisor restarts us.
+  Server* raw = s.get();
+  backend->set_fatal_handler([raw](const absl::Status& status) { raw->on_fatal(status); });
 
   s->svc_.reset(new ServiceContext{*s->engine_, *s->matrices_, *s->graphs_, *s->metrics_,
                                    options.limits, {}, choice->note});
@@ -80,6 +85,14 @@ absl::StatusOr<std::unique_ptr<Server>> Server::create(const ServerOptions& opti
   }
   s->grpc_server_->GetHealthCheckService()->SetServingStatus(true);
   return s;
+}
+
+void Server::on_fatal(const absl::Status& status) {
+  if (failed_.exchange(true)) return;
+  fatal_message_ = std::string(status.message());
+  grpc_server_->GetHealthCheckService()->SetServingStatus(false);
+  svc_->draining.store(true);
+  if (fatal_callback_) fatal_callback_(status);
 }
 
 void Server::drain(absl::Duration grace) {

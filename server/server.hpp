@@ -5,6 +5,8 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -47,14 +49,27 @@ class Server {
   void drain(absl::Duration grace);
   void wait();
 
+  /// Runs (once, on a worker thread) when a device fails with a sticky error; the server has
+  /// already turned health NOT_SERVING and refuses new calls.
+  void on_fatal_error(std::function<void(const absl::Status&)> callback) {
+    fatal_callback_ = std::move(callback);
+  }
+  bool failed() const { return failed_.load(); }
+
  private:
   Server() = default;
+  void on_fatal(const absl::Status& status);
+  std::atomic<bool> failed_{false};
+  std::string fatal_message_;
+  std::function<void(const absl::Status&)> fatal_callback_;
   int port_ = 0;
   std::string backend_name_;
+  // Members die in reverse order. The engine owns the backend, which stored device copies
+  // and the metrics collector use, so it is declared first and destroyed last.
+  std::unique_ptr<Engine> engine_;
   std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<MatrixStore> matrices_;
   std::unique_ptr<GraphStore> graphs_;
-  std::unique_ptr<Engine> engine_;
   std::unique_ptr<ServiceContext> svc_;
   std::unique_ptr<ComputeService> service_;
   std::unique_ptr<grpc::Server> grpc_server_;

@@ -26,7 +26,7 @@ absl::Status check_square(const MatrixDesc& d, const std::string& field) {
 
 /// f32: NaN and -inf are refused; i32: values other than the no-edge value must be within
 /// +-kI32MaxAbsWeight so that sums cannot overflow.
-absl::Status check_weights(const HostMatrix& w, const std::string& field) {
+absl::Status check_weights(const Matrix& w, const std::string& field) {
   const std::int64_t n = w.desc.rows;
   if (w.desc.dtype == DType::kF32) {
     const float* p = w.as<float>();
@@ -109,10 +109,11 @@ absl::StatusOr<ApspSource> take_apsp_source(v1::ApspRequest* request, const std:
 absl::StatusOr<ApspRun> run_apsp(ApspSource source, bool next_hop, ServiceContext& svc,
                                  Backend& backend, JobContext& job) {
   ApspRun run;
-  HostMatrix weights;
+  Matrix weights;
   std::string field = "dense";
   if (source.dense) {
     weights = *std::move(source.dense);
+    if (auto st = backend.ensure_on_host(weights); !st.ok()) return st;
   } else if (source.from_edges) {
     field = "edges";
     auto w = allocate_matrix(MatrixDesc{source.dtype, 1, source.n, source.n});
@@ -129,7 +130,7 @@ absl::StatusOr<ApspRun> run_apsp(ApspSource source, bool next_hop, ServiceContex
     auto dense = svc.graphs.to_dense(source.graph_id, DType::kF32, svc.limits.max_matrix_elements);
     if (!dense.ok()) return dense.status();
     const auto n = static_cast<std::int64_t>(dense->vertex_ids.size());
-    weights = HostMatrix{MatrixDesc{DType::kF32, 1, n, n},
+    weights = Matrix{MatrixDesc{DType::kF32, 1, n, n},
                          std::make_shared<std::string>(std::move(dense->weights))};
     run.vertex_ids = std::move(dense->vertex_ids);
   }
@@ -149,7 +150,7 @@ absl::StatusOr<ApspRun> run_apsp(ApspSource source, bool next_hop, ServiceContex
   return run;
 }
 
-absl::Status trace_path(const HostMatrix& dist, const HostMatrix& next, std::int64_t s,
+absl::Status trace_path(const Matrix& dist, const Matrix& next, std::int64_t s,
                         std::int64_t t, const std::vector<std::uint64_t>& vertex_ids,
                         v1::ShortestPathResponse* out) {
   const std::int64_t n = dist.desc.rows;

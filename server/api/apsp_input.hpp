@@ -15,7 +15,7 @@ namespace gcompute::server {
 
 /// What a request named, validated but not yet densified (that runs on a worker).
 struct ApspSource {
-  std::optional<HostMatrix> dense;
+  std::optional<Matrix> dense;
   // An edge list (from_edges) or a stored graph (graph_id non-empty).
   bool from_edges = false;
   std::int64_t n = 0;
@@ -41,7 +41,7 @@ absl::StatusOr<ApspRun> run_apsp(ApspSource source, bool next_hop, ServiceContex
 
 /// Follows the next-hop matrix from s to t. With vertex_ids, s and t are vertex ids and the
 /// path is reported in ids; otherwise they are 0-based indices.
-absl::Status trace_path(const HostMatrix& dist, const HostMatrix& next, std::int64_t s,
+absl::Status trace_path(const Matrix& dist, const Matrix& next, std::int64_t s,
                         std::int64_t t, const std::vector<std::uint64_t>& vertex_ids,
                         v1::ShortestPathResponse* out);
 

@@ -33,7 +33,7 @@ absl::StatusOr<kernels::Precision> decode_precision(v1::Precision p) {
   }
 }
 
-absl::Status check_finite(const HostMatrix& m, const std::string& field) {
+absl::Status check_finite(const Matrix& m, const std::string& field) {
   const std::int64_t i = first_non_finite(m);
   if (i < 0) return absl::OkStatus();
   const std::int64_t per = m.desc.rows * m.desc.cols;
@@ -54,9 +54,11 @@ grpc::ServerUnaryReactor* ComputeService::Transpose(grpc::CallbackServerContext*
   if (!a.ok()) return call->complete(a.status()), call;
   call->run_on_engine([this, call, request, response, a = *std::move(a)](Backend& backend,
                                                                           JobContext& job) {
+    job.results_stay_on_server =
+        results_stay_on_server(request->output(), a.desc.bytes(), svc_.limits);
     auto at = backend.transpose(a, job);
     if (!at.ok()) return at.status();
-    ResultPlacer placer(request->output(), svc_.matrices, svc_.limits);
+    ResultPlacer placer(request->output(), svc_.matrices, svc_.limits, backend);
     if (auto st = placer.place(*std::move(at), "at", response->mutable_at()); !st.ok()) return st;
     encode_stats(job, call->elapsed_seconds(), response->mutable_stats());
     return absl::OkStatus();
@@ -113,7 +115,7 @@ grpc::ServerUnaryReactor* ComputeService::MatMul(grpc::CallbackServerContext* ct
                svc_.limits.max_matrix_elements, " elements (--max-matrix-elements)"))),
            call;
   }
-  std::optional<HostMatrix> c;
+  std::optional<Matrix> c;
   if (shape.beta != 0.0) {
     auto cm = take_operand(req->mutable_c(), "c", svc_.matrices, svc_.limits);
     if (!cm.ok()) {
@@ -132,9 +134,11 @@ grpc::ServerUnaryReactor* ComputeService::MatMul(grpc::CallbackServerContext* ct
   }
   call->run_on_engine([this, call, request, response, a = *std::move(a), b = *std::move(b),
                        c = std::move(c), shape](Backend& backend, JobContext& job) {
+    job.results_stay_on_server =
+        results_stay_on_server(request->output(), matmul_output(shape).bytes(), svc_.limits);
     auto out = backend.matmul(a, b, c ? &*c : nullptr, shape, job);
     if (!out.ok()) return out.status();
-    ResultPlacer placer(request->output(), svc_.matrices, svc_.limits);
+    ResultPlacer placer(request->output(), svc_.matrices, svc_.limits, backend);
     if (auto st = placer.place(*std::move(out), "c", response->mutable_c()); !st.ok()) return st;
     encode_stats(job, call->elapsed_seconds(), response->mutable_stats());
     return absl::OkStatus();
@@ -188,12 +192,17 @@ grpc::ServerUnaryReactor* ComputeService::svd_common(const char* method, bool ba
              call;
     }
   }
-  call->run_on_engine([this, call, request, response, a = *std::move(a), shape](Backend& backend,
-                                                                                 JobContext& job) {
+  call->run_on_engine([this, call, request, response, a = *std::move(a), shape](
+                          Backend& backend, JobContext& job) mutable {
+    if (auto st = backend.ensure_on_host(a); !st.ok()) return st;
     if (auto st = check_finite(a, "a"); !st.ok()) return st;
+    const SvdOutputDescs descs = svd_outputs(shape);
+    const std::uint64_t out_bytes =
+        descs.s.bytes() + (shape.compute_uv ? descs.u.bytes() + descs.vt.bytes() : 0);
+    job.results_stay_on_server = results_stay_on_server(request->output(), out_bytes, svc_.limits);
     auto out = backend.svd(a, shape, job);
     if (!out.ok()) return out.status();
-    ResultPlacer placer(request->output(), svc_.matrices, svc_.limits);
+    ResultPlacer placer(request->output(), svc_.matrices, svc_.limits, backend);
     if (auto st = placer.place(std::move(out->s), "s", response->mutable_s()); !st.ok()) return st;
     if (out->u) {
       if (auto st = placer.place(*std::move(out->u), "u", response->mutable_u()); !st.ok()) return st;
@@ -216,9 +225,12 @@ grpc::ServerUnaryReactor* ComputeService::Apsp(grpc::CallbackServerContext* ctx,
   if (!source.ok()) return call->complete(source.status()), call;
   call->run_on_engine([this, call, request, response, source = *std::move(source)](
                           Backend& backend, JobContext& job) mutable {
+    // n is only known after densifying, so AUTO copies results back; STORED keeps them.
+    job.results_stay_on_server =
+        request->output().placement() == v1::OutputOptions::PLACEMENT_STORED;
     auto result = run_apsp(std::move(source), request->next_hop(), svc_, backend, job);
     if (!result.ok()) return result.status();
-    ResultPlacer placer(request->output(), svc_.matrices, svc_.limits);
+    ResultPlacer placer(request->output(), svc_.matrices, svc_.limits, backend);
     if (auto st = placer.place(std::move(result->out.distances), "distances",
                                response->mutable_distances());
         !st.ok()) {
@@ -249,7 +261,14 @@ grpc::ServerUnaryReactor* ComputeService::ShortestPath(grpc::CallbackServerConte
     if (!dist.ok()) return call->complete(dist.status()), call;
     auto next = svc_.matrices.get(request->stored().next_hop().id(), "stored.next_hop.id");
     if (!next.ok()) return call->complete(next.status()), call;
-    call->complete(trace_path(*dist, *next, s, t, {}, response));
+    call->run_on_engine([call, response, s, t, dist = *std::move(dist), next = *std::move(next)](
+                            Backend& backend, JobContext& job) mutable {
+      if (auto st = backend.ensure_on_host(dist); !st.ok()) return st;
+      if (auto st = backend.ensure_on_host(next); !st.ok()) return st;
+      if (auto st = trace_path(dist, next, s, t, {}, response); !st.ok()) return st;
+      encode_stats(job, call->elapsed_seconds(), response->mutable_stats());
+      return absl::OkStatus();
+    });
     return call;
   }
   if (request->from_case() != v1::ShortestPathRequest::kGraph) {

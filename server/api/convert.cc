@@ -55,7 +55,7 @@ absl::StatusOr<MatrixDesc> decode_desc(std::int64_t batch, std::int64_t rows, st
   return d;
 }
 
-absl::StatusOr<HostMatrix> take_matrix(v1::Matrix* m, const std::string& field,
+absl::StatusOr<Matrix> take_matrix(v1::Matrix* m, const std::string& field,
                                        const Limits& limits) {
   auto desc = decode_desc(m->batch(), m->rows(), m->cols(), m->dtype(), field, limits);
   if (!desc.ok()) return desc.status();
@@ -64,12 +64,12 @@ absl::StatusOr<HostMatrix> take_matrix(v1::Matrix* m, const std::string& field,
                                                    " bytes but ", describe(*desc), " needs ",
                                                    desc->bytes()));
   }
-  HostMatrix out{*desc, std::make_shared<std::string>()};
+  Matrix out{*desc, std::make_shared<std::string>()};
   out.data->swap(*m->mutable_data());
   return out;
 }
 
-absl::StatusOr<HostMatrix> take_operand(v1::Operand* op, const std::string& field,
+absl::StatusOr<Matrix> take_operand(v1::Operand* op, const std::string& field,
                                         const MatrixStore& store, const Limits& limits) {
   switch (op->source_case()) {
     case v1::Operand::kInline:
@@ -83,15 +83,28 @@ absl::StatusOr<HostMatrix> take_operand(v1::Operand* op, const std::string& fiel
                                                  field, ".ref"));
 }
 
-ResultPlacer::ResultPlacer(const v1::OutputOptions& options, MatrixStore& store,
-                           const Limits& limits)
-    : options_(options),
-      store_(store),
-      inline_budget_(limits.max_message_bytes > limits.response_overhead_bytes
-                         ? limits.max_message_bytes - limits.response_overhead_bytes
-                         : 0) {}
+namespace {
+std::uint64_t inline_budget(const Limits& limits) {
+  return limits.max_message_bytes > limits.response_overhead_bytes
+             ? limits.max_message_bytes - limits.response_overhead_bytes
+             : 0;
+}
+}  // namespace
 
-absl::Status ResultPlacer::place(HostMatrix m, const std::string& field, v1::MatrixResult* out) {
+bool results_stay_on_server(const v1::OutputOptions& options, std::uint64_t output_bytes,
+                            const Limits& limits) {
+  switch (options.placement()) {
+    case v1::OutputOptions::PLACEMENT_STORED: return true;
+    case v1::OutputOptions::PLACEMENT_INLINE: return false;
+    default: return output_bytes > inline_budget(limits);
+  }
+}
+
+ResultPlacer::ResultPlacer(const v1::OutputOptions& options, MatrixStore& store,
+                           const Limits& limits, Backend& backend)
+    : options_(options), store_(store), backend_(backend), inline_budget_(inline_budget(limits)) {}
+
+absl::Status ResultPlacer::place(Matrix m, const std::string& field, v1::MatrixResult* out) {
   const std::uint64_t bytes = m.desc.bytes();
   const auto placement = options_.placement();
   const bool fits = bytes <= inline_budget_;
@@ -110,6 +123,7 @@ absl::Status ResultPlacer::place(HostMatrix m, const std::string& field, v1::Mat
     return absl::OkStatus();
   }
   inline_budget_ -= bytes;
+  if (auto st = backend_.ensure_on_host(m); !st.ok()) return st;
   v1::Matrix* mat = out->mutable_inline_();
   mat->set_rows(m.desc.rows);
   mat->set_cols(m.desc.cols);
@@ -146,7 +160,7 @@ void encode_stats(const JobContext& job, double total_seconds, v1::ExecutionStat
   out->set_device(job.device);
 }
 
-std::int64_t first_non_finite(const HostMatrix& m) {
+std::int64_t first_non_finite(const Matrix& m) {
   const std::uint64_t n = m.desc.elements();
   if (m.desc.dtype == DType::kF32) {
     const float* p = m.as<float>();

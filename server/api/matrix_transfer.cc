@@ -78,7 +78,7 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::UploadMatrixReque
 
  private:
   absl::Status on_header() {
-    if (matrix_) return absl::InvalidArgumentError("header sent twice; it must be the first message only");
+    if (sink_) return absl::InvalidArgumentError("header sent twice; it must be the first message only");
     const auto& h = message_.header();
     auto desc = decode_desc(h.shape().batch(), h.shape().rows(), h.shape().cols(), h.shape().dtype(),
                             "header.shape", svc_.limits);
@@ -90,16 +90,17 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::UploadMatrixReque
     if (!reservation.ok()) return reservation.status();
     reservation_ = *std::move(reservation);
     svc_.metrics.set_stored_matrix_bytes(svc_.matrices.used_bytes());
-    auto m = allocate_matrix(*desc);
-    if (!m.ok()) return m.status();
-    matrix_ = *std::move(m);
+    auto sink = svc_.engine.backend().begin_upload(*desc);
+    if (!sink.ok()) return sink.status();
+    sink_ = *std::move(sink);
+    desc_ = *desc;
     return absl::OkStatus();
   }
 
   absl::Status on_chunk() {
-    if (!matrix_) return absl::InvalidArgumentError("chunk before header: the first message must be the header");
+    if (!sink_) return absl::InvalidArgumentError("chunk before header: the first message must be the header");
     const auto& c = message_.chunk();
-    const std::uint64_t total = matrix_->desc.bytes();
+    const std::uint64_t total = desc_.bytes();
     const std::uint64_t size = c.data().size();
     if (c.offset() > total || size > total - c.offset()) {
       return absl::InvalidArgumentError(absl::StrCat("chunk.offset = ", c.offset(), " with ", size,
@@ -109,19 +110,20 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::UploadMatrixReque
       return absl::InvalidArgumentError(absl::StrCat("chunk.offset = ", c.offset(), " with ", size,
                                                      " bytes overlaps data already received"));
     }
-    std::copy(c.data().begin(), c.data().end(), matrix_->data->begin() + static_cast<std::ptrdiff_t>(c.offset()));
-    return absl::OkStatus();
+    return sink_->write(c.offset(), c.data().data(), size);
   }
 
   void on_end_of_stream() {
-    if (!matrix_) return finish(absl::InvalidArgumentError("upload ended without a header"));
-    const std::uint64_t total = matrix_->desc.bytes();
+    if (!sink_) return finish(absl::InvalidArgumentError("upload ended without a header"));
+    const std::uint64_t total = desc_.bytes();
     const std::uint64_t gap = coverage_.first_gap(total);
     if (gap != total) {
       return finish(absl::InvalidArgumentError(absl::StrCat(
           "upload ended incomplete: bytes from offset ", gap, " of ", total, " were never sent")));
     }
-    auto info = svc_.matrices.put(*std::move(matrix_), ttl_, std::move(reservation_));
+    auto m = sink_->finish();
+    if (!m.ok()) return finish(m.status());
+    auto info = svc_.matrices.put(*std::move(m), ttl_, std::move(reservation_));
     if (info.ok()) encode_stored(*info, response_->mutable_matrix());
     finish(info.status());
   }
@@ -132,7 +134,7 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::UploadMatrixReque
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     svc_.metrics.observe_request("UploadMatrix", code_name(st.code()), seconds, received_bytes_,
                                  st.ok() ? response_->ByteSizeLong() : 0);
-    matrix_.reset();
+    sink_.reset();
     reservation_ = MatrixStore::Reservation();
     svc_.metrics.set_stored_matrix_bytes(svc_.matrices.used_bytes());
     Finish(to_grpc(st));
@@ -142,7 +144,8 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::UploadMatrixReque
   v1::UploadMatrixResponse* response_;
   std::chrono::steady_clock::time_point start_;
   v1::UploadMatrixRequest message_;
-  std::optional<HostMatrix> matrix_;
+  std::unique_ptr<UploadSink> sink_;
+  MatrixDesc desc_;
   MatrixStore::Reservation reservation_;
   absl::Duration ttl_;
   Coverage coverage_;
@@ -166,7 +169,18 @@ class DownloadReactor final : public grpc::ServerWriteReactor<v1::DownloadMatrix
     chunk_ = request->chunk_bytes() == 0 ? kDefaultChunkBytes : request->chunk_bytes();
     chunk_ = std::min<std::uint64_t>(chunk_, svc_.limits.max_message_bytes - svc_.limits.response_overhead_bytes);
     encode_stored(*info, message_.mutable_header());
-    write();
+    if (matrix_->on_host()) {
+      write();
+      return;
+    }
+    // A device-resident result: copy it back on a worker, not in this reaction.
+    auto job = std::make_shared<JobContext>();
+    absl::Status queued = svc_.engine.submit("DownloadMatrix", job, [this](absl::Status start) {
+      if (start.ok()) start = svc_.engine.backend().ensure_on_host(*matrix_);
+      if (!start.ok()) return finish(start);
+      write();
+    });
+    if (!queued.ok()) finish(queued);
   }
 
   void OnWriteDone(bool ok) override {
@@ -201,7 +215,7 @@ class DownloadReactor final : public grpc::ServerWriteReactor<v1::DownloadMatrix
 
   ServiceContext& svc_;
   std::chrono::steady_clock::time_point start_;
-  std::optional<HostMatrix> matrix_;
+  std::optional<Matrix> matrix_;
   v1::DownloadMatrixResponse message_;
   std::uint64_t chunk_ = kDefaultChunkBytes;
   std::uint64_t offset_ = 0;

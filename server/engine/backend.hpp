@@ -4,13 +4,15 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "engine/host_matrix.hpp"
+#include "engine/matrix.hpp"
 #include "gcompute/kernels/apsp_types.hpp"
 #include "gcompute/kernels/matmul_types.hpp"
 #include "gcompute/kernels/stop_token.hpp"
@@ -32,19 +34,22 @@ struct JobContext {
   absl::Time deadline = absl::InfiniteFuture();
   PhaseTimes times;
   std::string device = "cpu";  ///< where it ran ("cpu", "cuda:0")
+  /// The results go to the matrix store, not into the response: a GPU backend may leave
+  /// them on the device (Matrix::data null) instead of copying them back.
+  bool results_stay_on_server = false;
   kernels::StopToken stop_token() const { return kernels::StopToken(&cancelled); }
 };
 
 struct SvdOutput {
-  HostMatrix s;
-  std::optional<HostMatrix> u;
-  std::optional<HostMatrix> vt;
+  Matrix s;
+  std::optional<Matrix> u;
+  std::optional<Matrix> vt;
   kernels::SvdInfo info;
 };
 
 struct ApspOutput {
-  HostMatrix distances;
-  std::optional<HostMatrix> next_hop;
+  Matrix distances;
+  std::optional<Matrix> next_hop;
   kernels::ApspInfo info;
 };
 
@@ -53,6 +58,30 @@ struct DeviceInfo {
   std::string name;
   std::uint64_t memory_bytes = 0;
   std::string compute_capability;
+};
+
+/// Memory gauges of a backend, read when metrics are scraped.
+struct ResourceStats {
+  std::uint64_t pinned_capacity_bytes = 0;
+  std::uint64_t pinned_used_bytes = 0;
+  std::uint64_t pinned_misses = 0;
+  struct Device {
+    int index = 0;
+    std::uint64_t used_bytes = 0;
+    std::uint64_t total_bytes = 0;
+  };
+  std::vector<Device> devices;
+};
+
+/// Receives the chunks of an upload as they arrive (a GPU backend starts each chunk's copy
+/// to the device at once) and yields the stored matrix at the end.
+class UploadSink {
+ public:
+  virtual ~UploadSink() = default;
+  /// Bytes [offset, offset + size) of the matrix; ranges never overlap (checked by the caller).
+  virtual absl::Status write(std::uint64_t offset, const char* data, std::uint64_t size) = 0;
+  /// Every byte has been written.
+  virtual absl::StatusOr<Matrix> finish() = 0;
 };
 
 /// A compute backend. Inputs are validated by the caller; implementations return
@@ -67,15 +96,36 @@ class Backend {
   /// How many jobs may run at once (CPU: workers; CUDA: lanes over all devices).
   virtual int concurrency() const = 0;
 
-  virtual absl::StatusOr<HostMatrix> transpose(const HostMatrix& a, JobContext& ctx) = 0;
+  virtual absl::StatusOr<Matrix> transpose(const Matrix& a, JobContext& ctx) = 0;
   /// `shape` is complete and validated; `c` is present iff shape.beta != 0.
-  virtual absl::StatusOr<HostMatrix> matmul(const HostMatrix& a, const HostMatrix& b,
-                                            const HostMatrix* c, const kernels::MatmulShape& shape,
+  virtual absl::StatusOr<Matrix> matmul(const Matrix& a, const Matrix& b,
+                                            const Matrix* c, const kernels::MatmulShape& shape,
                                             JobContext& ctx) = 0;
-  virtual absl::StatusOr<SvdOutput> svd(const HostMatrix& a, const kernels::SvdShape& shape,
+  virtual absl::StatusOr<SvdOutput> svd(const Matrix& a, const kernels::SvdShape& shape,
                                         JobContext& ctx) = 0;
-  virtual absl::StatusOr<ApspOutput> apsp(const HostMatrix& weights,
+  virtual absl::StatusOr<ApspOutput> apsp(const Matrix& weights,
                                           const kernels::ApspShape& shape, JobContext& ctx) = 0;
+
+  virtual ResourceStats resource_stats() const { return {}; }
+
+  /// Starts an upload of a matrix of `desc` (allocation happens here).
+  virtual absl::StatusOr<std::unique_ptr<UploadSink>> begin_upload(const MatrixDesc& desc) = 0;
+  /// Makes sure m.data holds the bytes (copies them from the device if needed).
+  virtual absl::Status ensure_on_host(Matrix& m) = 0;
+
+  /// Called once when the backend hits an error that leaves a device unusable (a sticky CUDA
+  /// error): the server stops serving and exits non-zero so its supervisor restarts it.
+  void set_fatal_handler(std::function<void(const absl::Status&)> handler) {
+    fatal_handler_ = std::move(handler);
+  }
+
+ protected:
+  void report_fatal(const absl::Status& status) {
+    if (fatal_handler_) fatal_handler_(status);
+  }
+
+ private:
+  std::function<void(const absl::Status&)> fatal_handler_;
 };
 
 }  // namespace gcompute::server

@@ -23,7 +23,32 @@ auto timed(JobContext& ctx, Fn&& fn) {
   return result;
 }
 
+/// Uploads land directly in the host matrix.
+class HostUploadSink final : public UploadSink {
+ public:
+  explicit HostUploadSink(Matrix m) : m_(std::move(m)) {}
+  absl::Status write(std::uint64_t offset, const char* data, std::uint64_t size) override {
+    std::memcpy(m_.data->data() + offset, data, size);
+    return absl::OkStatus();
+  }
+  absl::StatusOr<Matrix> finish() override { return std::move(m_); }
+
+ private:
+  Matrix m_;
+};
+
 }  // namespace
+
+absl::StatusOr<std::unique_ptr<UploadSink>> CpuBackend::begin_upload(const MatrixDesc& desc) {
+  auto m = allocate_matrix(desc);
+  if (!m.ok()) return m.status();
+  return std::make_unique<HostUploadSink>(*std::move(m));
+}
+
+absl::Status CpuBackend::ensure_on_host(Matrix& m) {
+  if (m.on_host()) return absl::OkStatus();
+  return absl::InternalError("matrix has no host bytes and the CPU backend has no device copy");
+}
 
 MatrixDesc transpose_output(const MatrixDesc& a) {
   return MatrixDesc{a.dtype, a.batch, a.cols, a.rows};
@@ -40,7 +65,7 @@ SvdOutputDescs svd_outputs(const kernels::SvdShape& s) {
                         MatrixDesc{s.dtype, s.batch, kernels::svd_vt_rows(s), s.n}};
 }
 
-absl::StatusOr<HostMatrix> CpuBackend::transpose(const HostMatrix& a, JobContext& ctx) {
+absl::StatusOr<Matrix> CpuBackend::transpose(const Matrix& a, JobContext& ctx) {
   auto out = allocate_matrix(transpose_output(a.desc));
   if (!out.ok()) return out.status();
   const kernels::TransposeShape shape{a.desc.batch, a.desc.rows, a.desc.cols,
@@ -50,8 +75,8 @@ absl::StatusOr<HostMatrix> CpuBackend::transpose(const HostMatrix& a, JobContext
   return out;
 }
 
-absl::StatusOr<HostMatrix> CpuBackend::matmul(const HostMatrix& a, const HostMatrix& b,
-                                              const HostMatrix* c,
+absl::StatusOr<Matrix> CpuBackend::matmul(const Matrix& a, const Matrix& b,
+                                              const Matrix* c,
                                               const kernels::MatmulShape& shape, JobContext& ctx) {
   auto out = allocate_matrix(matmul_output(shape));
   if (!out.ok()) return out.status();
@@ -62,7 +87,7 @@ absl::StatusOr<HostMatrix> CpuBackend::matmul(const HostMatrix& a, const HostMat
   return out;
 }
 
-absl::StatusOr<SvdOutput> CpuBackend::svd(const HostMatrix& a, const kernels::SvdShape& shape,
+absl::StatusOr<SvdOutput> CpuBackend::svd(const Matrix& a, const kernels::SvdShape& shape,
                                           JobContext& ctx) {
   const SvdOutputDescs descs = svd_outputs(shape);
   SvdOutput out;
@@ -88,7 +113,7 @@ absl::StatusOr<SvdOutput> CpuBackend::svd(const HostMatrix& a, const kernels::Sv
   return out;
 }
 
-absl::StatusOr<ApspOutput> CpuBackend::apsp(const HostMatrix& weights,
+absl::StatusOr<ApspOutput> CpuBackend::apsp(const Matrix& weights,
                                             const kernels::ApspShape& shape, JobContext& ctx) {
   ApspOutput out;
   auto d = allocate_matrix(MatrixDesc{shape.dtype, 1, shape.n, shape.n});

@@ -15,13 +15,15 @@ class CpuBackend final : public Backend {
   std::vector<DeviceInfo> devices() const override { return {}; }
   int concurrency() const override { return workers_; }
 
-  absl::StatusOr<HostMatrix> transpose(const HostMatrix& a, JobContext& ctx) override;
-  absl::StatusOr<HostMatrix> matmul(const HostMatrix& a, const HostMatrix& b, const HostMatrix* c,
+  absl::StatusOr<Matrix> transpose(const Matrix& a, JobContext& ctx) override;
+  absl::StatusOr<Matrix> matmul(const Matrix& a, const Matrix& b, const Matrix* c,
                                     const kernels::MatmulShape& shape, JobContext& ctx) override;
-  absl::StatusOr<SvdOutput> svd(const HostMatrix& a, const kernels::SvdShape& shape,
+  absl::StatusOr<SvdOutput> svd(const Matrix& a, const kernels::SvdShape& shape,
                                 JobContext& ctx) override;
-  absl::StatusOr<ApspOutput> apsp(const HostMatrix& weights, const kernels::ApspShape& shape,
+  absl::StatusOr<ApspOutput> apsp(const Matrix& weights, const kernels::ApspShape& shape,
                                   JobContext& ctx) override;
+  absl::StatusOr<std::unique_ptr<UploadSink>> begin_upload(const MatrixDesc& desc) override;
+  absl::Status ensure_on_host(Matrix& m) override;
 
  private:
   int workers_;

@@ -6,6 +6,60 @@
 #include "absl/strings/str_cat.h"
 
 namespace gcompute::server {
+namespace {
+
+prometheus::ClientMetric gauge_metric(double value, std::vector<prometheus::ClientMetric::Label> labels) {
+  prometheus::ClientMetric m;
+  m.label = std::move(labels);
+  m.gauge.value = value;
+  return m;
+}
+
+/// Reads the backend's memory state when Prometheus scrapes.
+class BackendCollector final : public prometheus::Collectable {
+ public:
+  explicit BackendCollector(const Backend* backend) : backend_(backend) {}
+  std::vector<prometheus::MetricFamily> Collect() const override {
+    const ResourceStats s = backend_->resource_stats();
+    std::vector<prometheus::MetricFamily> out;
+    prometheus::MetricFamily pinned{"gcompute_pinned_pool_bytes",
+                                    "Pinned host staging memory by state (used, free)",
+                                    prometheus::MetricType::Gauge, {}};
+    pinned.metric.push_back(gauge_metric(static_cast<double>(s.pinned_used_bytes), {{"state", "used"}}));
+    pinned.metric.push_back(gauge_metric(
+        static_cast<double>(s.pinned_capacity_bytes - s.pinned_used_bytes), {{"state", "free"}}));
+    out.push_back(std::move(pinned));
+    prometheus::MetricFamily misses{"gcompute_pinned_pool_misses_total",
+                                    "Staging requests that had to wait for a free pinned block",
+                                    prometheus::MetricType::Counter, {}};
+    prometheus::ClientMetric miss;
+    miss.counter.value = static_cast<double>(s.pinned_misses);
+    misses.metric.push_back(miss);
+    out.push_back(std::move(misses));
+    prometheus::MetricFamily used{"gcompute_device_memory_used_bytes",
+                                  "Device memory held by the server's stream-ordered pool, per GPU",
+                                  prometheus::MetricType::Gauge, {}};
+    prometheus::MetricFamily total{"gcompute_device_memory_total_bytes", "Device memory per GPU",
+                                   prometheus::MetricType::Gauge, {}};
+    for (const auto& d : s.devices) {
+      const std::string gpu = std::to_string(d.index);
+      used.metric.push_back(gauge_metric(static_cast<double>(d.used_bytes), {{"gpu", gpu}}));
+      total.metric.push_back(gauge_metric(static_cast<double>(d.total_bytes), {{"gpu", gpu}}));
+    }
+    out.push_back(std::move(used));
+    out.push_back(std::move(total));
+    return out;
+  }
+
+ private:
+  const Backend* backend_;
+};
+
+}  // namespace
+
+void Metrics::watch_backend(const Backend* backend) {
+  backend_collector_ = std::make_shared<BackendCollector>(backend);
+}
 
 std::vector<double> Metrics::duration_buckets() {
   return {50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3, 0.1,
@@ -81,6 +135,7 @@ absl::Status Metrics::expose(const std::string& address) {
         absl::StrCat("cannot serve metrics on ", address, " (--metrics-listen): ", e.what()));
   }
   exposer_->RegisterCollectable(registry_);
+  if (backend_collector_) exposer_->RegisterCollectable(backend_collector_);
   return absl::OkStatus();
 }
 

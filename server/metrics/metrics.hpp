@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "engine/backend.hpp"
+#include "prometheus/collectable.h"
 #include "prometheus/counter.h"
 #include "prometheus/exposer.h"
 #include "prometheus/family.h"
@@ -39,6 +41,10 @@ class Metrics {
   void add_inflight(int delta);
   void set_stored_matrix_bytes(std::uint64_t bytes);
 
+  /// Also export `backend`'s memory gauges (pinned pool, device memory per GPU), read at
+  /// scrape time. The backend must outlive the exposer (call before expose()).
+  void watch_backend(const Backend* backend);
+
   std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
 
   /// Histogram buckets from 50 us to 10 min.
@@ -54,6 +60,7 @@ class Metrics {
   MethodSeries& series(const std::string& method);
 
   std::shared_ptr<prometheus::Registry> registry_;
+  std::shared_ptr<prometheus::Collectable> backend_collector_;
   std::unique_ptr<prometheus::Exposer> exposer_;
   prometheus::Family<prometheus::Histogram>& duration_family_;
   prometheus::Family<prometheus::Histogram>& phase_family_;

@@ -71,8 +71,7 @@ absl::StatusOr<DenseGraph> GraphState::to_dense(kernels::DType dtype,
 
   DenseGraph out;
   out.version = version_;
-  out.vertex_ids.reserve(n);
-  for (const auto& [id, vertex] : vertices_) out.vertex_ids.push_back(id);
+  out.vertex_ids = sorted_vertex_ids();
   // Ids are sparse after deletions; rows are positions in the ascending id list.
   const auto row = [&ids = out.vertex_ids](std::uint64_t v) -> std::size_t {
     return static_cast<std::size_t>(std::lower_bound(ids.begin(), ids.end(), v) - ids.begin());

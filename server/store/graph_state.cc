@@ -83,12 +83,13 @@ absl::StatusOr<GraphState> GraphState::create(std::uint64_t num_vertices,
   }
 
   GraphState g;
-  for (std::uint64_t v = 0; v < num_vertices; ++v)
-    g.vertices_.emplace_hint(g.vertices_.end(), v, Vertex{});
+  g.vertices_.reserve(num_vertices);
+  for (std::uint64_t v = 0; v < num_vertices; ++v) g.vertices_.emplace(v, Vertex{});
+  g.edges_.reserve(edges.size());
   for (std::size_t i = 0; i < edges.size(); ++i) {
     Edge edge{std::move(edges[i].tails), std::move(edges[i].heads), edges[i].weight};
     g.attach(i, edge);
-    g.edges_.emplace_hint(g.edges_.end(), i, std::move(edge));
+    g.edges_.emplace(i, std::move(edge));
   }
   g.next_vertex_id_ = num_vertices;
   g.next_edge_id_ = edges.size();
@@ -100,13 +101,25 @@ GraphInfo GraphState::info(const std::string& graph_id) const {
   return GraphInfo{graph_id, version_, vertices_.size(), edges_.size()};
 }
 
+std::vector<std::uint64_t> GraphState::sorted_vertex_ids() const {
+  std::vector<std::uint64_t> ids;
+  ids.reserve(vertices_.size());
+  for (const auto& [id, vertex] : vertices_) ids.push_back(id);
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
 GraphSnapshot GraphState::snapshot(const std::string& graph_id) const {
   GraphSnapshot snap;
   snap.info = info(graph_id);
-  snap.vertices.reserve(vertices_.size());
-  for (const auto& [id, vertex] : vertices_) snap.vertices.push_back(id);
+  snap.vertices = sorted_vertex_ids();
+  std::vector<std::uint64_t> edge_ids;
+  edge_ids.reserve(edges_.size());
+  for (const auto& [id, edge] : edges_) edge_ids.push_back(id);
+  std::sort(edge_ids.begin(), edge_ids.end());
   snap.edges.reserve(edges_.size());
-  for (const auto& [id, edge] : edges_) {
+  for (std::uint64_t id : edge_ids) {
+    const Edge& edge = edges_.find(id)->second;
     snap.edges.push_back(Hyperedge{id, edge.tails, edge.heads, edge.weight});
   }
   return snap;

@@ -73,7 +73,7 @@ absl::StatusOr<absl::Duration> MatrixStore::ttl_from_seconds(std::int64_t second
   return ttl;
 }
 
-absl::StatusOr<StoredMatrixInfo> MatrixStore::put(HostMatrix m, absl::Duration ttl,
+absl::StatusOr<StoredMatrixInfo> MatrixStore::put(Matrix m, absl::Duration ttl,
                                                   Reservation reservation) {
   if (ttl <= absl::ZeroDuration()) ttl = options_.default_ttl;
   StoredMatrixInfo info{new_matrix_id(), m.desc, absl::Now() + ttl};
@@ -84,13 +84,13 @@ absl::StatusOr<StoredMatrixInfo> MatrixStore::put(HostMatrix m, absl::Duration t
   return info;
 }
 
-absl::StatusOr<StoredMatrixInfo> MatrixStore::put(HostMatrix m, absl::Duration ttl) {
+absl::StatusOr<StoredMatrixInfo> MatrixStore::put(Matrix m, absl::Duration ttl) {
   auto reservation = reserve(m.desc.bytes());
   if (!reservation.ok()) return reservation.status();
   return put(std::move(m), ttl, *std::move(reservation));
 }
 
-absl::StatusOr<HostMatrix> MatrixStore::get(const std::string& id, const char* field) const {
+absl::StatusOr<Matrix> MatrixStore::get(const std::string& id, const char* field) const {
   std::lock_guard lock(mu_);
   auto it = entries_.find(id);
   if (it == entries_.end() || it->second.expires_at <= absl::Now()) {

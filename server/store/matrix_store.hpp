@@ -11,7 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "engine/host_matrix.hpp"
+#include "engine/matrix.hpp"
 
 namespace gcompute::server {
 
@@ -51,12 +51,12 @@ class MatrixStore {
 
   /// Stores `m` under a new id, consuming `reservation` (which must cover m's bytes).
   /// ttl <= 0 selects the default; INVALID_ARGUMENT above the maximum TTL.
-  absl::StatusOr<StoredMatrixInfo> put(HostMatrix m, absl::Duration ttl, Reservation reservation);
+  absl::StatusOr<StoredMatrixInfo> put(Matrix m, absl::Duration ttl, Reservation reservation);
   /// Reserves and stores in one step.
-  absl::StatusOr<StoredMatrixInfo> put(HostMatrix m, absl::Duration ttl);
+  absl::StatusOr<StoredMatrixInfo> put(Matrix m, absl::Duration ttl);
 
   /// NOT_FOUND (naming `field` and the id) when absent or expired.
-  absl::StatusOr<HostMatrix> get(const std::string& id, const char* field) const;
+  absl::StatusOr<Matrix> get(const std::string& id, const char* field) const;
   absl::StatusOr<StoredMatrixInfo> info(const std::string& id, const char* field) const;
   absl::Status remove(const std::string& id);
 
@@ -69,7 +69,7 @@ class MatrixStore {
 
  private:
   struct Entry {
-    HostMatrix matrix;
+    Matrix matrix;
     absl::Time expires_at;
   };
   void evict_expired_locked(absl::Time now);

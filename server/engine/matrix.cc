@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "engine/host_matrix.hpp"
+#include "engine/matrix.hpp"
 
 #include <new>
 
@@ -13,8 +13,8 @@ std::string describe(const MatrixDesc& d) {
   return absl::StrCat(d.batch, " x ", d.rows, "x", d.cols, " ", kernels::dtype_name(d.dtype));
 }
 
-absl::StatusOr<HostMatrix> allocate_matrix(const MatrixDesc& desc) {
-  HostMatrix m{desc, nullptr};
+absl::StatusOr<Matrix> allocate_matrix(const MatrixDesc& desc) {
+  Matrix m{desc, nullptr, nullptr};
   try {
     // resize_and_overwrite would skip the zero fill, but libstdc++ 12 lacks it; zeroing is
     // a single memset pass, cheap next to any operation we run.

@@ -1,0 +1,452 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "engine/cuda/cuda_backend.hpp"
+
+#include <bit>
+#include <chrono>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "engine/cpu_backend.hpp"
+#include "gcompute/kernels/cuda/apsp.hpp"
+#include "gcompute/kernels/cuda/check.hpp"
+#include "gcompute/kernels/cuda/matmul.hpp"
+#include "gcompute/kernels/cuda/svd.hpp"
+#include "gcompute/kernels/cuda/transpose.hpp"
+
+namespace gcompute::server {
+
+absl::StatusOr<std::unique_ptr<Backend>> make_cuda_backend(const BackendOptions& options) {
+  auto backend = cuda::CudaBackend::create(options);
+  if (!backend.ok()) return backend.status();
+  return std::unique_ptr<Backend>(*std::move(backend));
+}
+
+namespace cuda {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------
+// Start-up
+
+absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::create(const BackendOptions& options) {
+  int count = 0;
+  if (cudaError_t err = cudaGetDeviceCount(&count); err != cudaSuccess) {
+    cudaGetLastError();
+    return absl::UnavailableError(absl::StrCat("cudaGetDeviceCount: ", cudaGetErrorName(err), ": ",
+                                               cudaGetErrorString(err)));
+  }
+  if (count == 0) return absl::UnavailableError("no CUDA devices are visible");
+  if (options.lanes_per_device < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--lanes-per-device must be >= 1, got ", options.lanes_per_device));
+  }
+  std::unique_ptr<CudaBackend> b(new CudaBackend());
+  for (int d = 0; d < count; ++d) {
+    auto dev = std::make_unique<Device>();
+    dev->index = d;
+    cudaDeviceProp prop{};
+    GC_CUDA_TRY(cudaGetDeviceProperties(&prop, d));
+    dev->info = DeviceInfo{d, prop.name, prop.totalGlobalMem,
+                           absl::StrCat(prop.major, ".", prop.minor)};
+    GC_CUDA_TRY(cudaSetDevice(d));
+    GC_CUDA_TRY(cudaDeviceGetDefaultMemPool(&dev->pool, d));
+    // Keep freed memory in the pool for the next request instead of returning it to the OS.
+    std::uint64_t threshold = std::numeric_limits<std::uint64_t>::max();
+    GC_CUDA_TRY(cudaMemPoolSetAttribute(dev->pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+    GC_CUDA_TRY(cudaStreamCreateWithFlags(&dev->aux_stream, cudaStreamNonBlocking));
+    for (auto& e : dev->aux_events) GC_CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    for (int l = 0; l < options.lanes_per_device; ++l) {
+      auto lane = Lane::create(d, l);
+      if (!lane.ok()) return lane.status();
+      dev->lanes.push_back(*std::move(lane));
+      dev->busy.push_back(false);
+    }
+    b->total_lanes_ += options.lanes_per_device;
+    b->devices_.push_back(std::move(dev));
+  }
+  // Each lane (and each device's aux stream) stages through at most one block at a time.
+  const std::uint64_t users = static_cast<std::uint64_t>(b->total_lanes_ + count);
+  const std::uint64_t max_block = std::bit_floor(std::max<std::uint64_t>(
+      PinnedPool::kMinBlock, std::min<std::uint64_t>(64ull << 20, options.pinned_pool_bytes / users)));
+  auto pool = PinnedPool::create(options.pinned_pool_bytes, max_block);
+  if (!pool.ok()) return pool.status();
+  b->pinned_ = *std::move(pool);
+  return b;
+}
+
+CudaBackend::~CudaBackend() {
+  for (auto& dev : devices_) {
+    cudaSetDevice(dev->index);
+    cudaStreamSynchronize(dev->aux_stream);
+    dev->lanes.clear();
+    for (auto& e : dev->aux_events) cudaEventDestroy(e);
+    cudaStreamDestroy(dev->aux_stream);
+  }
+}
+
+std::vector<DeviceInfo> CudaBackend::devices() const {
+  std::vector<DeviceInfo> out;
+  for (const auto& d : devices_) out.push_back(d->info);
+  return out;
+}
+
+ResourceStats CudaBackend::resource_stats() const {
+  ResourceStats s;
+  s.pinned_capacity_bytes = pinned_->capacity();
+  s.pinned_used_bytes = pinned_->used_bytes();
+  s.pinned_misses = pinned_->misses();
+  for (const auto& d : devices_) {
+    std::uint64_t used = 0;
+    cudaMemPoolGetAttribute(d->pool, cudaMemPoolAttrUsedMemCurrent, &used);
+    s.devices.push_back({d->index, used, d->info.memory_bytes});
+  }
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------
+// Lanes and memory
+
+absl::StatusOr<CudaBackend::LaneLease> CudaBackend::acquire_lane() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    Device* best = nullptr;
+    bool any_healthy = false;
+    for (auto& d : devices_) {
+      if (d->failed) continue;
+      any_healthy = true;
+      if (d->busy_count < static_cast<int>(d->lanes.size()) &&
+          (best == nullptr || d->busy_count < best->busy_count)) {
+        best = d.get();
+      }
+    }
+    if (!any_healthy) return absl::UnavailableError("every GPU of this server has failed");
+    if (best != nullptr) {
+      for (std::size_t i = 0; i < best->lanes.size(); ++i) {
+        if (!best->busy[i]) {
+          best->busy[i] = true;
+          ++best->busy_count;
+          Lane* lane = best->lanes[i].get();
+          lock.unlock();
+          if (cudaError_t err = cudaSetDevice(lane->device()); err != cudaSuccess) {
+            release_lane(lane);
+            return check_device(lane->device(), kernels::cuda::cuda_status(err, "cudaSetDevice", __FILE__, __LINE__));
+          }
+          return LaneLease(this, lane);
+        }
+      }
+    }
+    lane_freed_.wait(lock);
+  }
+}
+
+void CudaBackend::release_lane(Lane* lane) {
+  {
+    std::lock_guard lock(mu_);
+    Device& d = *devices_[static_cast<std::size_t>(lane->device())];
+    d.busy[static_cast<std::size_t>(lane->index())] = false;
+    --d.busy_count;
+  }
+  lane_freed_.notify_one();
+}
+
+CudaBackend::LaneLease::~LaneLease() {
+  if (lane_ != nullptr) backend_->release_lane(lane_);
+}
+
+absl::Status CudaBackend::check_device(int device, absl::Status status) {
+  if (status.ok()) return status;
+  const cudaError_t err = cudaPeekAtLastError();
+  if (kernels::cuda::is_sticky(err)) {
+    {
+      std::lock_guard lock(mu_);
+      devices_[static_cast<std::size_t>(device)]->failed = true;
+    }
+    absl::Status fatal = absl::InternalError(absl::StrCat(
+        "GPU ", device, " failed with a sticky error (", cudaGetErrorName(err), "): ", status.message()));
+    report_fatal(fatal);
+    return absl::UnavailableError(fatal.message());
+  }
+  // Clear a non-sticky error (such as an allocation failure) so the next call starts clean.
+  cudaGetLastError();
+  return status;
+}
+
+absl::StatusOr<std::shared_ptr<DeviceCopy>> CudaBackend::allocate(Lane& lane, std::uint64_t bytes) {
+  auto copy = std::make_shared<DeviceCopy>();
+  copy->device = lane.device();
+  copy->bytes = bytes;
+  if (bytes == 0) return copy;
+  const cudaError_t err = cudaMallocAsync(&copy->ptr, bytes, lane.stream());
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    if (err == cudaErrorMemoryAllocation) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "GPU ", lane.device(), " is out of memory allocating ", bytes, " bytes; retry later or send less"));
+    }
+    return check_device(lane.device(), kernels::cuda::cuda_status(err, "cudaMallocAsync", __FILE__, __LINE__));
+  }
+  // Stream-ordered free on the device's aux stream: by the time a DeviceCopy dies, every job
+  // that used it has synchronised its lane.
+  cudaStream_t free_stream = devices_[static_cast<std::size_t>(lane.device())]->aux_stream;
+  copy->release = [free_stream](void* p) { cudaFreeAsync(p, free_stream); };
+  return copy;
+}
+
+absl::StatusOr<std::shared_ptr<DeviceCopy>> CudaBackend::to_device(Lane& lane, const Matrix& m,
+                                                                   JobContext& ctx) {
+  if (m.device && m.device->device == lane.device()) return m.device;
+  if (!m.on_host()) {
+    Matrix copy = m;
+    if (auto st = ensure_on_host(copy); !st.ok()) return st;
+    return to_device(lane, copy, ctx);
+  }
+  auto buf = allocate(lane, m.desc.bytes());
+  if (!buf.ok()) return buf.status();
+  const auto t0 = Clock::now();
+  const cudaEvent_t events[2] = {lane.staging_event(0), lane.staging_event(1)};
+  if (auto st = copy_to_device(*pinned_, lane.stream(), events, (*buf)->ptr, m.data->data(),
+                               m.desc.bytes());
+      !st.ok()) {
+    return check_device(lane.device(), st);
+  }
+  ctx.times.h2d_seconds += seconds_since(t0);
+  return buf;
+}
+
+absl::StatusOr<Matrix> CudaBackend::finish_output(Lane& lane, const MatrixDesc& desc,
+                                                  std::shared_ptr<DeviceCopy> buffer,
+                                                  JobContext& ctx) {
+  if (ctx.results_stay_on_server) return Matrix{desc, nullptr, std::move(buffer)};
+  auto host = allocate_matrix(desc);
+  if (!host.ok()) return host.status();
+  const auto t0 = Clock::now();
+  const cudaEvent_t events[2] = {lane.staging_event(0), lane.staging_event(1)};
+  if (auto st = copy_to_host(*pinned_, lane.stream(), events, host->data->data(), buffer->ptr,
+                             desc.bytes());
+      !st.ok()) {
+    return check_device(lane.device(), st);
+  }
+  ctx.times.d2h_seconds += seconds_since(t0);
+  return host;
+}
+
+absl::Status CudaBackend::ensure_on_host(Matrix& m) {
+  if (m.on_host()) return absl::OkStatus();
+  if (!m.device) return absl::InternalError("matrix has neither host bytes nor a device copy");
+  auto host = allocate_matrix(m.desc);
+  if (!host.ok()) return host.status();
+  Device& d = *devices_[static_cast<std::size_t>(m.device->device)];
+  std::lock_guard lock(d.aux_mu);
+  GC_CUDA_TRY(cudaSetDevice(d.index));
+  if (auto st = copy_to_host(*pinned_, d.aux_stream, d.aux_events, host->data->data(),
+                             m.device->ptr, m.desc.bytes());
+      !st.ok()) {
+    return check_device(d.index, st);
+  }
+  m.data = host->data;
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------------------
+// Uploads: each chunk's copy to the device starts as soon as it arrives.
+
+namespace {
+
+class DeviceUploadSink final : public UploadSink {
+ public:
+  DeviceUploadSink(MatrixDesc desc, std::shared_ptr<DeviceCopy> buffer, PinnedPool& pool,
+                   cudaStream_t stream, const cudaEvent_t events[2], std::mutex& mu)
+      : desc_(desc), buffer_(std::move(buffer)), pool_(pool), stream_(stream), events_{events[0], events[1]},
+        mu_(mu) {}
+
+  absl::Status write(std::uint64_t offset, const char* data, std::uint64_t size) override {
+    std::lock_guard lock(mu_);
+    GC_CUDA_TRY(cudaSetDevice(buffer_->device));
+    return copy_to_device(pool_, stream_, events_, static_cast<char*>(buffer_->ptr) + offset, data,
+                          size);
+  }
+  absl::StatusOr<Matrix> finish() override { return Matrix{desc_, nullptr, std::move(buffer_)}; }
+
+ private:
+  MatrixDesc desc_;
+  std::shared_ptr<DeviceCopy> buffer_;
+  PinnedPool& pool_;
+  cudaStream_t stream_;
+  cudaEvent_t events_[2];
+  std::mutex& mu_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<UploadSink>> CudaBackend::begin_upload(const MatrixDesc& desc) {
+  // Allocate on a lane of the least-loaded device, then stream chunks on its aux stream so
+  // that a slow client never holds a lane.
+  std::shared_ptr<DeviceCopy> buffer;
+  int device = 0;
+  {
+    auto lane = acquire_lane();
+    if (!lane.ok()) return lane.status();
+    auto buf = allocate(**lane, desc.bytes());
+    if (!buf.ok()) return buf.status();
+    GC_CUDA_TRY(cudaStreamSynchronize((*lane)->stream()));
+    buffer = *std::move(buf);
+    device = (*lane)->device();
+  }
+  Device& d = *devices_[static_cast<std::size_t>(device)];
+  return std::make_unique<DeviceUploadSink>(desc, std::move(buffer), *pinned_, d.aux_stream,
+                                            d.aux_events, d.aux_mu);
+}
+
+// ---------------------------------------------------------------------------------------
+// Operations
+
+absl::StatusOr<Matrix> CudaBackend::transpose(const Matrix& a, JobContext& ctx) {
+  auto lane = acquire_lane();
+  if (!lane.ok()) return lane.status();
+  Lane& l = **lane;
+  ctx.device = absl::StrCat("cuda:", l.device());
+  auto in = to_device(l, a, ctx);
+  if (!in.ok()) return in.status();
+  const MatrixDesc out_desc = transpose_output(a.desc);
+  auto out = allocate(l, out_desc.bytes());
+  if (!out.ok()) return out.status();
+  const auto t0 = Clock::now();
+  const kernels::TransposeShape shape{a.desc.batch, a.desc.rows, a.desc.cols,
+                                      kernels::dtype_size(a.desc.dtype)};
+  absl::Status st = kernels::cuda::transpose(l.context(), (*in)->ptr, (*out)->ptr, shape);
+  if (st.ok()) st = kernels::cuda::cuda_status(cudaStreamSynchronize(l.stream()), "cudaStreamSynchronize", __FILE__, __LINE__);
+  if (!st.ok()) return check_device(l.device(), st);
+  ctx.times.compute_seconds += seconds_since(t0);
+  return finish_output(l, out_desc, *std::move(out), ctx);
+}
+
+absl::StatusOr<Matrix> CudaBackend::matmul(const Matrix& a, const Matrix& b, const Matrix* c,
+                                           const kernels::MatmulShape& shape, JobContext& ctx) {
+  auto lane = acquire_lane();
+  if (!lane.ok()) return lane.status();
+  Lane& l = **lane;
+  ctx.device = absl::StrCat("cuda:", l.device());
+  auto da = to_device(l, a, ctx);
+  if (!da.ok()) return da.status();
+  auto db = to_device(l, b, ctx);
+  if (!db.ok()) return db.status();
+  const MatrixDesc out_desc = matmul_output(shape);
+  auto out = allocate(l, out_desc.bytes());
+  if (!out.ok()) return out.status();
+  if (c != nullptr) {
+    auto dc = to_device(l, *c, ctx);
+    if (!dc.ok()) return dc.status();
+    GC_CUDA_TRY(cudaMemcpyAsync((*out)->ptr, (*dc)->ptr, out_desc.bytes(), cudaMemcpyDeviceToDevice, l.stream()));
+  }
+  const auto t0 = Clock::now();
+  absl::Status st = kernels::cuda::matmul(l.context(), (*da)->ptr, (*db)->ptr, (*out)->ptr, shape);
+  if (st.ok()) st = kernels::cuda::cuda_status(cudaStreamSynchronize(l.stream()), "cudaStreamSynchronize", __FILE__, __LINE__);
+  if (!st.ok()) return check_device(l.device(), st);
+  ctx.times.compute_seconds += seconds_since(t0);
+  return finish_output(l, out_desc, *std::move(out), ctx);
+}
+
+absl::StatusOr<SvdOutput> CudaBackend::svd(const Matrix& a, const kernels::SvdShape& shape,
+                                           JobContext& ctx) {
+  auto lane = acquire_lane();
+  if (!lane.ok()) return lane.status();
+  Lane& l = **lane;
+  ctx.device = absl::StrCat("cuda:", l.device());
+  auto da = to_device(l, a, ctx);
+  if (!da.ok()) return da.status();
+  const SvdOutputDescs descs = svd_outputs(shape);
+  auto s = allocate(l, descs.s.bytes());
+  if (!s.ok()) return s.status();
+  std::shared_ptr<DeviceCopy> u, vt;
+  if (shape.compute_uv) {
+    auto ub = allocate(l, descs.u.bytes());
+    if (!ub.ok()) return ub.status();
+    auto vb = allocate(l, descs.vt.bytes());
+    if (!vb.ok()) return vb.status();
+    u = *std::move(ub);
+    vt = *std::move(vb);
+  }
+  const std::uint64_t ws_bytes = kernels::cuda::svd_workspace_bytes(shape);
+  auto ws = allocate(l, ws_bytes);
+  if (!ws.ok()) return ws.status();
+  const auto t0 = Clock::now();
+  auto info = kernels::cuda::svd_jacobi(l.context(), (*da)->ptr, (*s)->ptr, u ? u->ptr : nullptr,
+                                        vt ? vt->ptr : nullptr, shape, (*ws)->ptr, ws_bytes,
+                                        ctx.stop_token());
+  if (!info.ok()) {
+    cudaStreamSynchronize(l.stream());  // buffers are freed stream-ordered; settle first
+    return check_device(l.device(), info.status());
+  }
+  ctx.times.compute_seconds += seconds_since(t0);
+  SvdOutput out;
+  out.info = *info;
+  auto sm = finish_output(l, descs.s, *std::move(s), ctx);
+  if (!sm.ok()) return sm.status();
+  out.s = *std::move(sm);
+  if (shape.compute_uv) {
+    auto um = finish_output(l, descs.u, std::move(u), ctx);
+    if (!um.ok()) return um.status();
+    auto vm = finish_output(l, descs.vt, std::move(vt), ctx);
+    if (!vm.ok()) return vm.status();
+    out.u = *std::move(um);
+    out.vt = *std::move(vm);
+  }
+  return out;
+}
+
+absl::StatusOr<ApspOutput> CudaBackend::apsp(const Matrix& weights, const kernels::ApspShape& shape,
+                                             JobContext& ctx) {
+  auto lane = acquire_lane();
+  if (!lane.ok()) return lane.status();
+  Lane& l = **lane;
+  ctx.device = absl::StrCat("cuda:", l.device());
+  auto dw = to_device(l, weights, ctx);
+  if (!dw.ok()) return dw.status();
+  const MatrixDesc dist_desc{shape.dtype, 1, shape.n, shape.n};
+  const MatrixDesc next_desc{DType::kI32, 1, shape.n, shape.n};
+  auto dist = allocate(l, dist_desc.bytes());
+  if (!dist.ok()) return dist.status();
+  std::shared_ptr<DeviceCopy> next;
+  if (shape.next_hop) {
+    auto nb = allocate(l, next_desc.bytes());
+    if (!nb.ok()) return nb.status();
+    next = *std::move(nb);
+  }
+  const std::uint64_t ws_bytes = kernels::cuda::apsp_workspace_bytes(shape);
+  auto ws = allocate(l, ws_bytes);
+  if (!ws.ok()) return ws.status();
+  const auto t0 = Clock::now();
+  auto info = kernels::cuda::apsp(l.context(), (*dw)->ptr, (*dist)->ptr,
+                                  next ? static_cast<std::int32_t*>(next->ptr) : nullptr, shape,
+                                  (*ws)->ptr, ws_bytes, ctx.stop_token());
+  if (!info.ok()) {
+    cudaStreamSynchronize(l.stream());
+    return check_device(l.device(), info.status());
+  }
+  ctx.times.compute_seconds += seconds_since(t0);
+  ApspOutput out;
+  out.info = *info;
+  if (out.info.negative_cycle) {
+    // Distances are meaningless; skip copying them back.
+    out.distances = Matrix{dist_desc, nullptr, *std::move(dist)};
+    return out;
+  }
+  auto dm = finish_output(l, dist_desc, *std::move(dist), ctx);
+  if (!dm.ok()) return dm.status();
+  out.distances = *std::move(dm);
+  if (next) {
+    auto nm = finish_output(l, next_desc, std::move(next), ctx);
+    if (!nm.ok()) return nm.status();
+    out.next_hop = *std::move(nm);
+  }
+  return out;
+}
+
+}  // namespace cuda
+}  // namespace gcompute::server

@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: Apache-2.0
+// The CUDA backend: a device pool over every visible GPU, a fixed set of lanes per device
+// created at start-up, one pinned staging pool, and device memory from each device's
+// stream-ordered pool (cudaMallocAsync; the release threshold keeps freed memory for reuse).
+// No cudaMalloc, cudaFree or stream creation per request, and no managed memory.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "engine/backend.hpp"
+#include "engine/backend_factory.hpp"
+#include "engine/cuda/lane.hpp"
+#include "engine/cuda/pinned_pool.hpp"
+
+namespace gcompute::server::cuda {
+
+class CudaBackend final : public Backend {
+ public:
+  static absl::StatusOr<std::unique_ptr<CudaBackend>> create(const BackendOptions& options);
+  ~CudaBackend() override;
+
+  std::string name() const override { return "cuda"; }
+  std::vector<DeviceInfo> devices() const override;
+  int concurrency() const override { return total_lanes_; }
+
+  absl::StatusOr<Matrix> transpose(const Matrix& a, JobContext& ctx) override;
+  absl::StatusOr<Matrix> matmul(const Matrix& a, const Matrix& b, const Matrix* c,
+                                const kernels::MatmulShape& shape, JobContext& ctx) override;
+  absl::StatusOr<SvdOutput> svd(const Matrix& a, const kernels::SvdShape& shape,
+                                JobContext& ctx) override;
+  absl::StatusOr<ApspOutput> apsp(const Matrix& weights, const kernels::ApspShape& shape,
+                                  JobContext& ctx) override;
+  absl::StatusOr<std::unique_ptr<UploadSink>> begin_upload(const MatrixDesc& desc) override;
+  absl::Status ensure_on_host(Matrix& m) override;
+  ResourceStats resource_stats() const override;
+
+  /// Holds a lane for one job; returns it to the pool when destroyed.
+  class LaneLease {
+   public:
+    LaneLease(CudaBackend* backend, Lane* lane) : backend_(backend), lane_(lane) {}
+    LaneLease(LaneLease&& o) noexcept : backend_(o.backend_), lane_(o.lane_) { o.lane_ = nullptr; }
+    LaneLease(const LaneLease&) = delete;
+    ~LaneLease();
+    Lane& operator*() const { return *lane_; }
+    Lane* operator->() const { return lane_; }
+
+   private:
+    CudaBackend* backend_;
+    Lane* lane_;
+  };
+  /// A free lane on the least-loaded healthy device (waits if every lane is busy).
+  absl::StatusOr<LaneLease> acquire_lane();
+
+  /// Device-side storage for `bytes` from the device's stream-ordered pool.
+  absl::StatusOr<std::shared_ptr<DeviceCopy>> allocate(Lane& lane, std::uint64_t bytes);
+
+ private:
+  struct Device {
+    int index = 0;
+    DeviceInfo info;
+    cudaMemPool_t pool = nullptr;
+    cudaStream_t aux_stream = nullptr;  ///< uploads, copies back of stored results, frees
+    cudaEvent_t aux_events[2] = {nullptr, nullptr};
+    std::mutex aux_mu;  ///< serialises users of aux_events
+    std::vector<std::unique_ptr<Lane>> lanes;
+    std::vector<bool> busy;
+    int busy_count = 0;
+    bool failed = false;
+  };
+
+  CudaBackend() = default;
+  void release_lane(Lane* lane);
+  /// Checks a failed status for a sticky device error: marks the device failed and reports
+  /// it as fatal. Returns `status` unchanged.
+  absl::Status check_device(int device, absl::Status status);
+  /// A device copy of `m` on lane's device (reused when it is already there).
+  absl::StatusOr<std::shared_ptr<DeviceCopy>> to_device(Lane& lane, const Matrix& m,
+                                                        JobContext& ctx);
+  /// Turns a device result into a Matrix: left on the device when the results stay on the
+  /// server, else copied back to host bytes.
+  absl::StatusOr<Matrix> finish_output(Lane& lane, const MatrixDesc& desc,
+                                       std::shared_ptr<DeviceCopy> buffer, JobContext& ctx);
+
+  std::vector<std::unique_ptr<Device>> devices_;
+  std::unique_ptr<PinnedPool> pinned_;
+  int total_lanes_ = 0;
+  mutable std::mutex mu_;
+  std::condition_variable lane_freed_;
+};
+
+/// Copies host -> device (and back) through two pinned blocks, overlapping the host copy of
+/// one piece with the DMA of the other. Synchronous: both have finished when they return.
+absl::Status copy_to_device(PinnedPool& pool, cudaStream_t stream, const cudaEvent_t events[2],
+                            void* dst, const char* src, std::uint64_t bytes);
+absl::Status copy_to_host(PinnedPool& pool, cudaStream_t stream, const cudaEvent_t events[2],
+                          char* dst, const void* src, std::uint64_t bytes);
+
+}  // namespace gcompute::server::cuda

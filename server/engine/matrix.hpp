@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: Apache-2.0
+// Matrices as the engine sees them: a shape plus bytes in host memory (a std::string, so
+// protobuf `bytes` fields swap in and out without copies) and/or a copy on a GPU. Stored
+// results of the CUDA backend stay on the device until someone needs their bytes.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "gcompute/kernels/dtype.hpp"
+
+namespace gcompute::server {
+
+using kernels::DType;
+
+/// Shape and element type of a matrix or a batch of matrices (batch >= 1).
+struct MatrixDesc {
+  DType dtype = DType::kF32;
+  std::int64_t batch = 1;
+  std::int64_t rows = 0;
+  std::int64_t cols = 0;
+
+  std::uint64_t elements() const {
+    return static_cast<std::uint64_t>(batch) * static_cast<std::uint64_t>(rows) *
+           static_cast<std::uint64_t>(cols);
+  }
+  std::uint64_t bytes() const { return elements() * kernels::dtype_size(dtype); }
+};
+
+/// "3x4 f32" or "5 x 3x4 f64" for messages.
+std::string describe(const MatrixDesc& d);
+
+/// Device memory holding a matrix's bytes; frees itself through `release`.
+struct DeviceCopy {
+  int device = 0;
+  void* ptr = nullptr;
+  std::uint64_t bytes = 0;
+  std::function<void(void*)> release;
+  DeviceCopy() = default;
+  DeviceCopy(const DeviceCopy&) = delete;
+  DeviceCopy& operator=(const DeviceCopy&) = delete;
+  ~DeviceCopy() {
+    if (ptr != nullptr && release) release(ptr);
+  }
+};
+
+/// A matrix with its data: host bytes, a device copy, or both. Inputs may share their bytes
+/// with the matrix store (hence shared_ptr); results are uniquely owned until encoded.
+struct Matrix {
+  MatrixDesc desc;
+  std::shared_ptr<std::string> data;      ///< host bytes; null when only on a device
+  std::shared_ptr<DeviceCopy> device;     ///< null when only on the host
+
+  bool on_host() const { return data != nullptr; }
+  const std::byte* bytes() const { return reinterpret_cast<const std::byte*>(data->data()); }
+  std::byte* mutable_bytes() { return reinterpret_cast<std::byte*>(data->data()); }
+  template <typename T>
+  const T* as() const {
+    return reinterpret_cast<const T*>(data->data());
+  }
+  template <typename T>
+  T* as_mutable() {
+    return reinterpret_cast<T*>(data->data());
+  }
+};
+
+/// A host matrix of `desc` (bytes zero-filled). RESOURCE_EXHAUSTED if the host cannot
+/// allocate them.
+absl::StatusOr<Matrix> allocate_matrix(const MatrixDesc& desc);
+
+}  // namespace gcompute::server
