@@ -6,6 +6,8 @@
 #include <csignal>
 #include <cstdio>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -30,11 +32,36 @@ ABSL_FLAG(uint64_t, stored_matrix_quota_bytes, 4ull << 30,
 ABSL_FLAG(int64_t, default_ttl_seconds, 600, "Lifetime of stored matrices unless a call says");
 ABSL_FLAG(int64_t, drain_seconds, 30, "On SIGTERM/SIGINT: how long in-flight calls may finish");
 
+namespace {
+
+/// Accepts --metrics-listen as well as --metrics_listen: flag names are identifiers, but
+/// hyphens are what people type.
+std::vector<char*> normalise_flag_names(int argc, char** argv, std::vector<std::string>& storage) {
+  storage.assign(argv, argv + argc);
+  std::vector<char*> out;
+  bool after_double_dash = false;
+  for (std::string& arg : storage) {
+    if (arg == "--") after_double_dash = true;
+    if (!after_double_dash && arg.size() > 2 && arg.compare(0, 2, "--") == 0) {
+      const std::size_t end = std::min(arg.find('='), arg.size());
+      for (std::size_t i = 2; i < end; ++i) {
+        if (arg[i] == '-') arg[i] = '_';
+      }
+    }
+    out.push_back(arg.data());
+  }
+  return out;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "gcompute-server: GPU compute over gRPC (SVD, transpose, matmul, APSP, graphs).\n"
       "Example: gcompute-server --listen 127.0.0.1:50051 --device auto");
-  absl::ParseCommandLine(argc, argv);
+  std::vector<std::string> arg_storage;
+  std::vector<char*> args = normalise_flag_names(argc, argv, arg_storage);
+  absl::ParseCommandLine(static_cast<int>(args.size()), args.data());
 
   // Block the stop signals in every thread; a dedicated sigwait below receives them.
   sigset_t stop_signals;

@@ -161,7 +161,9 @@ CudaBackend::LaneLease::~LaneLease() {
 
 absl::Status CudaBackend::check_device(int device, absl::Status status) {
   if (status.ok()) return status;
-  const cudaError_t err = cudaPeekAtLastError();
+  // A sticky error poisons the context: every later call, such as this query, returns it.
+  cudaError_t err = cudaGetLastError();
+  if (!kernels::cuda::is_sticky(err)) err = cudaStreamQuery(nullptr);
   if (kernels::cuda::is_sticky(err)) {
     {
       std::lock_guard lock(mu_);
@@ -172,8 +174,6 @@ absl::Status CudaBackend::check_device(int device, absl::Status status) {
     report_fatal(fatal);
     return absl::UnavailableError(fatal.message());
   }
-  // Clear a non-sticky error (such as an allocation failure) so the next call starts clean.
-  cudaGetLastError();
   return status;
 }
 

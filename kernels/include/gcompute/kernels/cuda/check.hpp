@@ -67,7 +67,8 @@ inline bool is_sticky(cudaError_t err) {
   } while (0)
 
 /// Checks the launch just issued (configuration errors surface here, not at the next sync).
-#define GC_CUDA_CHECK_LAUNCH(name) GC_CUDA_TRY((static_cast<void>(name), cudaPeekAtLastError()))
+/// Reads and clears the launch error so one failed launch does not fail every later call.
+#define GC_CUDA_CHECK_LAUNCH(name) GC_CUDA_TRY((static_cast<void>(name), cudaGetLastError()))
 
 #define GC_CUBLAS_TRY(call)                                                                 \
   do {                                                                                      \
