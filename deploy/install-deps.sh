@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages gcompute builds, tests and runs with, if any are missing.
+# Usage: deploy/install-deps.sh [--runtime-only]
+set -euo pipefail
+
+build_packages=(
+  build-essential cmake ninja-build pkg-config git
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  prometheus-cpp-dev libabsl-dev libopenblas-dev liblapacke-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+)
+test_packages=(python3 python3-numpy python3-scipy python3-grpcio python3-grpc-tools python3-protobuf)
+
+wanted=("${build_packages[@]}")
+[[ ${1:-} == --runtime-only ]] || wanted+=("${test_packages[@]}")
+
+missing=()
+for p in "${wanted[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [[ ${#missing[@]} -eq 0 ]]; then
+  exit 0
+fi
+echo "install-deps: installing ${missing[*]}" >&2
+sudo=""
+[[ $(id -u) -eq 0 ]] || sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -q
+$sudo apt-get install -y -q --no-install-recommends "${missing[@]}"

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Builds gcompute (CUDA backend where the toolkit exists, CPU otherwise) and starts the server
+# in the foreground. Extra arguments go to gcompute-server, e.g. --listen 127.0.0.1:50051.
+# Installs missing Debian packages first.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${GCOMPUTE_BUILD_DIR:-$root/build}
+"$root/deploy/install-deps.sh" --runtime-only
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGCOMPUTE_BUILD_TESTS=OFF \
+  -DGCOMPUTE_BUILD_BENCH=OFF >/dev/null
+cmake --build "$build" --target gcompute-server gcompute
+echo "serve: the CLI is $build/client/gcompute (try: $build/client/gcompute info)" >&2
+exec "$build/server/gcompute-server" "$@"
