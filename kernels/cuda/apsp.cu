@@ -52,8 +52,8 @@ absl::Status prepare_minplus(int& smem_bytes) {
 }
 
 template <class Ops, bool kNext>
-absl::Status run_rounds(const Context& ctx, typename Ops::T* d, int* nxt, std::int64_t npad,
-                        ApspFlags* flags, const StopToken& stop) {
+absl::Status run_rounds(const Context& ctx, typename Ops::T* d, int* nxt, int* hop,
+                        std::int64_t npad, ApspFlags* flags, const StopToken& stop) {
   constexpr int kTy = kNext ? 32 : 16;
   constexpr int kRm = kNext ? 4 : 8;
   int smem = 0;
@@ -73,14 +73,14 @@ absl::Status run_rounds(const Context& ctx, typename Ops::T* d, int* nxt, std::i
   bool pending[2] = {false, false};
 
   for (int kb = 0; kb < nb; ++kb) {
-    detail::phase1_kernel<Ops, kNext><<<1, 1024, 0, ctx.stream>>>(d, nxt, ld, kb, flags);
+    detail::phase1_kernel<Ops, kNext><<<1, 1024, 0, ctx.stream>>>(d, nxt, hop, ld, kb, flags);
     GC_CUDA_CHECK_LAUNCH("apsp phase1");
     if (nb > 1) {
       detail::minplus_kernel<Ops, kTy, kRm, kNext>
-          <<<2 * (nb - 1), 16 * kTy, smem, ctx.stream>>>(d, nxt, ld, kb, nb, 2, flags);
+          <<<2 * (nb - 1), 16 * kTy, smem, ctx.stream>>>(d, nxt, hop, ld, kb, nb, 2, flags);
       GC_CUDA_CHECK_LAUNCH("apsp phase2");
       detail::minplus_kernel<Ops, kTy, kRm, kNext>
-          <<<dim3(nb - 1, nb - 1), 16 * kTy, smem, ctx.stream>>>(d, nxt, ld, kb, nb, 3, flags);
+          <<<dim3(nb - 1, nb - 1), 16 * kTy, smem, ctx.stream>>>(d, nxt, hop, ld, kb, nb, 3, flags);
       GC_CUDA_CHECK_LAUNCH("apsp phase3");
     }
     if ((kb + 1) % per_check == 0 && kb + 1 < nb) {
@@ -107,15 +107,22 @@ absl::Status run_typed(const Context& ctx, const typename Ops::T* w, typename Op
   const std::int64_t npad = padded(n);
   T* d = dist;
   int* nx = next_hop ? next : nullptr;
+  unsigned char* free_ws = ws + kFlagsBytes;
+  const std::size_t plane = static_cast<std::size_t>(npad * npad) * 4;
   if (needs_padding(n)) {
-    d = reinterpret_cast<T*>(ws + kFlagsBytes);
-    if (next_hop) nx = reinterpret_cast<int*>(ws + kFlagsBytes + npad * npad * sizeof(T));
+    d = reinterpret_cast<T*>(free_ws);
+    free_ws += plane;
+    if (next_hop) {
+      nx = reinterpret_cast<int*>(free_ws);
+      free_ws += plane;
+    }
   }
+  int* hop = next_hop ? reinterpret_cast<int*>(free_ws) : nullptr;
   detail::init_kernel<Ops>
-      <<<grid_for(npad * npad, 256), 256, 0, ctx.stream>>>(w, d, nx, n, npad, input_inf);
+      <<<grid_for(npad * npad, 256), 256, 0, ctx.stream>>>(w, d, nx, hop, n, npad, input_inf);
   GC_CUDA_CHECK_LAUNCH("apsp init");
-  absl::Status st = next_hop ? run_rounds<Ops, true>(ctx, d, nx, npad, flags, stop)
-                             : run_rounds<Ops, false>(ctx, d, nx, npad, flags, stop);
+  absl::Status st = next_hop ? run_rounds<Ops, true>(ctx, d, nx, hop, npad, flags, stop)
+                             : run_rounds<Ops, false>(ctx, d, nx, nullptr, npad, flags, stop);
   if (!st.ok()) return st;
   // f32 in place needs no pass: +inf is both encodings and padding does not exist.
   const bool identity = !needs_padding(n) && unreachable == out_inf;
@@ -131,12 +138,12 @@ absl::Status run_typed(const Context& ctx, const typename Ops::T* w, typename Op
 
 std::size_t apsp_workspace_bytes(const ApspShape& shape) {
   if (!validate(shape).ok() || shape.n == 0) return 0;
-  std::size_t bytes = kFlagsBytes;
-  if (needs_padding(shape.n)) {
-    const auto np = static_cast<std::size_t>(padded(shape.n));
-    bytes += np * np * 4 * (shape.next_hop ? 2 : 1);
-  }
-  return bytes;
+  // Padded distances (and next-hops) when n is not a multiple of the tile; with next_hop always
+  // the hop-count plane used to break ties between equally short paths.
+  const auto np = static_cast<std::size_t>(padded(shape.n));
+  std::size_t planes = needs_padding(shape.n) ? (shape.next_hop ? 2 : 1) : 0;
+  if (shape.next_hop) ++planes;
+  return kFlagsBytes + planes * np * np * 4;
 }
 
 absl::StatusOr<ApspInfo> apsp(const Context& ctx, const void* weights, void* dist,

@@ -35,9 +35,9 @@ struct ApspFlags {
 };
 
 // ---------------------------------------------------------------------------------------------
-// Semirings. relax(c, a, b) = min(c, a (+) b); better(a, b, c, s) says whether s = a (+) b is
-// strictly below c (next-hop variant); relax_safe is phase 1's version, which may not wrap even
-// when a negative cycle drives values down (it runs in the round that detects the cycle).
+// Semirings. relax(c, a, b) = min(c, a (+) b); sum(a, b) = a (+) b; relax_safe is phase 1's
+// version, which may not wrap even when a negative cycle drives values down (it runs in the round
+// that detects the cycle).
 
 /// f32 with +inf as "no edge": FADD + FMNMX per relaxation.
 struct F32Ops {
@@ -45,10 +45,7 @@ struct F32Ops {
   __device__ static T inf() { return __int_as_float(0x7f800000); }
   __device__ __forceinline__ static T relax(T c, T a, T b) { return fminf(c, a + b); }
   __device__ __forceinline__ static T relax_safe(T c, T a, T b) { return fminf(c, a + b); }
-  __device__ __forceinline__ static bool better(T a, T b, T c, T& s) {
-    s = a + b;
-    return s < c;
-  }
+  __device__ __forceinline__ static T sum(T a, T b) { return a + b; }
 };
 
 /// i32 where the caller proved that every finite distance and every path sum stays inside
@@ -63,10 +60,7 @@ struct I32FastOps {
   __device__ __forceinline__ static T relax_safe(T c, T a, T b) {
     return max(__viaddmin_s32(a, b, c), kFloor);
   }
-  __device__ __forceinline__ static bool better(T a, T b, T c, T& s) {
-    s = a + b;
-    return s < c;
-  }
+  __device__ __forceinline__ static T sum(T a, T b) { return a + b; }
 };
 
 /// i32 with kI32NoEdge (INT32_MAX) kept as "no edge" and sums saturating at it: the exact but
@@ -85,11 +79,17 @@ struct I32SatOps {
   }
   __device__ __forceinline__ static T relax(T c, T a, T b) { return min(c, sum(a, b)); }
   __device__ __forceinline__ static T relax_safe(T c, T a, T b) { return min(c, sum(a, b)); }
-  __device__ __forceinline__ static bool better(T a, T b, T c, T& s) {
-    s = sum(a, b);
-    return s < c;
-  }
 };
+
+/// Next-hop variant: (distance, hops) compared lexicographically. The hop count makes every
+/// cycle strictly positive, so following next-hops can never loop, even through zero-weight
+/// cycles: a tie in distance keeps the path with fewer edges. s receives a (+) b.
+template <class Ops>
+__device__ __forceinline__ bool better_lex(typename Ops::T a, typename Ops::T b, typename Ops::T c,
+                                           int hops, int hc, typename Ops::T& s) {
+  s = Ops::sum(a, b);
+  return s < c || (s == c && c < Ops::inf() && hops < hc);
+}
 
 // ---------------------------------------------------------------------------------------------
 // Input scan: validation and the weight range that decides between I32FastOps and I32SatOps.
@@ -136,8 +136,8 @@ __global__ void scan_i32_kernel(const int* __restrict__ w, long long count, Apsp
 /// N[i][j] = j for an edge, i on the diagonal, -1 otherwise; padding is "no edge".
 /// W and D may alias when npad == n (each element is read and written by the same thread).
 template <class Ops>
-__global__ void init_kernel(const typename Ops::T* w, typename Ops::T* d, int* nxt, long long n,
-                            long long npad, typename Ops::T input_inf) {
+__global__ void init_kernel(const typename Ops::T* w, typename Ops::T* d, int* nxt, int* hop,
+                            long long n, long long npad, typename Ops::T input_inf) {
   using T = typename Ops::T;
   const long long count = npad * npad;
   for (long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; e < count;
@@ -158,7 +158,10 @@ __global__ void init_kernel(const typename Ops::T* w, typename Ops::T* d, int* n
       }
     }
     d[e] = v;
-    if (nxt != nullptr) nxt[e] = h;
+    if (nxt != nullptr) {
+      nxt[e] = h;
+      hop[e] = i == j ? 0 : 1;
+    }
   }
 }
 
@@ -184,24 +187,29 @@ __global__ void finish_kernel(const T* d, const int* nxt_in, T* dist, int* nxt_o
 
 template <class Ops, bool kNext>
 __global__ void __launch_bounds__(1024, 1)
-    phase1_kernel(typename Ops::T* d, int* nxt, long long ld, int kb, ApspFlags* flags) {
+    phase1_kernel(typename Ops::T* d, int* nxt, int* hop, long long ld, int kb, ApspFlags* flags) {
   using T = typename Ops::T;
   if (flags->negative) return;
   __shared__ __align__(16) T row_k[2][kTile];
   __shared__ __align__(16) T col_k[2][kTile];
   __shared__ __align__(16) int ncol_k[2][kTile];
+  __shared__ __align__(16) int hcol_k[2][kTile];
+  __shared__ __align__(16) int hrow_k[2][kTile];
   const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
   const long long base =
       static_cast<long long>(kb) * kTile * ld + static_cast<long long>(kb) * kTile;
   T v[4][4];
-  int h[4][4];
+  int h[4][4], g[4][4];
 #pragma unroll
   for (int q = 0; q < 4; ++q) {
     const long long off = base + (ty * 4 + q) * ld + tx * 4;
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       v[q][j] = d[off + j];
-      if constexpr (kNext) h[q][j] = nxt[off + j];
+      if constexpr (kNext) {
+        h[q][j] = nxt[off + j];
+        g[q][j] = hop[off + j];
+      }
     }
   }
   for (int k = 0; k < kTile; ++k) {
@@ -211,7 +219,10 @@ __global__ void __launch_bounds__(1024, 1)
       for (int q = 0; q < 4; ++q) {
         if (q == kq) {
 #pragma unroll
-          for (int j = 0; j < 4; ++j) row_k[buf][tx * 4 + j] = v[q][j];
+          for (int j = 0; j < 4; ++j) {
+            row_k[buf][tx * 4 + j] = v[q][j];
+            if constexpr (kNext) hrow_k[buf][tx * 4 + j] = g[q][j];
+          }
         }
       }
     }
@@ -222,19 +233,26 @@ __global__ void __launch_bounds__(1024, 1)
 #pragma unroll
           for (int q = 0; q < 4; ++q) {
             col_k[buf][ty * 4 + q] = v[q][j];
-            if constexpr (kNext) ncol_k[buf][ty * 4 + q] = h[q][j];
+            if constexpr (kNext) {
+              ncol_k[buf][ty * 4 + q] = h[q][j];
+              hcol_k[buf][ty * 4 + q] = g[q][j];
+            }
           }
         }
       }
     }
     __syncthreads();
     T a[4], b[4];
-    int na[4];
+    int na[4], ha[4], hb[4];
 #pragma unroll
     for (int q = 0; q < 4; ++q) {
       a[q] = col_k[buf][ty * 4 + q];
       b[q] = row_k[buf][tx * 4 + q];
-      if constexpr (kNext) na[q] = ncol_k[buf][ty * 4 + q];
+      if constexpr (kNext) {
+        na[q] = ncol_k[buf][ty * 4 + q];
+        ha[q] = hcol_k[buf][ty * 4 + q];
+        hb[q] = hrow_k[buf][tx * 4 + q];
+      }
     }
 #pragma unroll
     for (int q = 0; q < 4; ++q) {
@@ -242,9 +260,10 @@ __global__ void __launch_bounds__(1024, 1)
       for (int j = 0; j < 4; ++j) {
         if constexpr (kNext) {
           T s;
-          if (Ops::better(a[q], b[j], v[q][j], s)) {
+          if (better_lex<Ops>(a[q], b[j], v[q][j], ha[q] + hb[j], g[q][j], s)) {
             v[q][j] = Ops::relax_safe(v[q][j], a[q], b[j]);
             h[q][j] = na[q];
+            g[q][j] = ha[q] + hb[j];
           }
         } else {
           v[q][j] = Ops::relax_safe(v[q][j], a[q], b[j]);
@@ -258,7 +277,10 @@ __global__ void __launch_bounds__(1024, 1)
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       d[off + j] = v[q][j];
-      if constexpr (kNext) nxt[off + j] = h[q][j];
+      if constexpr (kNext) {
+        nxt[off + j] = h[q][j];
+        hop[off + j] = g[q][j];
+      }
     }
   }
   if (tx == ty) {
@@ -318,7 +340,9 @@ struct StageLayout {
   static constexpr int kA = kTile * (kBk + kApad);  // A[i][k]
   static constexpr int kB = kBk * (kTile + kBpad);  // B[k][j]
   static constexpr int kNa = kNext ? kA : 0;        // next-hop of A, int
-  static constexpr int kStageElems = kA + kB + kNa;
+  static constexpr int kHa = kNext ? kA : 0;        // hop counts of A and B, int
+  static constexpr int kHb = kNext ? kB : 0;
+  static constexpr int kStageElems = kA + kB + kNa + kHa + kHb;
   static constexpr int kBytes = 2 * kStageElems * 4;
 };
 
@@ -331,8 +355,8 @@ constexpr int minblocks() {
 /// phase 3: blockIdx = (j', i') over the (nb-1)^2 tiles off the pivot row and column.
 template <class Ops, int kTy, int kRm, bool kNext>
 __global__ void __launch_bounds__(16 * kTy, (minblocks<kTy, kRm>()))
-    minplus_kernel(typename Ops::T* __restrict__ d, int* __restrict__ nxt, int ld, int kb,
-                   int nb, int phase, const ApspFlags* __restrict__ flags) {
+    minplus_kernel(typename Ops::T* __restrict__ d, int* __restrict__ nxt, int* __restrict__ hop,
+                   int ld, int kb, int nb, int phase, const ApspFlags* __restrict__ flags) {
   using T = typename Ops::T;
   static_assert(kTy * kRm == kTile, "one block covers a 128-row tile");
   static_assert(sizeof(T) == 4, "4-byte elements");
@@ -359,6 +383,8 @@ __global__ void __launch_bounds__(16 * kTy, (minblocks<kTy, kRm>()))
   const T* a_g = d + r0 * ld + k0;
   const T* b_g = d + k0 * ld + c0;
   const int* na_g = kNext ? nxt + r0 * ld + k0 : nullptr;
+  const int* ha_g = kNext ? hop + r0 * ld + k0 : nullptr;
+  const int* hb_g = kNext ? hop + k0 * ld + c0 : nullptr;
   // Offsets inside a 128-row band stay below 2^31 (ld < 2^24 is checked by the host).
 
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -372,6 +398,8 @@ __global__ void __launch_bounds__(16 * kTy, (minblocks<kTy, kRm>()))
   const int tid = threadIdx.x;
   const T* a_src = a_g + (tid / kPiecesA) * ld + (tid % kPiecesA) * 4;
   const int* na_src = kNext ? na_g + (tid / kPiecesA) * ld + (tid % kPiecesA) * 4 : nullptr;
+  const int* ha_src = kNext ? ha_g + (tid / kPiecesA) * ld + (tid % kPiecesA) * 4 : nullptr;
+  const int* hb_src = kNext ? hb_g + (tid / kPiecesB) * ld + (tid % kPiecesB) * 4 : nullptr;
   const T* b_src = b_g + (tid / kPiecesB) * ld + (tid % kPiecesB) * 4;
   const int a_dst = (tid / kPiecesA) * (kBk + kApad) + (tid % kPiecesA) * 4;
   const int b_dst = L::kA + (tid / kPiecesB) * (kTile + kBpad) + (tid % kPiecesB) * 4;
@@ -383,11 +411,17 @@ __global__ void __launch_bounds__(16 * kTy, (minblocks<kTy, kRm>()))
       if constexpr (kNext) {
         cp_async16(st + L::kA + L::kB + a_dst + i * kRowsA * (kBk + kApad),
                    na_src + i * kRowsA * ld + kc);
+        cp_async16(st + L::kA + L::kB + L::kNa + a_dst + i * kRowsA * (kBk + kApad),
+                   ha_src + i * kRowsA * ld + kc);
       }
     }
 #pragma unroll 1
     for (int i = 0; i < kBk / kRowsB; ++i) {
       cp_async16(st + b_dst + i * kRowsB * (kTile + kBpad), b_src + (kc + i * kRowsB) * ld);
+      if constexpr (kNext) {
+        cp_async16(st + L::kB + L::kNa + L::kHa + b_dst + i * kRowsB * (kTile + kBpad),
+                   hb_src + (kc + i * kRowsB) * ld);
+      }
     }
     cp_async_commit();
   };
@@ -396,9 +430,10 @@ __global__ void __launch_bounds__(16 * kTy, (minblocks<kTy, kRm>()))
 
   const int tx = tid & 15, ty = tid >> 4;
   T c[kRm][8];
-  int h[kNext ? kRm : 1][8];
+  int h[kNext ? kRm : 1][8], g[kNext ? kRm : 1][8];
   T* c_g = d + (r0 + ty * kRm) * ld + c0 + tx * 4;
   int* h_g = kNext ? nxt + (r0 + ty * kRm) * ld + c0 + tx * 4 : nullptr;
+  int* g_g = kNext ? hop + (r0 + ty * kRm) * ld + c0 + tx * 4 : nullptr;
 #pragma unroll
   for (int q = 0; q < kRm; ++q) {
     load4(c_g + q * ld, &c[q][0]);
@@ -406,6 +441,8 @@ __global__ void __launch_bounds__(16 * kTy, (minblocks<kTy, kRm>()))
     if constexpr (kNext) {
       load4(h_g + q * ld, &h[q][0]);
       load4(h_g + q * ld + 64, &h[q][4]);
+      load4(g_g + q * ld, &g[q][0]);
+      load4(g_g + q * ld + 64, &g[q][4]);
     }
   }
 
@@ -422,30 +459,47 @@ __global__ void __launch_bounds__(16 * kTy, (minblocks<kTy, kRm>()))
     const T* as = smem + (ch & 1) * L::kStageElems;
     const T* bs = as + L::kA;
     const int* nas = reinterpret_cast<const int*>(bs + L::kB);
+    const int* has = nas + L::kNa;
+    const int* hbs = has + L::kHa;
+    // The next-hop variant holds 3 x 32 accumulators, so it takes its A fragment one k at a time.
+    constexpr int kFrag = kNext ? 1 : kAk;
 #pragma unroll
-    for (int k4 = 0; k4 < kBk; k4 += kAk) {
-      T a[kRm][kAk];
-      int na[kNext ? kRm : 1][kAk];
+    for (int k4 = 0; k4 < kBk; k4 += kFrag) {
+      T a[kRm][kFrag];
+      int na[kNext ? kRm : 1][kFrag], ha[kNext ? kRm : 1][kFrag];
 #pragma unroll
       for (int q = 0; q < kRm; ++q) {
-        load2(as + (ty * kRm + q) * (kBk + kApad) + k4, &a[q][0]);
-        if constexpr (kNext) load2(nas + (ty * kRm + q) * (kBk + kApad) + k4, &na[q][0]);
+        const int off = (ty * kRm + q) * (kBk + kApad) + k4;
+        if constexpr (kNext) {
+          a[q][0] = as[off];
+          na[q][0] = nas[off];
+          ha[q][0] = has[off];
+        } else {
+          load2(as + off, &a[q][0]);
+        }
       }
 #pragma unroll
-      for (int kk = 0; kk < kAk; ++kk) {
-        const T* brow = bs + (k4 + kk) * (kTile + kBpad);
+      for (int kk = 0; kk < kFrag; ++kk) {
+        const int boff = (k4 + kk) * (kTile + kBpad);
         T b[8];
-        load4(brow + tx * 4, &b[0]);
-        load4(brow + 64 + tx * 4, &b[4]);
+        load4(bs + boff + tx * 4, &b[0]);
+        load4(bs + boff + 64 + tx * 4, &b[4]);
+        int hb[kNext ? 8 : 1];
+        if constexpr (kNext) {
+          load4(hbs + boff + tx * 4, &hb[0]);
+          load4(hbs + boff + 64 + tx * 4, &hb[4]);
+        }
 #pragma unroll
         for (int q = 0; q < kRm; ++q) {
 #pragma unroll
           for (int j = 0; j < 8; ++j) {
             if constexpr (kNext) {
               T s;
-              if (Ops::better(a[q][kk], b[j], c[q][j], s)) {
+              const int hs = ha[q][kk] + hb[j];
+              if (better_lex<Ops>(a[q][kk], b[j], c[q][j], hs, g[q][j], s)) {
                 c[q][j] = s;
                 h[q][j] = na[q][kk];
+                g[q][j] = hs;
               }
             } else {
               c[q][j] = Ops::relax(c[q][j], a[q][kk], b[j]);
@@ -464,6 +518,8 @@ __global__ void __launch_bounds__(16 * kTy, (minblocks<kTy, kRm>()))
     if constexpr (kNext) {
       store4(h_g + q * ld, &h[q][0]);
       store4(h_g + q * ld + 64, &h[q][4]);
+      store4(g_g + q * ld, &g[q][0]);
+      store4(g_g + q * ld + 64, &g[q][4]);
     }
   }
 }

@@ -1,0 +1,243 @@
+// SPDX-License-Identifier: Apache-2.0
+// cuda::apsp (blocked Floyd-Warshall) against the naive baseline measured in the same run: one
+// launch per k, one thread per element, global memory only (the seed thesis's kernel, fixed).
+// Inputs are dense random integer weights 1..1000 (exact in f32, so the blocked result must
+// equal the naive one bit for bit; checked at the naive size). Times are CUDA-event medians
+// around the whole apsp() call after a warm-up. Prints a table; writes CSV to
+// $OUT/apsp_bench.csv (or argv[1]).
+//
+// usage: bench_apsp [csv_path] [sizes, e.g. 4096,8192,16384] [naive_n]
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "gcompute/kernels/cuda/apsp.hpp"
+
+namespace {
+
+using gcompute::kernels::ApspShape;
+using gcompute::kernels::DType;
+namespace gk = gcompute::kernels::cuda;
+
+#define CHECK_CUDA(call)                                                                       \
+  do {                                                                                         \
+    cudaError_t e_ = (call);                                                                   \
+    if (e_ != cudaSuccess) {                                                                   \
+      std::fprintf(stderr, "%s failed: %s (%s:%d)\n", #call, cudaGetErrorString(e_), __FILE__, \
+                   __LINE__);                                                                  \
+      std::exit(1);                                                                            \
+    }                                                                                          \
+  } while (0)
+
+__device__ unsigned hash3(unsigned long long e, unsigned seed) {
+  unsigned long long x = e * 0x9E3779B97F4A7C15ull + seed;
+  x ^= x >> 31;
+  x *= 0xBF58476D1CE4E5B9ull;
+  x ^= x >> 29;
+  return static_cast<unsigned>(x);
+}
+
+template <class T>
+__global__ void gen_kernel(T* w, long long n, unsigned seed) {
+  for (long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; e < n * n;
+       e += static_cast<long long>(gridDim.x) * blockDim.x) {
+    // Zero diagonal: apsp reports D[i][i] = min(0, ...) and the naive kernel keeps W[i][i].
+    const bool diag = e % (n + 1) == 0;
+    w[e] = diag ? T(0) : static_cast<T>(1 + hash3(static_cast<unsigned long long>(e), seed) % 1000);
+  }
+}
+
+/// The naive baseline: relax every (i, j) through one k per launch.
+__global__ void naive_fw_step(float* d, int n, int k) {
+  const int j = blockIdx.x * blockDim.x + threadIdx.x;
+  const int i = blockIdx.y * blockDim.y + threadIdx.y;
+  if (i < n && j < n) {
+    const long long ij = static_cast<long long>(i) * n + j;
+    d[ij] =
+        fminf(d[ij], d[static_cast<long long>(i) * n + k] + d[static_cast<long long>(k) * n + j]);
+  }
+}
+
+__global__ void count_diff(const float* a, const float* b, long long count,
+                           unsigned long long* out) {
+  unsigned long long local = 0;
+  for (long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; e < count;
+       e += static_cast<long long>(gridDim.x) * blockDim.x) {
+    local += a[e] != b[e];
+  }
+  if (local) atomicAdd(out, local);
+}
+
+struct Row {
+  long long n;
+  std::string dtype;
+  bool next;
+  double ms;
+  double trel;  // 1e12 relaxations per second
+  double ratio;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const char* out_dir = std::getenv("OUT");
+  const std::string csv =
+      argc > 1 ? argv[1] : std::string(out_dir ? out_dir : ".") + "/apsp_bench.csv";
+  std::vector<long long> sizes = {4096, 8192, 16384};
+  if (argc > 2) {
+    sizes.clear();
+    std::string s = argv[2];
+    for (size_t p = 0; p < s.size();) {
+      size_t q = s.find(',', p);
+      if (q == std::string::npos) q = s.size();
+      sizes.push_back(std::atoll(s.substr(p, q - p).c_str()));
+      p = q + 1;
+    }
+  }
+  const long long naive_n = argc > 3 ? std::atoll(argv[3]) : 4096;
+
+  cudaDeviceProp prop{};
+  CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+  std::printf("device: %s, %d SMs, L2 %d MB\n", prop.name, prop.multiProcessorCount,
+              prop.l2CacheSize >> 20);
+  cudaStream_t stream;
+  CHECK_CUDA(cudaStreamCreate(&stream));
+  gk::Context ctx;
+  ctx.stream = stream;
+  cudaEvent_t ev0, ev1;
+  CHECK_CUDA(cudaEventCreate(&ev0));
+  CHECK_CUDA(cudaEventCreate(&ev1));
+
+  long long max_n = naive_n;
+  for (long long n : sizes) max_n = std::max(max_n, n);
+  const size_t max_count = static_cast<size_t>(max_n) * max_n;
+  void *w = nullptr, *d = nullptr;
+  int* nx = nullptr;
+  CHECK_CUDA(cudaMalloc(&w, max_count * 4));
+  CHECK_CUDA(cudaMalloc(&d, max_count * 4));
+  CHECK_CUDA(cudaMalloc(&nx, max_count * 4));
+
+  auto gen = [&](long long n, DType dt, unsigned seed) {
+    if (dt == DType::kF32) {
+      gen_kernel<float><<<132 * 8, 256, 0, stream>>>(static_cast<float*>(w), n, seed);
+    } else {
+      gen_kernel<int><<<132 * 8, 256, 0, stream>>>(static_cast<int*>(w), n, seed);
+    }
+    CHECK_CUDA(cudaGetLastError());
+  };
+
+  // Naive baseline, f32, at naive_n; its result is kept to check the blocked kernel against.
+  double naive_ms = 0;
+  {
+    const long long n = naive_n;
+    gen(n, DType::kF32, 7);
+    CHECK_CUDA(cudaMemcpyAsync(d, w, n * n * 4, cudaMemcpyDeviceToDevice, stream));
+    const dim3 block(32, 8), grid((n + 31) / 32, (n + 7) / 8);
+    for (int k = 0; k < 16; ++k)
+      naive_fw_step<<<grid, block, 0, stream>>>(static_cast<float*>(d), n, k);
+    CHECK_CUDA(cudaGetLastError());
+    CHECK_CUDA(cudaMemcpyAsync(d, w, n * n * 4, cudaMemcpyDeviceToDevice, stream));
+    CHECK_CUDA(cudaEventRecord(ev0, stream));
+    for (int k = 0; k < n; ++k)
+      naive_fw_step<<<grid, block, 0, stream>>>(static_cast<float*>(d), n, k);
+    CHECK_CUDA(cudaGetLastError());
+    CHECK_CUDA(cudaEventRecord(ev1, stream));
+    CHECK_CUDA(cudaEventSynchronize(ev1));
+    float ms = 0;
+    CHECK_CUDA(cudaEventElapsedTime(&ms, ev0, ev1));
+    naive_ms = ms;
+    // Blocked result on the same input must match exactly (integer weights, exact sums).
+    float* blocked = static_cast<float*>(static_cast<void*>(nx));  // reuse as scratch output
+    ApspShape shape{n, DType::kF32, false};
+    void* ws = nullptr;
+    const size_t wsb = gk::apsp_workspace_bytes(shape);
+    CHECK_CUDA(cudaMalloc(&ws, std::max<size_t>(wsb, 1)));
+    auto r = gk::apsp(ctx, w, blocked, nullptr, shape, ws, wsb);
+    if (!r.ok()) {
+      std::fprintf(stderr, "apsp failed: %s\n", std::string(r.status().message()).c_str());
+      return 1;
+    }
+    unsigned long long* diff = nullptr;
+    CHECK_CUDA(cudaMalloc(&diff, 8));
+    CHECK_CUDA(cudaMemsetAsync(diff, 0, 8, stream));
+    count_diff<<<132 * 8, 256, 0, stream>>>(static_cast<float*>(d), blocked, n * n, diff);
+    CHECK_CUDA(cudaGetLastError());
+    unsigned long long h = 0;
+    CHECK_CUDA(cudaMemcpyAsync(&h, diff, 8, cudaMemcpyDeviceToHost, stream));
+    CHECK_CUDA(cudaStreamSynchronize(stream));
+    std::printf("naive n=%lld: %.1f ms, %.3f T relax/s; blocked vs naive: %llu of %lld differ\n", n,
+                naive_ms, static_cast<double>(n) * n * n / (naive_ms * 1e-3) / 1e12, h, n * n);
+    CHECK_CUDA(cudaFree(diff));
+    CHECK_CUDA(cudaFree(ws));
+    if (h != 0) {
+      std::fprintf(stderr, "MISMATCH between blocked and naive Floyd-Warshall\n");
+      return 1;
+    }
+  }
+  const double naive_trel =
+      static_cast<double>(naive_n) * naive_n * naive_n / (naive_ms * 1e-3) / 1e12;
+
+  std::vector<Row> rows;
+  for (long long n : sizes) {
+    for (DType dt : {DType::kF32, DType::kI32}) {
+      for (bool next : {false, true}) {
+        ApspShape shape{n, dt, next};
+        const size_t wsb = gk::apsp_workspace_bytes(shape);
+        void* ws = nullptr;
+        CHECK_CUDA(cudaMalloc(&ws, std::max<size_t>(wsb, 1)));
+        gen(n, dt, 11);
+        const int reps = n >= 16384 ? 2 : 3;
+        std::vector<float> times;
+        for (int rep = -1; rep < reps; ++rep) {
+          CHECK_CUDA(cudaEventRecord(ev0, stream));
+          auto r = gk::apsp(ctx, w, d, next ? nx : nullptr, shape, ws, wsb);
+          CHECK_CUDA(cudaEventRecord(ev1, stream));
+          CHECK_CUDA(cudaEventSynchronize(ev1));
+          if (!r.ok() || r->negative_cycle) {
+            std::fprintf(stderr, "apsp failed at n=%lld\n", n);
+            return 1;
+          }
+          float ms = 0;
+          CHECK_CUDA(cudaEventElapsedTime(&ms, ev0, ev1));
+          if (rep >= 0) times.push_back(ms);
+        }
+        std::sort(times.begin(), times.end());
+        const double ms = times[times.size() / 2];
+        const double trel = static_cast<double>(n) * n * n / (ms * 1e-3) / 1e12;
+        rows.push_back({n, dt == DType::kF32 ? "f32" : "i32", next, ms, trel, trel / naive_trel});
+        std::printf("  n=%lld %s next=%d: %.2f ms (%.2f T relax/s)\n", n, rows.back().dtype.c_str(),
+                    next, ms, trel);
+        std::fflush(stdout);
+        CHECK_CUDA(cudaFree(ws));
+      }
+    }
+  }
+
+  FILE* f = std::fopen(csv.c_str(), "w");
+  if (f != nullptr) {
+    std::fprintf(f, "device,n,dtype,next_hop,ms,t_relax_per_s,ratio_to_naive,naive_n,naive_ms\n");
+    for (const Row& r : rows) {
+      std::fprintf(f, "%s,%lld,%s,%d,%.3f,%.3f,%.2f,%lld,%.3f\n", prop.name, r.n, r.dtype.c_str(),
+                   r.next ? 1 : 0, r.ms, r.trel, r.ratio, naive_n, naive_ms);
+    }
+    std::fclose(f);
+  }
+  std::printf(
+      "\n%s; naive (one launch per k, global memory) f32 n=%lld: %.1f ms = %.3f T relax/s\n",
+      prop.name, naive_n, naive_ms, naive_trel);
+  std::printf("%7s %5s %9s %11s %13s %14s\n", "n", "dtype", "next-hop", "ms", "T relax/s",
+              "x naive");
+  for (const Row& r : rows) {
+    std::printf("%7lld %5s %9s %11.2f %13.2f %14.1f\n", r.n, r.dtype.c_str(), r.next ? "yes" : "no",
+                r.ms, r.trel, r.ratio);
+  }
+  std::printf("csv: %s\n", csv.c_str());
+  CHECK_CUDA(cudaFree(w));
+  CHECK_CUDA(cudaFree(d));
+  CHECK_CUDA(cudaFree(nx));
+  return 0;
+}
