@@ -119,7 +119,9 @@ class ServiceErrors : public ::testing::Test {
     ASSERT_NE(ts_, nullptr);
   }
   void TearDown() override {
-    if (ts_) EXPECT_TRUE(still_serving(stub()));
+    if (ts_) {
+      EXPECT_TRUE(still_serving(stub()));
+    }
   }
   v1::Compute::Stub& stub() { return *ts_->stub; }
   std::unique_ptr<TestServer> ts_;
@@ -606,7 +608,9 @@ class ServiceLimits : public ::testing::Test {
     ASSERT_NE(ts_, nullptr);
   }
   void TearDown() override {
-    if (ts_) EXPECT_TRUE(still_serving(stub()));
+    if (ts_) {
+      EXPECT_TRUE(still_serving(stub()));
+    }
   }
   v1::Compute::Stub& stub() { return *ts_->stub; }
   std::unique_ptr<TestServer> ts_;
@@ -656,13 +660,21 @@ TEST_F(ServiceLimits, InlineResultTooLarge) {
   m.mutable_output()->set_placement(v1::OutputOptions::PLACEMENT_INLINE);
   EXPECT_TRUE(has_status(matmul(stub(), m), grpc::RESOURCE_EXHAUSTED,
                          {"result c (512x512 f32, 1048576 bytes) does not fit"}));
-  // Two results that fit one by one but not together: u inline fits, vt does not.
+  // One factor that fits is fine; two that each fit but not together are refused.
   v1::SvdRequest s;
-  *s.mutable_a()->mutable_inline_() = f32_matrix(1, 400);
-  s.mutable_a()->mutable_inline_()->set_data(std::string(1600, '\0'));
-  s.set_full_matrices(true);  // Vt 400x400 f32 = 640000 bytes each
+  *s.mutable_a()->mutable_inline_() = f32_matrix(1, 400, 0.0f);
+  s.set_full_matrices(true);  // Vt is 400x400 f32 = 640000 bytes
   s.mutable_output()->set_placement(v1::OutputOptions::PLACEMENT_INLINE);
   EXPECT_TRUE(is_ok(svd(stub(), s)));
+  *s.mutable_a()->mutable_inline_() = f32_matrix(400, 400, 0.0f);  // U and Vt: 1280000 bytes
+  EXPECT_TRUE(has_status(svd(stub(), s), grpc::RESOURCE_EXHAUSTED,
+                         {"result vt (400x400 f32, 640000 bytes) does not fit"}));
+  s.mutable_output()->set_placement(v1::OutputOptions::PLACEMENT_AUTO);  // vt goes to the store
+  v1::SvdResponse auto_resp;
+  ASSERT_TRUE(
+      is_ok(call<v1::SvdRequest, v1::SvdResponse>(stub(), &v1::Compute::Stub::Svd, s, &auto_resp)));
+  EXPECT_TRUE(auto_resp.u().has_inline_());
+  EXPECT_TRUE(auto_resp.vt().has_stored());
 }
 
 TEST_F(ServiceLimits, StoredQuotaOnUploadAndOnStoredResults) {
@@ -675,10 +687,11 @@ TEST_F(ServiceLimits, StoredQuotaOnUploadAndOnStoredResults) {
       {"stored-matrix quota exceeded", "1048576 bytes requested", "of 1572864"}));
   v1::TransposeRequest t;
   *t.mutable_a()->mutable_inline_() =
-      make_matrix(300, 300, std::vector<float>(300 * 300, 2.0f));  // 360000 bytes
+      make_matrix(400, 400, std::vector<float>(400 * 400, 2.0f));  // 640000 bytes
   t.mutable_output()->set_placement(v1::OutputOptions::PLACEMENT_STORED);
-  EXPECT_TRUE(has_status(transpose(stub(), t), grpc::RESOURCE_EXHAUSTED,
-                         {"stored-matrix quota exceeded", "360000 bytes requested"}));
+  EXPECT_TRUE(has_status(
+      transpose(stub(), t), grpc::RESOURCE_EXHAUSTED,
+      {"stored-matrix quota exceeded", "640000 bytes requested", "1048576 of 1572864 in use"}));
   // AUTO that has to store (result over the message size) hits the quota the same way.
   v1::MatMulRequest m;
   *m.mutable_a()->mutable_inline_() = f32_matrix(512, 1);
@@ -693,10 +706,14 @@ TEST_F(ServiceLimits, StoredQuotaOnUploadAndOnStoredResults) {
   ASSERT_TRUE(is_ok(call<v1::TransposeRequest, v1::TransposeResponse>(
       stub(), &v1::Compute::Stub::Transpose, t, &stored)));
   ASSERT_TRUE(stored.at().has_stored());
-  v1::UploadMatrixResponse again;
-  EXPECT_TRUE(is_ok(upload_matrix(stub(), make_matrix(512, 512, values), 256 << 10, &again)));
+  v1::UploadMatrixResponse again;  // 640000 + 262144 bytes fit, 640000 + 1048576 would not
+  EXPECT_TRUE(is_ok(upload_matrix(
+      stub(), make_matrix(256, 256, std::vector<float>(values.begin(), values.begin() + 256 * 256)),
+      64 << 10, &again)));
+  EXPECT_TRUE(has_status(upload_matrix(stub(), make_matrix(512, 512, values), 256 << 10),
+                         grpc::RESOURCE_EXHAUSTED, {"902144 of 1572864 in use"}));
   const auto samples = parse_metrics(http_get(ts_->server->metrics_port(), "/metrics"));
-  EXPECT_EQ(metric_value(samples, "gcompute_stored_matrix_bytes", {}), 360000 + 1048576);
+  EXPECT_EQ(metric_value(samples, "gcompute_stored_matrix_bytes", {}), 640000 + 262144);
 }
 
 // ---- slow jobs: queue, deadline, cancellation, drain ---------------------------------------
@@ -710,7 +727,7 @@ v1::SvdRequest big_svd(std::int64_t n, std::uint64_t seed, int max_sweeps = 0) {
   r.set_max_sweeps(max_sweeps);
   return r;
 }
-constexpr std::int64_t kBigSvdN = 400;
+constexpr std::int64_t kBigSvdN = 512;
 
 /// A unary call on its own thread, cancellable from the test thread.
 struct Pending {
@@ -777,7 +794,9 @@ class ServiceSlow : public ::testing::Test {
                 static_cast<long>(kBigSvdN), sweep_s_);
   }
   void TearDown() override {
-    if (ts_) EXPECT_TRUE(still_serving(stub()));
+    if (ts_) {
+      EXPECT_TRUE(still_serving(stub()));
+    }
   }
   v1::Compute::Stub& stub() { return *ts_->stub; }
   std::unique_ptr<TestServer> ts_;
@@ -785,7 +804,7 @@ class ServiceSlow : public ::testing::Test {
 };
 
 TEST_F(ServiceSlow, DeadlineStopsTheSvdBetweenSweeps) {
-  // A random 400x400 matrix needs well over 6 sweeps; the whole SVD must take > 1 s for the
+  // A random 512x512 matrix needs well over 6 sweeps; the whole SVD must take > 1 s for the
   // latency bound below to mean anything.
   ASSERT_GT(6 * sweep_s_, 1.0) << "the big SVD is too fast on this machine; raise kBigSvdN";
   const auto start = Clock::now();
@@ -858,12 +877,18 @@ TEST_F(ServiceSlow, QueueFullIsResourceExhausted) {
   EXPECT_TRUE(has_status(running.status, grpc::CANCELLED));
   EXPECT_TRUE(wait_metric(*ts_, "gcompute_requests_total",
                           {{"method", "Transpose"}, {"code", "RESOURCE_EXHAUSTED"}}, 3));
-  EXPECT_LT(transpose_latency(stub()), std::max(1.0, 2 * sweep_s_));
+  // A cancelled call keeps its queue slot until a worker pops it; both are gone within
+  // about one sweep of the running SVD.
+  const auto cancelled = Clock::now();
+  EXPECT_TRUE(
+      wait_metric(*ts_, "gcompute_requests_total", {{"method", "Svd"}, {"code", "CANCELLED"}}, 2));
+  EXPECT_LT(seconds_since(cancelled), std::max(1.0, 2 * sweep_s_));
+  EXPECT_LT(transpose_latency(stub()), 1.0);
 }
 
 TEST_F(ServiceSlow, DrainRefusesNewCallsFinishesRunningOnesAndReportsNotServing) {
   EXPECT_EQ(health_check(ts_->channel, ""), 1);
-  Pending running(stub(), big_svd(kBigSvdN, 8, 3));  // three sweeps, then returns
+  Pending running(stub(), big_svd(kBigSvdN, 8, 5));  // five sweeps, then returns
   ASSERT_TRUE(wait_metric(*ts_, "gcompute_running_jobs", {}, 1));
   std::thread drainer([&] { ts_->server->drain(absl::Seconds(60)); });
   // While the engine drains, health says NOT_SERVING and new work is UNAVAILABLE.
@@ -889,7 +914,7 @@ TEST_F(ServiceSlow, DrainRefusesNewCallsFinishesRunningOnesAndReportsNotServing)
   }
   running.thread.join();
   EXPECT_TRUE(is_ok(running.status)) << "running work finishes during a drain";
-  EXPECT_EQ(running.resp.sweeps(), 3);
+  EXPECT_EQ(running.resp.sweeps(), 5);
   drainer.join();
   // After the drain the server is gone: calls are UNAVAILABLE.
   v1::TransposeRequest r;
@@ -961,7 +986,9 @@ TEST(ServiceMetrics, CountersAndHistogramsMove) {
   ASSERT_EQ(buckets.size(), want.size() + 1);
   for (std::size_t i = 0; i < want.size(); ++i) {
     EXPECT_NEAR(buckets[i].first, want[i], want[i] * 1e-9) << "bucket " << i;
-    if (i > 0) EXPECT_GE(buckets[i].second, buckets[i - 1].second);
+    if (i > 0) {
+      EXPECT_GE(buckets[i].second, buckets[i - 1].second);
+    }
   }
   EXPECT_TRUE(std::isinf(buckets.back().first));
   EXPECT_EQ(buckets.back().second, metric_value(after, "gcompute_request_duration_seconds_count",

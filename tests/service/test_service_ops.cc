@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -764,7 +765,9 @@ grpc::Status download(v1::Compute::Stub& stub, const std::string& id, std::uint6
     }
     EXPECT_TRUE(part.has_chunk());
     EXPECT_EQ(part.chunk().offset(), data->size());
-    if (chunk_bytes != 0) EXPECT_LE(part.chunk().data().size(), chunk_bytes);
+    if (chunk_bytes != 0) {
+      EXPECT_LE(part.chunk().data().size(), chunk_bytes);
+    }
     *data += part.chunk().data();
     ++count;
   }
