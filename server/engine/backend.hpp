@@ -34,6 +34,7 @@ struct JobContext {
   absl::Time deadline = absl::InfiniteFuture();
   PhaseTimes times;
   std::string device = "cpu";  ///< where it ran ("cpu", "cuda:0")
+  int lane = -1;               ///< CUDA: index of the lane on that device
   /// The results go to the matrix store, not into the response: a GPU backend may leave
   /// them on the device (Matrix::data null) instead of copying them back.
   bool results_stay_on_server = false;

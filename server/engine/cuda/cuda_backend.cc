@@ -311,6 +311,7 @@ absl::StatusOr<Matrix> CudaBackend::transpose(const Matrix& a, JobContext& ctx) 
   if (!lane.ok()) return lane.status();
   Lane& l = **lane;
   ctx.device = absl::StrCat("cuda:", l.device());
+  ctx.lane = l.index();
   auto in = to_device(l, a, ctx);
   if (!in.ok()) return in.status();
   const MatrixDesc out_desc = transpose_output(a.desc);
@@ -332,6 +333,7 @@ absl::StatusOr<Matrix> CudaBackend::matmul(const Matrix& a, const Matrix& b, con
   if (!lane.ok()) return lane.status();
   Lane& l = **lane;
   ctx.device = absl::StrCat("cuda:", l.device());
+  ctx.lane = l.index();
   auto da = to_device(l, a, ctx);
   if (!da.ok()) return da.status();
   auto db = to_device(l, b, ctx);
@@ -358,6 +360,7 @@ absl::StatusOr<SvdOutput> CudaBackend::svd(const Matrix& a, const kernels::SvdSh
   if (!lane.ok()) return lane.status();
   Lane& l = **lane;
   ctx.device = absl::StrCat("cuda:", l.device());
+  ctx.lane = l.index();
   auto da = to_device(l, a, ctx);
   if (!da.ok()) return da.status();
   const SvdOutputDescs descs = svd_outputs(shape);
@@ -406,6 +409,7 @@ absl::StatusOr<ApspOutput> CudaBackend::apsp(const Matrix& weights, const kernel
   if (!lane.ok()) return lane.status();
   Lane& l = **lane;
   ctx.device = absl::StrCat("cuda:", l.device());
+  ctx.lane = l.index();
   auto dw = to_device(l, weights, ctx);
   if (!dw.ok()) return dw.status();
   const MatrixDesc dist_desc{shape.dtype, 1, shape.n, shape.n};

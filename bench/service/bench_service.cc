@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: Apache-2.0
+// Service overhead on the GPU: the same matmul / transpose timed (a) as a direct kernel call on
+// a stream of our own (CUDA events, median) and (b) as a MatMul / Transpose RPC to an
+// in-process server on loopback whose operands are already on the server (refs) and whose
+// result stays there (PLACEMENT_STORED). Both in one run; prints ratios and writes CSV.
+//   bench_service [CSV_PATH]
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <vector>
+
+#include "gcompute/client/client.hpp"
+#include "gcompute/kernels/cuda/matmul.hpp"
+#include "gcompute/kernels/cuda/transpose.hpp"
+#include "gcompute/v1/service.grpc.pb.h"
+#include "server.hpp"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+#define CHECK_CUDA(x)                                                                  \
+  do {                                                                                 \
+    cudaError_t e_ = (x);                                                              \
+    if (e_ != cudaSuccess) {                                                           \
+      std::fprintf(stderr, "%s failed: %s\n", #x, cudaGetErrorString(e_));             \
+      std::exit(1);                                                                    \
+    }                                                                                  \
+  } while (0)
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+struct Row {
+  std::string op;
+  int n;
+  double kernel_ms, rpc_ms;
+};
+
+gcompute::client::HostMatrix random_matrix(int n) {
+  gcompute::client::HostMatrix m;
+  m.batch = 1;
+  m.rows = n;
+  m.cols = n;
+  m.dtype = gcompute::client::DType::kF32;
+  m.data.resize(static_cast<std::size_t>(n) * n * 4);
+  std::mt19937 rng(n);
+  std::uniform_real_distribution<float> d(-1, 1);
+  float* p = reinterpret_cast<float*>(m.data.data());
+  for (std::size_t i = 0; i < static_cast<std::size_t>(n) * n; ++i) p[i] = d(rng);
+  return m;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const char* out_env = std::getenv("OUT");
+  std::string csv_path = argc > 1 ? argv[1] : (out_env ? std::string(out_env) + "/service.csv" : "service.csv");
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::fprintf(stderr, "bench_service: no usable GPU\n");
+    return 77;
+  }
+
+  gcompute::server::ServerOptions options;
+  options.listen = "127.0.0.1:0";
+  options.metrics_listen = "";
+  options.device = "cuda";
+  options.stored_matrix_quota_bytes = 8ull << 30;
+  auto server = gcompute::server::Server::create(options);
+  if (!server.ok()) {
+    std::fprintf(stderr, "server: %s\n", std::string(server.status().message()).c_str());
+    return 1;
+  }
+  const std::string target = "127.0.0.1:" + std::to_string((*server)->port());
+  gcompute::client::ClientOptions co;
+  co.target = target;
+  gcompute::client::Client client(co);
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(-1);
+  args.SetMaxSendMessageSize(-1);
+  auto stub = gcompute::v1::Compute::NewStub(
+      grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args));
+
+  cudaStream_t stream;
+  CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cublasHandle_t handle;
+  cublasCreate(&handle);
+  cublasSetStream(handle, stream);
+  cudaEvent_t e0, e1;
+  CHECK_CUDA(cudaEventCreate(&e0));
+  CHECK_CUDA(cudaEventCreate(&e1));
+  const gcompute::kernels::cuda::Context ctx{stream, handle, nullptr, 0};
+
+  std::vector<Row> rows;
+  const int reps = 15;
+  for (int n : {1024, 2048, 4096, 8192}) {
+    auto host = random_matrix(n);
+    auto ref_a = client.upload_matrix(host);
+    auto ref_b = client.upload_matrix(host);
+    if (!ref_a.ok() || !ref_b.ok()) {
+      std::fprintf(stderr, "upload failed\n");
+      return 1;
+    }
+    // Direct kernels on device copies of the same data.
+    void *da, *db, *dc;
+    const std::size_t bytes = static_cast<std::size_t>(n) * n * 4;
+    CHECK_CUDA(cudaMalloc(&da, bytes));
+    CHECK_CUDA(cudaMalloc(&db, bytes));
+    CHECK_CUDA(cudaMalloc(&dc, bytes));
+    CHECK_CUDA(cudaMemcpy(da, host.data.data(), bytes, cudaMemcpyHostToDevice));
+    CHECK_CUDA(cudaMemcpy(db, host.data.data(), bytes, cudaMemcpyHostToDevice));
+    gcompute::kernels::MatmulShape ms;
+    ms.m = ms.n = ms.k = n;
+    gcompute::kernels::TransposeShape ts{1, n, n, 4};
+
+    for (const std::string op : {"matmul", "transpose"}) {
+      std::vector<double> kernel, rpc;
+      for (int r = 0; r < reps + 2; ++r) {
+        CHECK_CUDA(cudaEventRecord(e0, stream));
+        absl::Status st = op == "matmul" ? gcompute::kernels::cuda::matmul(ctx, da, db, dc, ms)
+                                         : gcompute::kernels::cuda::transpose(ctx, da, dc, ts);
+        if (!st.ok()) {
+          std::fprintf(stderr, "%s\n", std::string(st.message()).c_str());
+          return 1;
+        }
+        CHECK_CUDA(cudaEventRecord(e1, stream));
+        CHECK_CUDA(cudaEventSynchronize(e1));
+        float ms_k = 0;
+        CHECK_CUDA(cudaEventElapsedTime(&ms_k, e0, e1));
+        if (r >= 2) kernel.push_back(ms_k);
+
+        grpc::ClientContext cctx;
+        const auto t0 = Clock::now();
+        std::string stored_id;
+        grpc::Status gs;
+        if (op == "matmul") {
+          gcompute::v1::MatMulRequest req;
+          req.mutable_a()->mutable_ref()->set_id(ref_a->ref.id);
+          req.mutable_b()->mutable_ref()->set_id(ref_b->ref.id);
+          req.mutable_output()->set_placement(gcompute::v1::OutputOptions::PLACEMENT_STORED);
+          gcompute::v1::MatMulResponse resp;
+          gs = stub->MatMul(&cctx, req, &resp);
+          stored_id = resp.c().stored().ref().id();
+        } else {
+          gcompute::v1::TransposeRequest req;
+          req.mutable_a()->mutable_ref()->set_id(ref_a->ref.id);
+          req.mutable_output()->set_placement(gcompute::v1::OutputOptions::PLACEMENT_STORED);
+          gcompute::v1::TransposeResponse resp;
+          gs = stub->Transpose(&cctx, req, &resp);
+          stored_id = resp.at().stored().ref().id();
+        }
+        const double ms_r = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+        if (!gs.ok()) {
+          std::fprintf(stderr, "rpc: %s\n", gs.error_message().c_str());
+          return 1;
+        }
+        if (r >= 2) rpc.push_back(ms_r);
+        gcompute::client::MatrixRef del;
+        del.id = stored_id;
+        (void)client.delete_matrix(del);
+      }
+      rows.push_back({op, n, median(kernel), median(rpc)});
+    }
+    cudaFree(da);
+    cudaFree(db);
+    cudaFree(dc);
+    (void)client.delete_matrix(ref_a->ref);
+    (void)client.delete_matrix(ref_b->ref);
+  }
+
+  std::ofstream csv(csv_path);
+  csv << "op,n,kernel_ms,rpc_ms,rpc_over_kernel\n";
+  std::printf("\n%-10s %6s %12s %12s %10s\n", "op", "n", "kernel ms", "rpc ms", "rpc/kernel");
+  for (const Row& r : rows) {
+    std::printf("%-10s %6d %12.3f %12.3f %10.3f\n", r.op.c_str(), r.n, r.kernel_ms, r.rpc_ms,
+                r.rpc_ms / r.kernel_ms);
+    csv << r.op << "," << r.n << "," << r.kernel_ms << "," << r.rpc_ms << ","
+        << r.rpc_ms / r.kernel_ms << "\n";
+  }
+  std::printf("csv: %s\n", csv_path.c_str());
+  cublasDestroy(handle);
+  return 0;
+}

@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: Apache-2.0
+// The engine's queue on the CPU backend: bounded depth, deadlines, cancellation while queued,
+// draining, and work spread over workers.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "engine/cpu_backend.hpp"
+#include "engine/engine.hpp"
+
+namespace gcompute::server {
+namespace {
+
+std::shared_ptr<JobContext> job(absl::Duration timeout = absl::Seconds(30)) {
+  auto ctx = std::make_shared<JobContext>();
+  ctx->deadline = absl::Now() + timeout;
+  return ctx;
+}
+
+TEST(Engine, QueueFullIsResourceExhaustedAndRecovers) {
+  Engine engine(std::make_unique<CpuBackend>(1), EngineOptions{.queue_depth = 1});
+  absl::Notification release;
+  std::atomic<int> ran{0};
+  // One running (blocked), one queued: the third must be refused.
+  ASSERT_TRUE(engine.submit("t", job(), [&](absl::Status s) { ASSERT_TRUE(s.ok()); release.WaitForNotification(); ++ran; }).ok());
+  while (true) {  // wait until the first task is running so the queue holds only the second
+    absl::SleepFor(absl::Milliseconds(5));
+    if (engine.submit("t", job(), [&](absl::Status s) { ASSERT_TRUE(s.ok()); ++ran; }).ok()) break;
+  }
+  const absl::Status third = engine.submit("t", job(), [&](absl::Status) { ++ran; });
+  EXPECT_EQ(third.code(), absl::StatusCode::kResourceExhausted) << third;
+  EXPECT_NE(third.message().find("queue full"), std::string::npos) << third;
+  release.Notify();
+  engine.drain();
+  EXPECT_EQ(ran.load(), 2);
+}
+
+TEST(Engine, ExpiredDeadlineIsRefusedAtSubmitAndInQueue) {
+  Engine engine(std::make_unique<CpuBackend>(1), EngineOptions{.queue_depth = 4});
+  auto expired = job(absl::Milliseconds(-1));
+  EXPECT_EQ(engine.submit("t", expired, [](absl::Status) {}).code(),
+            absl::StatusCode::kDeadlineExceeded);
+
+  absl::Notification release;
+  ASSERT_TRUE(engine.submit("t", job(), [&](absl::Status) { release.WaitForNotification(); }).ok());
+  absl::Status seen;
+  absl::Notification done;
+  ASSERT_TRUE(engine.submit("t", job(absl::Milliseconds(20)), [&](absl::Status s) {
+    seen = s;
+    done.Notify();
+  }).ok());
+  absl::SleepFor(absl::Milliseconds(60));  // the queued task's deadline passes while it waits
+  release.Notify();
+  done.WaitForNotification();
+  EXPECT_EQ(seen.code(), absl::StatusCode::kDeadlineExceeded) << seen;
+}
+
+TEST(Engine, CancelledWhileQueuedIsNotRun) {
+  Engine engine(std::make_unique<CpuBackend>(1), EngineOptions{.queue_depth = 4});
+  absl::Notification release;
+  ASSERT_TRUE(engine.submit("t", job(), [&](absl::Status) { release.WaitForNotification(); }).ok());
+  auto ctx = job();
+  absl::Status seen;
+  absl::Notification done;
+  ASSERT_TRUE(engine.submit("t", ctx, [&](absl::Status s) {
+    seen = s;
+    done.Notify();
+  }).ok());
+  ctx->cancelled.store(true);
+  release.Notify();
+  done.WaitForNotification();
+  EXPECT_EQ(seen.code(), absl::StatusCode::kCancelled) << seen;
+}
+
+TEST(Engine, DrainingRefusesNewWorkButFinishesQueued) {
+  Engine engine(std::make_unique<CpuBackend>(2), EngineOptions{.queue_depth = 8});
+  std::atomic<int> ran{0};
+  for (int i = 0; i < 6; ++i) {
+    ASSERT_TRUE(engine.submit("t", job(), [&](absl::Status s) {
+      EXPECT_TRUE(s.ok());
+      absl::SleepFor(absl::Milliseconds(10));
+      ++ran;
+    }).ok());
+  }
+  engine.drain();
+  EXPECT_EQ(ran.load(), 6);
+  EXPECT_EQ(engine.submit("t", job(), [](absl::Status) {}).code(), absl::StatusCode::kUnavailable);
+}
+
+TEST(Engine, WorkersRunTasksConcurrently) {
+  // Two workers: two tasks that each wait for the other can only finish if both run at once.
+  Engine engine(std::make_unique<CpuBackend>(2), EngineOptions{.queue_depth = 8});
+  std::atomic<int> arrived{0};
+  std::atomic<int> finished{0};
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(engine.submit("t", job(), [&](absl::Status) {
+      ++arrived;
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (arrived.load() < 2 && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+      if (arrived.load() == 2) ++finished;
+    }).ok());
+  }
+  engine.drain();
+  EXPECT_EQ(finished.load(), 2);
+}
+
+}  // namespace
+}  // namespace gcompute::server
