@@ -31,7 +31,11 @@ struct CommandSpec {
 
 const std::vector<OptionSpec>& global_options() {
   static const std::vector<OptionSpec> options = {
-      {"server", ValueKind::kString, "HOST:PORT of the server (default 127.0.0.1:50051)"},
+      {"server", ValueKind::kString,
+       "HOST:PORT of the server (default 127.0.0.1:50051); several\n"
+       "                              as a comma-separated list, or dns:///NAME:PORT for\n"
+       "                              every address of NAME (requests are balanced; graph\n"
+       "                              requests go to the graph id's owner)"},
       {"timeout", ValueKind::kDouble, "deadline of the whole command in seconds (default 600)"},
       {"inline-limit", ValueKind::kUint,
        "upload operands in chunks above this many inline\n"
@@ -131,7 +135,20 @@ const std::vector<CommandSpec>& commands() {
        {{"next-hop", ValueKind::kString, "also write the next-hop matrix (int32) to this file"}},
        "all-pairs shortest paths of a stored graph",
        "Row and column k of OUT is vertex id k of the graph.\n"},
-      {{"info"}, {}, 0, {}, "print the server's version, backend, devices and limits", ""},
+      {{"info"},
+       {},
+       0,
+       {},
+       "print the server's version, backend, devices and limits",
+       "With several servers, prints each one's.\n"},
+      {{"health"},
+       {},
+       0,
+       {{"service", ValueKind::kString, "the service to ask about (default \"\": the server)"}},
+       "check grpc.health.v1 health",
+       "Prints each server's state (SERVING, NOT_SERVING, UNKNOWN, SERVICE_UNKNOWN) and exits\n"
+       "0 only if every server is SERVING, 1 otherwise (e.g. while it drains). For container\n"
+       "health checks: gcompute --server 127.0.0.1:50051 --timeout 3 health\n"},
   };
   return specs;
 }
@@ -195,7 +212,8 @@ std::string metavar(const OptionSpec& o) {
                                                            {"max-sweeps", "N"},
                                                            {"next-hop", "NEXT.npy"},
                                                            {"vertices", "N"},
-                                                           {"expected-version", "V"}};
+                                                           {"expected-version", "V"},
+                                                           {"service", "NAME"}};
   auto it = names.find(o.name);
   return it == names.end() ? "VALUE" : it->second;
 }

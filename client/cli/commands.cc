@@ -135,6 +135,7 @@ class Cli {
     if (cmd == "graph list") return graph_list();
     if (cmd == "graph apsp") return graph_apsp();
     if (cmd == "info") return info();
+    if (cmd == "health") return health();
     return absl::InternalError(absl::StrCat("command '", cmd, "' has no implementation"));
   }
 
@@ -372,10 +373,42 @@ class Cli {
     return write_apsp(*r);
   }
 
+  absl::Status health() {
+    bool all_serving = true;
+    const std::vector<std::string>& replicas = client_.replicas();
+    for (std::size_t r = 0; r < replicas.size(); ++r) {
+      auto state = client_.health_at(r, cl_.get("service"));
+      if (!state.ok()) {
+        if (replicas.size() == 1) return state.status();
+        out_ << replicas[r] << ": " << absl::StatusCodeToString(state.status().code()) << ": "
+             << state.status().message() << "\n";
+        all_serving = false;
+        continue;
+      }
+      static const char* const kNames[] = {"UNKNOWN", "SERVING", "NOT_SERVING", "SERVICE_UNKNOWN"};
+      out_ << replicas[r] << ": " << kNames[static_cast<int>(*state)] << "\n";
+      all_serving = all_serving && *state == client::HealthState::kServing;
+    }
+    if (!all_serving) return absl::UnavailableError("not every server is SERVING");
+    return absl::OkStatus();
+  }
+
   absl::Status info() {
-    auto i = client_.server_info();
+    const std::vector<std::string>& replicas = client_.replicas();
+    for (std::size_t r = 0; r < replicas.size(); ++r) {
+      if (r > 0) out_ << "\n";
+      if (absl::Status s = info_of(r, replicas[r]); !s.ok()) {
+        if (replicas.size() == 1) return s;
+        return absl::Status(s.code(), absl::StrCat(replicas[r], ": ", s.message()));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status info_of(std::size_t replica, const std::string& name) {
+    auto i = client_.server_info_at(replica);
     if (!i.ok()) return i.status();
-    out_ << "server: " << cl_.server << "\nversion: " << i->version << "\nbackend: " << i->backend
+    out_ << "server: " << name << "\nversion: " << i->version << "\nbackend: " << i->backend
          << "\n";
     if (!i->backend_note.empty()) out_ << "backend note: " << i->backend_note << "\n";
     for (const client::DeviceInfo& d : i->devices) {

@@ -1,5 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
-// The C++ client of the gcompute service. One Client per target; thread-safe (gRPC stubs are).
+// The C++ client of the gcompute service. Thread-safe (gRPC stubs are; the routing state is
+// locked).
+//
+// Several servers (replicas): ClientOptions::target may name several servers, "a:1,b:2", or
+// "dns:///NAME:PORT", which is resolved once, at construction, to every address of NAME (one
+// replica each). Requests then go to the replicas in turn (round robin); a request that needs
+// server-side state goes to the replica that holds it:
+//   - requests naming a stored graph go to the graph's owner: rendezvous (highest random
+//     weight) hashing of the graph id over the replica names, see graph_owner();
+//   - requests with a MatrixRef go to the replica that created the matrix; the client keeps
+//     that mapping for the matrices it created (upload_matrix, apsp_stored);
+//   - the automatic uploads of one call, the call itself and its automatic downloads all use
+//     one replica.
+// A stateless call whose replica answers UNAVAILABLE (down, draining) is retried on the next
+// replica while the deadline allows. Calls bound to one replica are not retried elsewhere.
 //
 // Every call runs under a deadline (ClientOptions::default_timeout unless CallOptions gives
 // one) that covers the whole call, including automatic uploads and downloads. Errors are
@@ -17,6 +31,7 @@
 #include <optional>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -30,7 +45,8 @@ using ProgressCallback = std::function<void(uint64_t done, uint64_t total)>;
 inline constexpr uint64_t kMiB = uint64_t{1} << 20;
 
 struct ClientOptions {
-  /// "HOST:PORT" (any gRPC target string).
+  /// "HOST:PORT" (any gRPC target string); several separated by commas ("a:1,b:2"); or
+  /// "dns:///NAME:PORT", resolved at construction to one replica per address of NAME.
   std::string target = "127.0.0.1:50051";
   /// Largest message sent or received; should match the server's --max-message-bytes.
   uint64_t max_message_bytes = 256 * kMiB;
@@ -131,6 +147,28 @@ struct PathResult {
 /// Default min(max_message_bytes / 2, 64 MiB) when options.inline_limit_bytes is 0.
 uint64_t effective_inline_limit(const ClientOptions& options);
 
+/// FNV-1a, 64 bits (offset basis 14695981039346656037, prime 1099511628211) of the bytes.
+uint64_t fnv1a64(const std::string& bytes);
+
+/// The rendezvous score of a replica for a graph id: fmix64(fnv1a64(replica + "|" + graph_id)),
+/// where fmix64 is MurmurHash3's 64-bit finaliser (h ^= h >> 33; h *= 0xff51afd7ed558ccd;
+/// h ^= h >> 33; h *= 0xc4ceb9fe1a85ec53; h ^= h >> 33).
+uint64_t rendezvous_score(const std::string& replica, const std::string& graph_id);
+
+/// The replica that owns `graph_id` among `replicas` (names as written in the target, or
+/// "IP:PORT" / "[IPv6]:PORT" for resolved dns:/// targets): the index with the highest
+/// rendezvous_score; on a tie the smaller name wins. Rendezvous hashing: removing a replica
+/// moves only the graphs it owned. 0 when there is one replica.
+std::size_t graph_owner(const std::vector<std::string>& replicas, const std::string& graph_id);
+
+/// The replica names a target expands to: a comma-separated list as written (trimmed, empty
+/// entries are an error), or for "dns:///NAME:PORT" every address NAME resolves to, sorted,
+/// as "IP:PORT" or "[IPv6]:PORT". Any other target is one replica.
+absl::StatusOr<std::vector<std::string>> expand_target(const std::string& target);
+
+/// The state grpc.health.v1.Health/Check reported.
+enum class HealthState : int { kUnknown = 0, kServing = 1, kNotServing = 2, kServiceUnknown = 3 };
+
 class Client {
  public:
   explicit Client(ClientOptions options = {});
@@ -166,12 +204,14 @@ class Client {
   absl::StatusOr<HostMatrix> download_matrix(const MatrixRef& ref, const CallOptions& call = {});
   absl::Status delete_matrix(const MatrixRef& ref, const CallOptions& call = {});
 
-  /// graph_id empty: the server picks one. Edge ids are ignored.
+  /// graph_id empty: the server picks one (with several replicas the client picks a random
+  /// "g-" + 16 hex digits id instead, so that it knows the owner). Edge ids are ignored.
   absl::StatusOr<GraphInfo> create_graph(const std::string& graph_id, uint64_t num_vertices,
                                          const std::vector<Hyperedge>& edges,
                                          const CallOptions& call = {});
   absl::StatusOr<GraphSnapshot> get_graph(const std::string& graph_id,
                                           const CallOptions& call = {});
+  /// Every replica's graphs, merged and sorted by id; fails if any replica fails.
   absl::StatusOr<std::vector<GraphInfo>> list_graphs(const CallOptions& call = {});
   absl::Status delete_graph(const std::string& graph_id, const CallOptions& call = {});
   absl::StatusOr<ApplyEditsResult> apply_edits(const std::string& graph_id,
@@ -179,7 +219,21 @@ class Client {
                                                std::optional<uint64_t> expected_version = {},
                                                const CallOptions& call = {});
 
+  /// The info of one replica (round robin).
   absl::StatusOr<ServerInfo> server_info(const CallOptions& call = {});
+  /// The info of replica `replica` (an index into replicas()).
+  absl::StatusOr<ServerInfo> server_info_at(std::size_t replica, const CallOptions& call = {});
+
+  /// grpc.health.v1.Health/Check of replica `replica` for `service` ("" = the whole server).
+  absl::StatusOr<HealthState> health_at(std::size_t replica, const std::string& service = "",
+                                        const CallOptions& call = {});
+
+  /// The replica names (see expand_target); one entry for a single server.
+  const std::vector<std::string>& replicas() const;
+  /// The replica that graph requests for `graph_id` go to.
+  std::size_t replica_for_graph(const std::string& graph_id) const;
+  /// The replica that created a stored matrix, if this client knows it.
+  std::optional<std::size_t> replica_for_matrix(const MatrixRef& ref) const;
 
   /// Opaque implementation (gRPC channel and stub); named here only for client.cc.
   struct Impl;

@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Offline checks of deploy/k8s (kustomize base) and deploy/compose.
+
+Renders the base with `kubectl kustomize` when kubectl is on PATH (else loads the files the
+kustomization lists) and checks, with python3-yaml, what a cluster would only reveal at run
+time: the GPU request, gRPC probes on the gRPC port, a grace period longer than the drain,
+Prometheus annotations, a headless Service whose selector matches the pods, a ServiceMonitor
+and PodDisruptionBudget that select them, a non-root pod. The compose file gets the same kind
+of checks (GPU reservation, mounts that exist, stop grace period).
+"""
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import yaml
+
+
+def render(k8s_dir):
+    if shutil.which("kubectl"):
+        out = subprocess.run(["kubectl", "kustomize", k8s_dir], capture_output=True, text=True, timeout=120)
+        if out.returncode != 0:
+            sys.exit(f"FAIL: kubectl kustomize: {out.stderr}")
+        print("rendered with kubectl kustomize")
+        return list(yaml.safe_load_all(out.stdout))
+    kust = yaml.safe_load(open(os.path.join(k8s_dir, "kustomization.yaml")))
+    docs = []
+    for res in kust["resources"]:
+        docs += list(yaml.safe_load_all(open(os.path.join(k8s_dir, res))))
+    print("kubectl not found: checked the listed resources without kustomize")
+    return docs
+
+
+def matches(selector, labels):
+    return all(labels.get(k) == v for k, v in selector.items())
+
+
+def flag(args, name):
+    for a in args:
+        m = re.match(rf"--{name}=(.*)", a)
+        if m:
+            return m.group(1)
+    return None
+
+
+def check_k8s(docs):
+    by_kind = {}
+    for d in docs:
+        assert d and "kind" in d and "apiVersion" in d and d.get("metadata", {}).get("name"), d
+        by_kind.setdefault(d["kind"], []).append(d)
+    for kind in ("Deployment", "Service", "ServiceMonitor", "PodDisruptionBudget"):
+        assert len(by_kind.get(kind, [])) == 1, f"expected one {kind}, got {len(by_kind.get(kind, []))}"
+    dep, svc = by_kind["Deployment"][0], by_kind["Service"][0]
+    mon, pdb = by_kind["ServiceMonitor"][0], by_kind["PodDisruptionBudget"][0]
+    assert dep["apiVersion"] == "apps/v1" and pdb["apiVersion"] == "policy/v1"
+    assert mon["apiVersion"] == "monitoring.coreos.com/v1"
+    pod = dep["spec"]["template"]
+    labels = pod["metadata"]["labels"]
+    assert matches(dep["spec"]["selector"]["matchLabels"], labels), "Deployment selector misses its pods"
+    spec = pod["spec"]
+    (c,) = spec["containers"]
+    args = c.get("args", []) + c.get("command", [])
+    ports = {p["name"]: p["containerPort"] for p in c["ports"]}
+    listen, mlisten = flag(args, "listen"), flag(args, "metrics-listen")
+    assert listen and listen.startswith("0.0.0.0:"), f"--listen {listen}: must listen on all pod addresses"
+    assert mlisten and mlisten.startswith("0.0.0.0:")
+    assert int(listen.rsplit(":", 1)[1]) == ports["grpc"] and int(mlisten.rsplit(":", 1)[1]) == ports["metrics"]
+    # GPU.
+    for section in ("limits", "requests"):
+        assert str(c["resources"][section].get("nvidia.com/gpu")) == "1", f"nvidia.com/gpu {section}"
+    # Probes: native gRPC on the gRPC port; liveness must outlast the drain.
+    drain = int(flag(args, "drain-seconds") or 30)
+    for probe in ("livenessProbe", "readinessProbe", "startupProbe"):
+        p = c[probe]
+        assert "grpc" in p and p["grpc"]["port"] == ports["grpc"], f"{probe} is not a gRPC probe on {ports['grpc']}"
+    live = c["livenessProbe"]
+    assert live["periodSeconds"] * live["failureThreshold"] > drain, "liveness would kill a draining pod"
+    grace = spec["terminationGracePeriodSeconds"]
+    assert drain + 5 <= grace <= drain + 60, f"terminationGracePeriodSeconds {grace} vs --drain-seconds {drain}"
+    # Prometheus annotations point at the metrics port.
+    ann = pod["metadata"]["annotations"]
+    assert ann["prometheus.io/scrape"] == "true" and int(ann["prometheus.io/port"]) == ports["metrics"]
+    # Non-root, no privilege escalation.
+    assert spec["securityContext"]["runAsNonRoot"] is True
+    assert c["securityContext"]["allowPrivilegeEscalation"] is False
+    # Headless Service selecting the pods, named ports that exist.
+    assert svc["spec"].get("clusterIP") == "None", "Service must be headless for client-side balancing"
+    assert matches(svc["spec"]["selector"], labels)
+    svc_ports = {p["name"]: p for p in svc["spec"]["ports"]}
+    for name in ("grpc", "metrics"):
+        tp = svc_ports[name]["targetPort"]
+        assert tp == name or tp == ports[name], f"Service port {name} targets {tp}"
+    # ServiceMonitor selects the Service and scrapes a port it has.
+    assert matches(mon["spec"]["selector"]["matchLabels"], svc["metadata"]["labels"])
+    assert all(e["port"] in svc_ports for e in mon["spec"]["endpoints"])
+    # PDB selects the pods and allows progress.
+    assert matches(pdb["spec"]["selector"]["matchLabels"], labels)
+    assert "maxUnavailable" in pdb["spec"] or "minAvailable" in pdb["spec"]
+    print(f"k8s: {len(docs)} objects OK (drain {drain} s, grace {grace} s)")
+
+
+def check_compose(path):
+    d = yaml.safe_load(open(path))
+    base = os.path.dirname(path)
+    svc = d["services"]
+    assert {"gcompute", "prometheus", "grafana"} <= set(svc), set(svc)
+    g = svc["gcompute"]
+    (dev,) = g["deploy"]["resources"]["reservations"]["devices"]
+    assert dev["driver"] == "nvidia" and "gpu" in dev["capabilities"]
+    drain = int(flag(g["command"], "drain-seconds") or 30)
+    grace = int(g["stop_grace_period"].rstrip("s"))
+    assert grace > drain, f"stop_grace_period {grace} s <= drain {drain} s"
+    for name in ("prometheus", "grafana"):
+        for v in svc[name].get("volumes", []):
+            src = v.split(":")[0]
+            if src.startswith("."):
+                assert os.path.exists(os.path.join(base, src)), f"{name} mounts missing {src}"
+    print("compose: OK")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--source", required=True)
+    a = ap.parse_args()
+    check_k8s(render(os.path.join(a.source, "deploy", "k8s")))
+    check_compose(os.path.join(a.source, "deploy", "compose", "docker-compose.yml"))
+    print("PASS")
+
+
+if __name__ == "__main__":
+    main()
