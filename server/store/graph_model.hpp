@@ -40,6 +40,17 @@ struct GraphSnapshot {
   friend bool operator==(const GraphSnapshot&, const GraphSnapshot&) = default;
 };
 
+/// A graph with everything needed to continue it exactly (persistence, graph_wal.hpp): its
+/// contents and version, and the id counters (ids are never reused, so after deletions the
+/// counters are not derivable from the contents).
+struct GraphImage {
+  GraphSnapshot graph;
+  std::uint64_t next_vertex_id = 0;  ///< the id the next add_vertex gets
+  std::uint64_t next_edge_id = 0;    ///< the id the next add_edge gets
+
+  friend bool operator==(const GraphImage&, const GraphImage&) = default;
+};
+
 /// Adds a vertex; its id is returned in EditResult::vertex_id.
 struct AddVertex {};
 /// Removes the vertex from every incident edge; edges left without tails or without heads

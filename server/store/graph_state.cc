@@ -125,6 +125,61 @@ GraphSnapshot GraphState::snapshot(const std::string& graph_id) const {
   return snap;
 }
 
+// ---- persistence (graph_wal.hpp) ---------------------------------------------------------
+
+absl::StatusOr<GraphState> GraphState::restore(const GraphImage& image, const GraphLimits& limits) {
+  const GraphSnapshot& g = image.graph;
+  if (g.info.version == 0) return absl::InvalidArgumentError("image: version is 0");
+  if (g.vertices.size() > limits.max_vertices || g.edges.size() > limits.max_edges) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "image: ", g.vertices.size(), " vertices and ", g.edges.size(),
+        " edges are more than the limits of ", limits.max_vertices, " and ", limits.max_edges));
+  }
+  GraphState out;
+  out.vertices_.reserve(g.vertices.size());
+  for (std::size_t i = 0; i < g.vertices.size(); ++i) {
+    const std::uint64_t v = g.vertices[i];
+    if ((i > 0 && v <= g.vertices[i - 1]) || v >= image.next_vertex_id) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("image: vertices[", i, "] = ", v,
+                       " is not ascending or not below next_vertex_id = ", image.next_vertex_id));
+    }
+    out.vertices_.emplace(v, Vertex{});
+  }
+  out.edges_.reserve(g.edges.size());
+  for (std::size_t i = 0; i < g.edges.size(); ++i) {
+    const Hyperedge& e = g.edges[i];
+    const std::string field = absl::StrCat("image: edges[", i, "] (id ", e.id, ")");
+    if ((i > 0 && e.id <= g.edges[i - 1].id) || e.id >= image.next_edge_id) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, " is not ascending or not below next_edge_id = ", image.next_edge_id));
+    }
+    if (e.tails.empty() || e.heads.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(field, " has no tails or no heads"));
+    }
+    for (const auto& [ids, name] : {std::pair{&e.tails, ".tails"}, std::pair{&e.heads, ".heads"}}) {
+      for (std::uint64_t v : *ids) {
+        if (!out.vertices_.contains(v)) {
+          return absl::InvalidArgumentError(absl::StrCat(field, name, " names missing vertex ", v));
+        }
+      }
+      if (absl::Status s = check_distinct(*ids, absl::StrCat(field, name)); !s.ok()) return s;
+    }
+    if (absl::Status s = check_finite(e.weight, absl::StrCat(field, ".weight")); !s.ok()) return s;
+    Edge edge{e.tails, e.heads, e.weight};
+    out.attach(e.id, edge);
+    out.edges_.emplace(e.id, std::move(edge));
+  }
+  out.next_vertex_id_ = image.next_vertex_id;
+  out.next_edge_id_ = image.next_edge_id;
+  out.version_ = g.info.version;
+  return out;
+}
+
+GraphImage GraphState::image(const std::string& graph_id) const {
+  return GraphImage{snapshot(graph_id), next_vertex_id_, next_edge_id_};
+}
+
 // ---- primitive changes and undo ---------------------------------------------------------
 
 void GraphState::attach(std::uint64_t id, const Edge& edge) {

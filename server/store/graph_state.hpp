@@ -51,6 +51,15 @@ class GraphState {
   static absl::StatusOr<GraphState> create(std::uint64_t num_vertices, std::vector<Hyperedge> edges,
                                            const GraphLimits& limits);
 
+  /// Rebuilds a graph exactly as image describes it (persistence: snapshot recovery).
+  /// INVALID_ARGUMENT (naming the element) if the image is inconsistent: ids not ascending
+  /// or not below the counters, an edge naming a missing vertex, repeated or empty
+  /// tails/heads, a non-finite weight, version 0; RESOURCE_EXHAUSTED past the limits.
+  static absl::StatusOr<GraphState> restore(const GraphImage& image, const GraphLimits& limits);
+
+  /// snapshot() plus the id counters.
+  GraphImage image(const std::string& graph_id) const;
+
   std::uint64_t version() const { return version_; }
   std::uint64_t num_vertices() const { return vertices_.size(); }
   std::uint64_t num_edges() const { return edges_.size(); }

@@ -175,6 +175,45 @@ absl::StatusOr<DenseGraph> GraphStore::to_dense(const std::string& graph_id, ker
   return dense;
 }
 
+absl::Status GraphStore::restore(const GraphImage& image) {
+  const std::string& graph_id = image.graph.info.graph_id;
+  if (absl::Status s = validate_graph_id(graph_id); !s.ok()) return s;
+  absl::StatusOr<GraphState> state = GraphState::restore(image, options_.limits);
+  if (!state.ok()) {
+    return absl::Status(state.status().code(),
+                        absl::StrCat("graph ", quote_id(graph_id), ": ", state.status().message()));
+  }
+  absl::MutexLock lock(&mu_);
+  if (graphs_.contains(graph_id)) {
+    return absl::AlreadyExistsError(absl::StrCat("graph ", quote_id(graph_id), " already exists"));
+  }
+  auto entry = std::make_shared<Entry>();
+  {
+    absl::MutexLock entry_lock(&entry->mu);
+    entry->state = *std::move(state);
+  }
+  graphs_.emplace(graph_id, std::move(entry));
+  return absl::OkStatus();
+}
+
+absl::Status GraphStore::checkpoint(
+    absl::FunctionRef<absl::Status(const std::vector<std::pair<std::string, const GraphState*>>&)>
+        fn) const ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  // Lock order as everywhere: the store mutex, then graph mutexes. A batch in progress holds
+  // its graph's mutex until it has committed, so once every graph mutex is held shared,
+  // nothing is half-done.
+  absl::ReaderMutexLock lock(&mu_);
+  std::vector<std::pair<std::string, const GraphState*>> graphs;
+  graphs.reserve(graphs_.size());
+  for (const auto& [id, entry] : graphs_) {
+    entry->mu.ReaderLock();
+    graphs.emplace_back(id, &entry->state);
+  }
+  absl::Status status = fn(graphs);
+  for (const auto& [id, entry] : graphs_) entry->mu.ReaderUnlock();
+  return status;
+}
+
 std::size_t GraphStore::size() const {
   absl::ReaderMutexLock lock(&mu_);
   return graphs_.size();

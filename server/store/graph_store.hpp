@@ -20,9 +20,11 @@
 #include <random>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -101,6 +103,20 @@ class GraphStore {
 
   /// Number of graphs.
   std::size_t size() const;
+
+  // ---- persistence (graph_wal.hpp) ----------------------------------------------------
+  /// Adds a graph exactly as `image` describes it (id counters and version included),
+  /// without calling the listener: recovery from a snapshot. INVALID_ARGUMENT for a bad id
+  /// or an inconsistent image, ALREADY_EXISTS if the id is taken.
+  absl::Status restore(const GraphImage& image);
+
+  /// Every graph in a consistent cut: `fn` gets each graph's state while no change can start
+  /// or be in progress (the store mutex and every graph's mutex are held shared: reads go
+  /// on, create/apply/remove wait). The snapshot writer rotates its log inside `fn`, so the
+  /// snapshot holds exactly the changes logged before the rotation.
+  absl::Status checkpoint(
+      absl::FunctionRef<absl::Status(const std::vector<std::pair<std::string, const GraphState*>>&)>
+          fn) const;
 
   /// GraphState::check_invariants over every graph, naming the graph. For tests.
   absl::Status check_invariants() const;

@@ -1,0 +1,299 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "store/graph_codec.hpp"
+
+#include <array>
+#include <bit>
+#include <cstring>
+#include <type_traits>
+
+#include "absl/strings/str_cat.h"
+
+namespace gcompute::server::codec {
+namespace {
+
+constexpr std::array<std::uint32_t, 256> make_crc_table() {
+  std::array<std::uint32_t, 256> t{};
+  for (std::uint32_t i = 0; i < 256; ++i) {
+    std::uint32_t c = i;
+    for (int k = 0; k < 8; ++k) c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+    t[i] = c;
+  }
+  return t;
+}
+constexpr std::array<std::uint32_t, 256> kCrcTable = make_crc_table();
+
+// Edit tags on disk. Never renumber: logs outlive releases.
+enum Tag : std::uint8_t {
+  kAddVertex = 1,
+  kDeleteVertex = 2,
+  kAddEdge = 3,
+  kDeleteEdge = 4,
+  kSetWeight = 5,
+  kDecomposeVertex = 6,
+};
+
+}  // namespace
+
+std::uint32_t crc32c(std::uint32_t crc, const void* data, std::size_t size) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  crc = ~crc;
+  for (std::size_t i = 0; i < size; ++i) crc = kCrcTable[(crc ^ p[i]) & 0xFF] ^ (crc >> 8);
+  return ~crc;
+}
+
+void Writer::u32_fixed(std::uint32_t v) {
+  for (int i = 0; i < 4; ++i) u8(static_cast<std::uint8_t>(v >> (8 * i)));
+}
+
+void Writer::u64_fixed(std::uint64_t v) {
+  for (int i = 0; i < 8; ++i) u8(static_cast<std::uint8_t>(v >> (8 * i)));
+}
+
+void Writer::varint(std::uint64_t v) {
+  while (v >= 0x80) {
+    u8(static_cast<std::uint8_t>(v | 0x80));
+    v >>= 7;
+  }
+  u8(static_cast<std::uint8_t>(v));
+}
+
+void Writer::f64(double v) {
+  u64_fixed(std::bit_cast<std::uint64_t>(v));
+}
+
+void Writer::bytes(std::string_view s) {
+  varint(s.size());
+  out_.append(s.data(), s.size());
+}
+
+void Writer::ids(const std::vector<std::uint64_t>& ids) {
+  varint(ids.size());
+  for (std::uint64_t id : ids) varint(id);
+}
+
+absl::Status Reader::need(std::size_t n, const char* what) const {
+  if (n > left()) {
+    return absl::DataLossError(absl::StrCat("truncated encoding: ", what, " needs ", n,
+                                            " bytes at offset ", pos_, ", ", left(), " left"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Reader::u8(std::uint8_t& v) {
+  if (absl::Status s = need(1, "a byte"); !s.ok()) return s;
+  v = static_cast<std::uint8_t>(in_[pos_++]);
+  return absl::OkStatus();
+}
+
+absl::Status Reader::u32_fixed(std::uint32_t& v) {
+  if (absl::Status s = need(4, "a u32"); !s.ok()) return s;
+  v = 0;
+  for (int i = 0; i < 4; ++i) v |= std::uint32_t{static_cast<std::uint8_t>(in_[pos_++])} << (8 * i);
+  return absl::OkStatus();
+}
+
+absl::Status Reader::u64_fixed(std::uint64_t& v) {
+  if (absl::Status s = need(8, "a u64"); !s.ok()) return s;
+  v = 0;
+  for (int i = 0; i < 8; ++i) v |= std::uint64_t{static_cast<std::uint8_t>(in_[pos_++])} << (8 * i);
+  return absl::OkStatus();
+}
+
+absl::Status Reader::varint(std::uint64_t& v) {
+  v = 0;
+  for (int shift = 0; shift < 64; shift += 7) {
+    std::uint8_t b = 0;
+    if (absl::Status s = u8(b); !s.ok()) return s;
+    v |= std::uint64_t{b & 0x7Fu} << shift;
+    if ((b & 0x80) == 0) return absl::OkStatus();
+  }
+  return absl::DataLossError(absl::StrCat("varint longer than 10 bytes at offset ", pos_));
+}
+
+absl::Status Reader::f64(double& v) {
+  std::uint64_t bits = 0;
+  if (absl::Status s = u64_fixed(bits); !s.ok()) return s;
+  v = std::bit_cast<double>(bits);
+  return absl::OkStatus();
+}
+
+absl::Status Reader::bytes(std::string& s) {
+  std::uint64_t n = 0;
+  if (absl::Status st = varint(n); !st.ok()) return st;
+  if (absl::Status st = need(n, "a string"); !st.ok()) return st;
+  s.assign(in_.data() + pos_, n);
+  pos_ += n;
+  return absl::OkStatus();
+}
+
+absl::Status Reader::ids(std::vector<std::uint64_t>& ids) {
+  std::uint64_t n = 0;
+  if (absl::Status s = varint(n); !s.ok()) return s;
+  // Each id takes at least one byte: refuse counts the input cannot hold before reserving.
+  if (absl::Status s = need(n, "an id list"); !s.ok()) return s;
+  ids.resize(n);
+  for (auto& id : ids) {
+    if (absl::Status s = varint(id); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+void encode_edge_body(Writer& w, const Hyperedge& e) {
+  w.ids(e.tails);
+  w.ids(e.heads);
+  w.f64(e.weight);
+}
+
+absl::Status decode_edge_body(Reader& r, Hyperedge& e) {
+  if (absl::Status s = r.ids(e.tails); !s.ok()) return s;
+  if (absl::Status s = r.ids(e.heads); !s.ok()) return s;
+  return r.f64(e.weight);
+}
+
+void encode_edit(Writer& w, const Edit& edit) {
+  std::visit(
+      [&w](const auto& e) {
+        using T = std::decay_t<decltype(e)>;
+        if constexpr (std::is_same_v<T, AddVertex>) {
+          w.u8(kAddVertex);
+        } else if constexpr (std::is_same_v<T, DeleteVertex>) {
+          w.u8(kDeleteVertex);
+          w.varint(e.vertex_id);
+        } else if constexpr (std::is_same_v<T, AddEdge>) {
+          w.u8(kAddEdge);
+          w.ids(e.tails);
+          w.ids(e.heads);
+          w.f64(e.weight);
+        } else if constexpr (std::is_same_v<T, DeleteEdge>) {
+          w.u8(kDeleteEdge);
+          w.varint(e.edge_id);
+        } else if constexpr (std::is_same_v<T, SetWeight>) {
+          w.u8(kSetWeight);
+          w.varint(e.edge_id);
+          w.f64(e.weight);
+        } else {
+          static_assert(std::is_same_v<T, DecomposeVertex>);
+          w.u8(kDecomposeVertex);
+          w.varint(e.vertex_id);
+          w.ids(e.move_edge_ids);
+          w.f64(e.joining_weight);
+        }
+      },
+      edit);
+}
+
+absl::StatusOr<Edit> decode_edit(Reader& r) {
+  std::uint8_t tag = 0;
+  if (absl::Status s = r.u8(tag); !s.ok()) return s;
+  absl::Status s;
+  switch (tag) {
+    case kAddVertex:
+      return Edit{AddVertex{}};
+    case kDeleteVertex: {
+      DeleteVertex e;
+      if (s = r.varint(e.vertex_id); !s.ok()) return s;
+      return Edit{e};
+    }
+    case kAddEdge: {
+      AddEdge e;
+      if (s = r.ids(e.tails); !s.ok()) return s;
+      if (s = r.ids(e.heads); !s.ok()) return s;
+      if (s = r.f64(e.weight); !s.ok()) return s;
+      return Edit{std::move(e)};
+    }
+    case kDeleteEdge: {
+      DeleteEdge e;
+      if (s = r.varint(e.edge_id); !s.ok()) return s;
+      return Edit{e};
+    }
+    case kSetWeight: {
+      SetWeight e;
+      if (s = r.varint(e.edge_id); !s.ok()) return s;
+      if (s = r.f64(e.weight); !s.ok()) return s;
+      return Edit{e};
+    }
+    case kDecomposeVertex: {
+      DecomposeVertex e;
+      if (s = r.varint(e.vertex_id); !s.ok()) return s;
+      if (s = r.ids(e.move_edge_ids); !s.ok()) return s;
+      if (s = r.f64(e.joining_weight); !s.ok()) return s;
+      return Edit{std::move(e)};
+    }
+    default:
+      break;
+  }
+  return absl::DataLossError(absl::StrCat("unknown edit tag ", tag, " at offset ", r.pos() - 1));
+}
+
+void encode_edits(Writer& w, std::span<const Edit> edits) {
+  w.varint(edits.size());
+  for (const Edit& e : edits) encode_edit(w, e);
+}
+
+absl::StatusOr<std::vector<Edit>> decode_edits(Reader& r) {
+  std::uint64_t n = 0;
+  if (absl::Status s = r.varint(n); !s.ok()) return s;
+  if (n > r.left()) return absl::DataLossError(absl::StrCat("edit count ", n, " is corrupt"));
+  std::vector<Edit> edits;
+  edits.reserve(n);
+  for (std::uint64_t i = 0; i < n; ++i) {
+    absl::StatusOr<Edit> e = decode_edit(r);
+    if (!e.ok()) return e.status();
+    edits.push_back(*std::move(e));
+  }
+  return edits;
+}
+
+void encode_image(Writer& w, const GraphImage& image) {
+  const GraphSnapshot& g = image.graph;
+  w.bytes(g.info.graph_id);
+  w.varint(g.info.version);
+  w.varint(image.next_vertex_id);
+  w.varint(image.next_edge_id);
+  // Ascending ids: deltas keep dense id ranges at one byte per vertex.
+  w.varint(g.vertices.size());
+  std::uint64_t prev = 0;
+  for (std::uint64_t v : g.vertices) {
+    w.varint(v - prev);
+    prev = v;
+  }
+  w.varint(g.edges.size());
+  for (const Hyperedge& e : g.edges) {
+    w.varint(e.id);
+    encode_edge_body(w, e);
+  }
+}
+
+absl::StatusOr<GraphImage> decode_image(Reader& r) {
+  GraphImage image;
+  GraphSnapshot& g = image.graph;
+  absl::Status s;
+  if (s = r.bytes(g.info.graph_id); !s.ok()) return s;
+  if (s = r.varint(g.info.version); !s.ok()) return s;
+  if (s = r.varint(image.next_vertex_id); !s.ok()) return s;
+  if (s = r.varint(image.next_edge_id); !s.ok()) return s;
+  std::uint64_t n = 0;
+  if (s = r.varint(n); !s.ok()) return s;
+  if (n > r.left()) return absl::DataLossError(absl::StrCat("vertex count ", n, " is corrupt"));
+  g.vertices.resize(n);
+  std::uint64_t prev = 0;
+  for (auto& v : g.vertices) {
+    std::uint64_t delta = 0;
+    if (s = r.varint(delta); !s.ok()) return s;
+    v = prev + delta;
+    prev = v;
+  }
+  std::uint64_t m = 0;
+  if (s = r.varint(m); !s.ok()) return s;
+  if (m > r.left()) return absl::DataLossError(absl::StrCat("edge count ", m, " is corrupt"));
+  g.edges.resize(m);
+  for (Hyperedge& e : g.edges) {
+    if (s = r.varint(e.id); !s.ok()) return s;
+    if (s = decode_edge_body(r, e); !s.ok()) return s;
+  }
+  g.info.num_vertices = g.vertices.size();
+  g.info.num_edges = g.edges.size();
+  return image;
+}
+
+}  // namespace gcompute::server::codec

@@ -1,0 +1,247 @@
+// SPDX-License-Identifier: Apache-2.0
+// ApspCache: incremental updates (new edges and hyperedges, lowered weights, new vertices)
+// against a full recomputation (plain Floyd-Warshall in double) on random graphs and random
+// edit sequences; misses for deletions and raised weights; negative cycles made by an edit;
+// next hops that trace shortest, loop-free paths; hits; LRU eviction.
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "store/apsp_cache.hpp"
+#include "store/graph_store.hpp"
+
+namespace gcompute::server {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+std::vector<float> dense_f32(GraphStore& store, const std::string& id) {
+  DenseGraph d = *store.to_dense(id, kernels::DType::kF32, 1u << 30);
+  std::vector<float> w(d.weights.size() / 4);
+  std::memcpy(w.data(), d.weights.data(), d.weights.size());
+  return w;
+}
+
+/// The oracle: Floyd-Warshall in double on the f32 weights. Returns false on a negative cycle.
+bool oracle(const std::vector<float>& w, std::size_t n, std::vector<double>& d) {
+  d.assign(n * n, kInf);
+  for (std::size_t i = 0; i < n * n; ++i) d[i] = w[i];
+  for (std::size_t i = 0; i < n; ++i) d[i * n + i] = std::min(0.0, d[i * n + i]);
+  for (std::size_t k = 0; k < n; ++k)
+    for (std::size_t i = 0; i < n; ++i)
+      for (std::size_t j = 0; j < n; ++j)
+        if (d[i * n + k] + d[k * n + j] < d[i * n + j]) d[i * n + j] = d[i * n + k] + d[k * n + j];
+  for (std::size_t i = 0; i < n; ++i)
+    if (d[i * n + i] < 0) return false;
+  return true;
+}
+
+/// A full f32 result with next hops, as the kernels define them (the cache's seed).
+ApspResult full_result(GraphStore& store, const GraphSnapshot& snap) {
+  const std::size_t n = snap.vertices.size();
+  std::vector<float> w = dense_f32(store, snap.info.graph_id);
+  ApspResult r;
+  r.version = snap.info.version;
+  r.vertex_ids = snap.vertices;
+  r.distances = w;
+  r.next_hop.assign(n * n, -1);
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t j = 0; j < n; ++j) {
+      if (std::isfinite(w[i * n + j])) r.next_hop[i * n + j] = static_cast<std::int32_t>(j);
+    }
+    r.distances[i * n + i] = std::min(0.0f, r.distances[i * n + i]);
+    r.next_hop[i * n + i] = static_cast<std::int32_t>(i);
+  }
+  for (std::size_t k = 0; k < n; ++k)
+    for (std::size_t i = 0; i < n; ++i)
+      for (std::size_t j = 0; j < n; ++j) {
+        const float c = r.distances[i * n + k] + r.distances[k * n + j];
+        if (c < r.distances[i * n + j]) {
+          r.distances[i * n + j] = c;
+          r.next_hop[i * n + j] = r.next_hop[i * n + k];
+        }
+      }
+  return r;
+}
+
+/// Distances match the oracle, and every next-hop path is a loop-free shortest path.
+void check(const ApspResult& r, const std::vector<float>& w, const std::vector<double>& want,
+           std::size_t n) {
+  ASSERT_EQ(r.distances.size(), n * n);
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t j = 0; j < n; ++j) {
+      const double got = r.distances[i * n + j], exp = want[i * n + j];
+      if (std::isinf(exp)) {
+        ASSERT_TRUE(std::isinf(got)) << i << "," << j << ": " << got;
+        if (!r.next_hop.empty()) ASSERT_EQ(r.next_hop[i * n + j], -1);
+        continue;
+      }
+      ASSERT_NEAR(got, exp, 1e-4 * (1 + std::abs(exp))) << i << "," << j;
+      if (r.next_hop.empty() || i == j) continue;
+      double length = 0;
+      std::size_t at = i, steps = 0;
+      while (at != j) {
+        const std::int32_t nx = r.next_hop[at * n + j];
+        ASSERT_GE(nx, 0) << "path " << i << "->" << j << " breaks at " << at;
+        ASSERT_LT(steps++, n) << "path " << i << "->" << j << " loops";
+        length += w[at * n + static_cast<std::size_t>(nx)];
+        at = static_cast<std::size_t>(nx);
+      }
+      ASSERT_NEAR(length, exp, 1e-4 * (1 + std::abs(exp))) << "path " << i << "->" << j;
+    }
+  }
+}
+
+TEST(ApspCache, IncrementalUpdatesMatchFullRecomputation) {
+  std::mt19937_64 rng(2024);
+  int incremental = 0, misses = 0, hits = 0, cycles = 0;
+  for (int trial = 0; trial < 12; ++trial) {
+    GraphStore store;
+    ApspCache::Options o;
+    o.max_pairs_per_vertex = 1e9;  // always incremental when allowed: exercise it
+    ApspCache cache(o);
+    const std::uint64_t n0 = 1 + rng() % 23;  // 1x1 .. primes and ragged sizes
+    std::vector<Hyperedge> edges;
+    for (std::uint64_t e = 0; e < n0 * 2; ++e) {
+      edges.push_back(
+          Hyperedge{0, {rng() % n0}, {rng() % n0}, 1.0 + static_cast<double>(rng() % 90) / 7});
+    }
+    ASSERT_TRUE(store.create("g", n0, edges).ok());
+    GraphSnapshot snap = *store.get("g");
+    cache.put(snap, full_result(store, snap));
+    for (int step = 0; step < 25; ++step) {
+      std::vector<std::uint64_t> vs = snap.vertices;
+      std::vector<Edit> batch;
+      bool monotone = true;  // only adds edges/vertices or lowers weights
+      const int kind = static_cast<int>(rng() % 10);
+      auto v = [&] { return vs[rng() % vs.size()]; };
+      const double w = static_cast<double>(static_cast<int>(rng() % 120) - 15) / 8;  // some < 0
+      if (kind < 4) {
+        batch.push_back(AddEdge{{v()}, {v()}, w});
+      } else if (kind < 5) {  // a hyperedge: every tail -> every head
+        std::vector<std::uint64_t> t{v()}, h{v()};
+        if (vs.size() > 1) {
+          for (std::uint64_t x : vs) {
+            if (x != t[0] && t.size() < 2) t.push_back(x);
+          }
+          for (std::uint64_t x : vs) {
+            if (x != h[0] && h.size() < 2) h.push_back(x);
+          }
+        }
+        batch.push_back(AddEdge{t, h, std::abs(w) + 0.5});
+      } else if (kind < 7 && !snap.edges.empty()) {  // lower a weight
+        const Hyperedge& e = snap.edges[rng() % snap.edges.size()];
+        batch.push_back(SetWeight{e.id, e.weight - 1 - static_cast<double>(rng() % 4)});
+      } else if (kind < 8) {  // a new vertex with an edge into the graph
+        batch.push_back(AddVertex{});
+        batch.push_back(AddEdge{{snap.vertices.empty() ? 0 : v()}, {v()}, 3});
+      } else if (kind < 9 && !snap.edges.empty()) {  // raise a weight: not incremental
+        const Hyperedge& e = snap.edges[rng() % snap.edges.size()];
+        batch.push_back(SetWeight{e.id, e.weight + 5});
+        monotone = false;
+      } else if (!snap.edges.empty()) {  // delete an edge: not incremental
+        batch.push_back(DeleteEdge{snap.edges[rng() % snap.edges.size()].id});
+        monotone = false;
+      } else {
+        batch.push_back(AddVertex{});
+      }
+      ASSERT_TRUE(store.apply("g", std::nullopt, batch).ok());
+      snap = *store.get("g");
+      const std::size_t n = snap.vertices.size();
+      const std::vector<float> weights = dense_f32(store, "g");
+      std::vector<double> want;
+      const bool acyclic = oracle(weights, n, want);
+
+      absl::StatusOr<ApspCache::Answer> a = cache.lookup(snap, /*need_next_hop=*/true);
+      if (!acyclic) {
+        // Either detected incrementally or a miss (then a recomputation reports it).
+        if (!a.ok()) {
+          EXPECT_EQ(a.status().code(), absl::StatusCode::kFailedPrecondition) << a.status();
+          EXPECT_THAT(std::string(a.status().message()), ::testing::HasSubstr("negative cycle"));
+        } else {
+          EXPECT_EQ(a->outcome, ApspCache::Outcome::kMiss);
+        }
+        ++cycles;
+        break;  // the graph has a negative cycle from now on: next trial
+      }
+      ASSERT_TRUE(a.ok()) << a.status();
+      if (a->outcome == ApspCache::Outcome::kMiss) {
+        ++misses;
+        EXPECT_FALSE(monotone) << "step " << step << ": " << a->why;
+        cache.put(snap, full_result(store, snap));
+        continue;
+      }
+      EXPECT_TRUE(monotone) << "a deletion or a raised weight cannot be incremental";
+      ++incremental;
+      check(*a->result, weights, want, n);
+      EXPECT_EQ(a->result->version, snap.info.version);
+      EXPECT_EQ(a->result->vertex_ids, snap.vertices);
+      // The updated result is cached: asking again is a hit.
+      absl::StatusOr<ApspCache::Answer> again = cache.lookup(snap, true);
+      ASSERT_TRUE(again.ok());
+      EXPECT_EQ(again->outcome, ApspCache::Outcome::kHit);
+      ++hits;
+    }
+  }
+  EXPECT_GT(incremental, 50);
+  EXPECT_GT(misses, 5);
+  EXPECT_GT(hits, 50);
+  EXPECT_GT(cycles, 0) << "no trial made a negative cycle: the detection went untested";
+}
+
+TEST(ApspCache, MissesWithoutNextHopsAndForDeletedVertices) {
+  GraphStore store;
+  ApspCache cache;
+  ASSERT_TRUE(store.create("g", 3, {Hyperedge{0, {0}, {1}, 1}}).ok());
+  GraphSnapshot snap = *store.get("g");
+  ApspResult r = full_result(store, snap);
+  r.next_hop.clear();
+  cache.put(snap, r);
+  EXPECT_EQ(cache.lookup(snap, true)->outcome, ApspCache::Outcome::kMiss);
+  EXPECT_EQ(cache.lookup(snap, false)->outcome, ApspCache::Outcome::kHit);
+  std::vector<Edit> del{DeleteVertex{2}};
+  ASSERT_TRUE(store.apply("g", std::nullopt, del).ok());
+  absl::StatusOr<ApspCache::Answer> a = cache.lookup(*store.get("g"), false);
+  EXPECT_EQ(a->outcome, ApspCache::Outcome::kMiss);
+  EXPECT_EQ(a->why, "vertices were deleted");
+}
+
+TEST(ApspCache, NegativeSelfLoopIsANegativeCycle) {
+  GraphStore store;
+  ApspCache cache;
+  ASSERT_TRUE(store.create("g", 4, {Hyperedge{0, {0}, {1}, 1}}).ok());
+  GraphSnapshot snap = *store.get("g");
+  cache.put(snap, full_result(store, snap));
+  std::vector<Edit> loop{AddEdge{{3}, {3}, -0.5}};
+  ASSERT_TRUE(store.apply("g", std::nullopt, loop).ok());
+  absl::StatusOr<ApspCache::Answer> a = cache.lookup(*store.get("g"), false);
+  EXPECT_EQ(a.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(a.status().message()), ::testing::HasSubstr("through vertex 3"));
+}
+
+TEST(ApspCache, EvictsLeastRecentlyUsed) {
+  GraphStore store;
+  ApspCache::Options o;
+  o.max_bytes = 3000;  // room for two 10-vertex results, not three
+  ApspCache cache(o);
+  for (const char* id : {"a", "b", "c"}) {
+    ASSERT_TRUE(store.create(id, 10, {}).ok());
+    GraphSnapshot s = *store.get(id);
+    cache.put(s, full_result(store, s));
+    if (std::string(id) == "b") {
+      EXPECT_EQ(cache.lookup(*store.get("a"), true)->outcome, ApspCache::Outcome::kHit);
+    }
+  }
+  EXPECT_EQ(cache.stats().entries, 2u);
+  EXPECT_LE(cache.stats().bytes, 3000u);
+  EXPECT_EQ(cache.lookup(*store.get("a"), true)->outcome, ApspCache::Outcome::kHit);
+  EXPECT_EQ(cache.lookup(*store.get("b"), true)->outcome, ApspCache::Outcome::kMiss);
+}
+
+}  // namespace
+}  // namespace gcompute::server

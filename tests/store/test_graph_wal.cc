@@ -1,0 +1,455 @@
+// SPDX-License-Identifier: Apache-2.0
+// GraphWal: restarts reproduce the store exactly (creates, batches, deletes, re-creates, id
+// counters), snapshots + log replay, torn and corrupt tails (reported, never applied,
+// truncated), corruption in the middle (start-up refused), damaged snapshots, the directory
+// lock, concurrent appenders (group commit) and background snapshots.
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "absl/strings/str_cat.h"
+#include "store/graph_codec.hpp"
+#include "store/graph_store.hpp"
+#include "store/graph_wal.hpp"
+
+namespace gcompute::server {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+/// A fresh directory under TMPDIR, removed at the end.
+class TempDir {
+ public:
+  TempDir() {
+    const char* base = getenv("TMPDIR");
+    std::string tmpl = absl::StrCat(base ? base : "/tmp", "/gc-wal-XXXXXX");
+    path_ = mkdtemp(tmpl.data());
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+/// A store with its WAL, recovered from `dir`.
+struct Node {
+  std::vector<std::string> log;
+  std::unique_ptr<GraphWal> wal;
+  std::unique_ptr<GraphStore> store;
+  absl::Status recovered;
+
+  explicit Node(const std::string& dir, std::uint64_t snapshot_after = 0,
+                FsyncPolicy fsync = FsyncPolicy::kAlways) {
+    GraphWalOptions o;
+    o.dir = dir;
+    o.fsync = fsync;
+    o.snapshot_after_bytes = snapshot_after;
+    o.log = [this](const std::string& line) { log.push_back(line); };
+    absl::StatusOr<std::unique_ptr<GraphWal>> w = GraphWal::open(o);
+    if (!w.ok()) {
+      recovered = w.status();
+      return;
+    }
+    wal = *std::move(w);
+    GraphStore::Options so;
+    so.listener = wal.get();
+    store = std::make_unique<GraphStore>(so);
+    recovered = wal->recover(*store);
+  }
+  ~Node() {
+    if (wal) wal->stop();
+    store.reset();
+    wal.reset();
+  }
+};
+
+/// Applies the same successful operations to a reference store without a WAL.
+struct Twin {
+  GraphStore ref;
+  void create(GraphStore& s, const std::string& id, std::uint64_t n, std::vector<Hyperedge> e) {
+    ASSERT_TRUE(s.create(id, n, e).ok());
+    ASSERT_TRUE(ref.create(id, n, e).ok());
+  }
+  /// A random batch against graph `id`, mostly valid. Returns whether it applied.
+  bool random_batch(GraphStore& s, const std::string& id, std::mt19937_64& rng) {
+    absl::StatusOr<GraphSnapshot> snap = ref.get(id);
+    EXPECT_TRUE(snap.ok());
+    std::vector<Edit> edits;
+    const int count = 1 + static_cast<int>(rng() % 4);
+    std::vector<std::uint64_t> vs = snap->vertices;
+    std::vector<std::uint64_t> es;
+    for (const Hyperedge& e : snap->edges) es.push_back(e.id);
+    auto pick = [&](const std::vector<std::uint64_t>& ids) { return ids[rng() % ids.size()]; };
+    for (int i = 0; i < count; ++i) {
+      const int kind = static_cast<int>(rng() % 10);
+      if (kind < 2 || vs.empty()) {
+        edits.push_back(AddVertex{});
+      } else if (kind < 5) {
+        std::uint64_t a = pick(vs), b = pick(vs);
+        edits.push_back(AddEdge{{a}, {b}, static_cast<double>(rng() % 100) / 4});
+      } else if (kind < 7 && !es.empty()) {
+        edits.push_back(SetWeight{pick(es), static_cast<double>(rng() % 100) - 20.5});
+      } else if (kind < 8 && !es.empty()) {
+        const std::uint64_t e = pick(es);
+        edits.push_back(DeleteEdge{e});
+        std::erase(es, e);
+      } else if (kind < 9) {
+        const std::uint64_t v = pick(vs);
+        edits.push_back(DeleteVertex{v});
+        std::erase(vs, v);
+        es.clear();  // incident edges may be gone: later edits in this batch avoid edges
+      } else {
+        edits.push_back(DecomposeVertex{pick(vs), {}, 1.5});
+      }
+    }
+    if (rng() % 20 == 0) edits.push_back(DeleteEdge{1u << 30});  // fails: nothing applies
+    absl::StatusOr<ApplyResult> a = s.apply(id, std::nullopt, edits);
+    absl::StatusOr<ApplyResult> b = ref.apply(id, std::nullopt, edits);
+    EXPECT_EQ(a.ok(), b.ok()) << a.status() << " vs " << b.status();
+    if (a.ok() && b.ok()) {
+      EXPECT_EQ(*a, *b);
+    }
+    return a.ok();
+  }
+};
+
+/// Both stores hold the same graphs, and continue identically (id counters included).
+void expect_same(GraphStore& got, GraphStore& want) {
+  ASSERT_EQ(got.list(), want.list());
+  for (const GraphInfo& info : want.list()) {
+    EXPECT_EQ(*got.get(info.graph_id), *want.get(info.graph_id)) << info.graph_id;
+  }
+  EXPECT_TRUE(got.check_invariants().ok());
+}
+
+std::vector<std::string> files(const std::string& dir, const std::string& prefix) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind(prefix, 0) == 0) out.push_back(e.path().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string read_all(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+void write_all(const std::string& path, const std::string& data) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << data;
+}
+
+/// Offsets of the records in a segment (walking the length prefixes).
+std::vector<std::size_t> record_offsets(const std::string& data) {
+  std::vector<std::size_t> out;
+  std::size_t off = 0;
+  while (off + 8 <= data.size()) {
+    out.push_back(off);
+    std::uint32_t len = 0;
+    for (int i = 0; i < 4; ++i)
+      len |= std::uint32_t{static_cast<unsigned char>(data[off + i])} << (8 * i);
+    off += 8 + len;
+  }
+  return out;
+}
+
+TEST(GraphWal, CreateEditDeleteRecreateSurviveRestarts) {
+  TempDir dir;
+  Twin twin;
+  std::mt19937_64 rng(11);
+  {
+    Node node(dir.path());
+    ASSERT_TRUE(node.recovered.ok()) << node.recovered;
+    twin.create(*node.store, "a", 4, {Hyperedge{0, {0, 1}, {2}, 1.5}});
+    twin.create(*node.store, "b", 2, {});
+    twin.create(*node.store, "gone", 3, {});
+    for (int i = 0; i < 40; ++i) twin.random_batch(*node.store, i % 2 ? "a" : "b", rng);
+    ASSERT_TRUE(node.store->remove("gone").ok());
+    ASSERT_TRUE(twin.ref.remove("gone").ok());
+    ASSERT_TRUE(node.store->remove("b").ok());
+    ASSERT_TRUE(twin.ref.remove("b").ok());
+    twin.create(*node.store, "b", 7, {Hyperedge{0, {6}, {0}, -2}});  // same name, new graph
+    for (int i = 0; i < 10; ++i) twin.random_batch(*node.store, "b", rng);
+  }
+  for (int restart = 0; restart < 2; ++restart) {
+    Node node(dir.path());
+    ASSERT_TRUE(node.recovered.ok()) << node.recovered;
+    EXPECT_EQ(node.wal->report().torn_bytes, 0u);
+    expect_same(*node.store, twin.ref);
+    // Ids continue where they were (counters survive even after deletions).
+    for (int i = 0; i < 10; ++i) twin.random_batch(*node.store, i % 2 ? "a" : "b", rng);
+    expect_same(*node.store, twin.ref);
+  }
+}
+
+TEST(GraphWal, SnapshotThenLogReplayEqualsTheStore) {
+  TempDir dir;
+  Twin twin;
+  std::mt19937_64 rng(12);
+  {
+    Node node(dir.path());
+    ASSERT_TRUE(node.recovered.ok()) << node.recovered;
+    twin.create(*node.store, "g", 10, {Hyperedge{0, {0}, {1}, 1}});
+    twin.create(*node.store, "h", 3, {});
+    for (int round = 0; round < 3; ++round) {
+      for (int i = 0; i < 30; ++i) twin.random_batch(*node.store, i % 3 ? "g" : "h", rng);
+      ASSERT_TRUE(node.wal->snapshot().ok());
+      // The snapshot replaced everything before it: one snapshot, one (fresh) segment.
+      EXPECT_EQ(files(dir.path(), "snap-").size(), 1u);
+      EXPECT_EQ(files(dir.path(), "wal-").size(), 1u);
+    }
+    ASSERT_TRUE(node.store->remove("h").ok());
+    ASSERT_TRUE(twin.ref.remove("h").ok());
+    for (int i = 0; i < 30; ++i) twin.random_batch(*node.store, "g", rng);
+  }
+  Node node(dir.path());
+  ASSERT_TRUE(node.recovered.ok()) << node.recovered;
+  EXPECT_GT(node.wal->report().snapshot_lsn, 0u);
+  EXPECT_GT(node.wal->report().records_replayed, 0u);
+  expect_same(*node.store, twin.ref);
+  for (int i = 0; i < 10; ++i) twin.random_batch(*node.store, "g", rng);
+  expect_same(*node.store, twin.ref);
+}
+
+/// Writes "g" with three batches (versions 2..4); returns the reference before the last.
+void three_batches(const std::string& dir, GraphSnapshot& before_last, GraphSnapshot& last) {
+  Node node(dir);
+  ASSERT_TRUE(node.recovered.ok()) << node.recovered;
+  ASSERT_TRUE(node.store->create("g", 2, {}).ok());
+  std::vector<Edit> a{AddEdge{{0}, {1}, 2}}, b{AddVertex{}}, c{AddEdge{{1}, {2}, 3}, AddVertex{}};
+  ASSERT_TRUE(node.store->apply("g", std::nullopt, a).ok());
+  ASSERT_TRUE(node.store->apply("g", std::nullopt, b).ok());
+  before_last = *node.store->get("g");
+  ASSERT_TRUE(node.store->apply("g", std::nullopt, c).ok());
+  last = *node.store->get("g");
+}
+
+TEST(GraphWal, TruncatedTailIsReportedNotAppliedAndCutAway) {
+  for (std::size_t cut : {1, 5, 9, 14}) {  // inside the header and inside the payload
+    TempDir dir;
+    GraphSnapshot before_last, last;
+    three_batches(dir.path(), before_last, last);
+    const std::string seg = files(dir.path(), "wal-").back();
+    std::string data = read_all(seg);
+    const std::size_t last_off = record_offsets(data).back();
+    const std::size_t last_len = data.size() - last_off;
+    ASSERT_LT(cut, last_len);
+    data.resize(data.size() - cut);
+    write_all(seg, data);
+
+    Node node(dir.path());
+    ASSERT_TRUE(node.recovered.ok()) << node.recovered;
+    EXPECT_EQ(*node.store->get("g"), before_last) << "cut " << cut;
+    EXPECT_EQ(node.wal->report().torn_bytes, last_len - cut);
+    ASSERT_EQ(node.log.size(), 1u);
+    EXPECT_THAT(node.log[0], HasSubstr(seg));
+    EXPECT_THAT(node.log[0], HasSubstr(absl::StrCat("offset ", last_off)));
+    EXPECT_EQ(fs::file_size(seg), last_off);  // truncated
+    // Appending goes on, and a restart sees it.
+    std::vector<Edit> again{AddVertex{}};
+    ASSERT_TRUE(node.store->apply("g", 3, again).ok());
+    GraphSnapshot after = *node.store->get("g");
+    node.~Node();
+    new (&node) Node(dir.path());
+    ASSERT_TRUE(node.recovered.ok()) << node.recovered;
+    EXPECT_EQ(*node.store->get("g"), after);
+    EXPECT_TRUE(node.log.empty());
+  }
+}
+
+TEST(GraphWal, FlippedByteInTheTailIsDetectedNotApplied) {
+  for (std::size_t at : {0, 4, 8, 12, 20}) {  // length, crc, type, lsn, body
+    TempDir dir;
+    GraphSnapshot before_last, last;
+    three_batches(dir.path(), before_last, last);
+    const std::string seg = files(dir.path(), "wal-").back();
+    std::string data = read_all(seg);
+    const std::size_t last_off = record_offsets(data).back();
+    ASSERT_LT(last_off + at, data.size());
+    data[last_off + at] ^= 0x10;
+    write_all(seg, data);
+
+    Node node(dir.path());
+    ASSERT_TRUE(node.recovered.ok()) << node.recovered;
+    EXPECT_EQ(*node.store->get("g"), before_last) << "flipped byte " << at;
+    ASSERT_EQ(node.log.size(), 1u);
+    EXPECT_THAT(node.log[0], HasSubstr(absl::StrCat("offset ", last_off)));
+    EXPECT_EQ(fs::file_size(seg), last_off);
+  }
+}
+
+TEST(GraphWal, ZeroFilledTailIsTorn) {
+  TempDir dir;
+  GraphSnapshot before_last, last;
+  three_batches(dir.path(), before_last, last);
+  const std::string seg = files(dir.path(), "wal-").back();
+  std::string data = read_all(seg);
+  const std::size_t size = data.size();
+  data.append(4096, '\0');  // a file extended but not written before the crash
+  write_all(seg, data);
+  Node node(dir.path());
+  ASSERT_TRUE(node.recovered.ok()) << node.recovered;
+  EXPECT_EQ(*node.store->get("g"), last);
+  EXPECT_EQ(node.wal->report().torn_bytes, 4096u);
+  EXPECT_EQ(fs::file_size(seg), size);
+}
+
+TEST(GraphWal, CorruptionInTheMiddleStopsStartUp) {
+  TempDir dir;
+  GraphSnapshot before_last, last;
+  three_batches(dir.path(), before_last, last);
+  const std::string seg = files(dir.path(), "wal-").back();
+  const std::string original = read_all(seg);
+  const std::vector<std::size_t> offs = record_offsets(original);
+  ASSERT_EQ(offs.size(), 4u);  // create + 3 batches
+  for (std::size_t rec : {0, 1, 2}) {
+    std::string data = original;
+    data[offs[rec] + 12] ^= 0x01;
+    write_all(seg, data);
+    Node node(dir.path());
+    EXPECT_EQ(node.recovered.code(), absl::StatusCode::kDataLoss) << node.recovered;
+    EXPECT_THAT(std::string(node.recovered.message()), HasSubstr(seg));
+    EXPECT_THAT(std::string(node.recovered.message()),
+                HasSubstr(absl::StrCat("corrupt at offset ", offs[rec])));
+    EXPECT_THAT(std::string(node.recovered.message()), HasSubstr("middle of the log"));
+    EXPECT_EQ(read_all(seg), data) << "nothing may be truncated when start-up is refused";
+  }
+}
+
+TEST(GraphWal, DamagedSnapshotStopsStartUp) {
+  TempDir dir;
+  {
+    Node node(dir.path());
+    ASSERT_TRUE(node.recovered.ok());
+    ASSERT_TRUE(node.store->create("g", 5, {Hyperedge{0, {0}, {4}, 1}}).ok());
+    ASSERT_TRUE(node.wal->snapshot().ok());
+  }
+  const std::string snap = files(dir.path(), "snap-").back();
+  std::string data = read_all(snap);
+  data[20] ^= 0x40;
+  write_all(snap, data);
+  Node node(dir.path());
+  EXPECT_EQ(node.recovered.code(), absl::StatusCode::kDataLoss) << node.recovered;
+  EXPECT_THAT(std::string(node.recovered.message()), HasSubstr(snap));
+}
+
+TEST(GraphWal, UnfinishedSnapshotIsIgnored) {
+  TempDir dir;
+  {
+    Node node(dir.path());
+    ASSERT_TRUE(node.recovered.ok());
+    ASSERT_TRUE(node.store->create("g", 5, {}).ok());
+  }
+  write_all(dir.path() + "/snap-00000000000000000002.snap.tmp", "half a snapshot");
+  Node node(dir.path());
+  ASSERT_TRUE(node.recovered.ok()) << node.recovered;
+  EXPECT_EQ(node.store->info("g")->num_vertices, 5u);
+  EXPECT_TRUE(files(dir.path(), "snap-").empty());
+}
+
+TEST(GraphWal, SecondServerOnTheDirectoryIsRefused) {
+  TempDir dir;
+  Node first(dir.path());
+  ASSERT_TRUE(first.recovered.ok());
+  Node second(dir.path());
+  EXPECT_EQ(second.recovered.code(), absl::StatusCode::kFailedPrecondition) << second.recovered;
+}
+
+TEST(GraphWal, ConcurrentWritersGroupCommitAndBackgroundSnapshots) {
+  TempDir dir;
+  constexpr int kThreads = 6;
+  constexpr int kBatches = 60;
+  std::vector<GraphSnapshot> want(kThreads);
+  {
+    Node node(dir.path(), /*snapshot_after=*/4096);
+    ASSERT_TRUE(node.recovered.ok());
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&node, &want, t] {
+        const std::string id = absl::StrCat("t", t);
+        ASSERT_TRUE(node.store->create(id, 1, {}).ok());
+        for (int i = 0; i < kBatches; ++i) {
+          std::vector<Edit> e{AddVertex{},
+                              AddEdge{{0}, {static_cast<std::uint64_t>(i + 1)}, 0.5 * i}};
+          ASSERT_TRUE(node.store->apply(id, std::nullopt, e).ok());
+        }
+        want[t] = *node.store->get(id);
+      });
+    }
+    for (auto& th : threads) th.join();
+    // Background snapshots ran (the log grew far past 4 KiB).
+    EXPECT_FALSE(files(dir.path(), "snap-").empty());
+  }
+  Node node(dir.path());
+  ASSERT_TRUE(node.recovered.ok()) << node.recovered;
+  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(*node.store->get(absl::StrCat("t", t)), want[t]);
+}
+
+TEST(GraphWal, FsyncNeverStillRecovers) {
+  TempDir dir;
+  GraphSnapshot want;
+  {
+    Node node(dir.path(), 0, FsyncPolicy::kNever);
+    ASSERT_TRUE(node.recovered.ok());
+    ASSERT_TRUE(node.store->create("g", 3, {}).ok());
+    std::vector<Edit> e{AddEdge{{0, 1}, {2}, 1}};
+    ASSERT_TRUE(node.store->apply("g", std::nullopt, e).ok());
+    want = *node.store->get("g");
+  }
+  Node node(dir.path());
+  ASSERT_TRUE(node.recovered.ok());
+  EXPECT_EQ(*node.store->get("g"), want);
+  EXPECT_EQ(parse_fsync_policy("always").value(), FsyncPolicy::kAlways);
+  EXPECT_FALSE(parse_fsync_policy("sometimes").ok());
+}
+
+TEST(GraphCodec, RoundTripsEditsAndImagesBitExactly) {
+  std::vector<Edit> edits{
+      AddVertex{},   DeleteVertex{300},   AddEdge{{1, std::uint64_t{1} << 40}, {7}, -0.0},
+      DeleteEdge{9}, SetWeight{3, 1e300}, DecomposeVertex{5, {1, 2, 3}, -2.25}};
+  codec::Writer w;
+  codec::encode_edits(w, edits);
+  std::string bytes = w.take();
+  codec::Reader r(bytes);
+  absl::StatusOr<std::vector<Edit>> back = codec::decode_edits(r);
+  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_EQ(back->size(), edits.size());
+  EXPECT_EQ(std::get<AddEdge>((*back)[2]).tails,
+            (std::vector<std::uint64_t>{1, std::uint64_t{1} << 40}));
+  EXPECT_TRUE(std::signbit(std::get<AddEdge>((*back)[2]).weight));
+  EXPECT_EQ(std::get<DecomposeVertex>((*back)[5]).move_edge_ids.size(), 3u);
+  EXPECT_EQ(r.left(), 0u);
+  // Every truncation fails cleanly.
+  for (std::size_t n = 0; n < bytes.size(); ++n) {
+    codec::Reader t(std::string_view(bytes.data(), n));
+    EXPECT_FALSE(codec::decode_edits(t).ok()) << n;
+  }
+  GraphImage image{GraphSnapshot{GraphInfo{"x", 9, 2, 1}, {3, 10}, {Hyperedge{4, {10}, {3}, 2}}},
+                   11, 5};
+  codec::Writer wi;
+  codec::encode_image(wi, image);
+  codec::Reader ri(wi.out());
+  EXPECT_EQ(*codec::decode_image(ri), image);
+  // Known CRC-32C check value.
+  EXPECT_EQ(codec::crc32c(0, "123456789", 9), 0xE3069283u);
+}
+
+}  // namespace
+}  // namespace gcompute::server
