@@ -4,7 +4,10 @@
 // cusolverDnSgesvdjBatched on the same batch of 32 x 32 matrices. Times are CUDA-event medians
 // after a warm-up. Prints a table; writes CSV to $OUT/svd_bench.csv (or argv[1]).
 //
-// usage: bench_svd [csv_path] [max_n]
+// usage: bench_svd [csv_path] [max_n] [sections]
+//   sections: comma-separated, default "square,batched"; "f32" / "f64" restrict the square runs
+//   to one type, "noref" skips cuSOLVER in the square runs (for tuning runs with the
+//   GCOMPUTE_SVD_BLOCK / GCOMPUTE_SVD_INNER_SWEEPS knobs, whose rows say so in `what`).
 #include <cuda_runtime_api.h>
 #include <cusolverDn.h>
 
@@ -87,8 +90,17 @@ void fill_random(std::vector<T>& v, std::mt19937_64& rng) {
   for (auto& x : v) x = static_cast<T>(nd(rng));
 }
 
+std::string knob_suffix() {
+  std::string out;
+  for (const char* k : {"GCOMPUTE_SVD_BLOCK", "GCOMPUTE_SVD_INNER_SWEEPS"}) {
+    const char* v = std::getenv(k);
+    if (v != nullptr) out += std::string(out.empty() ? "" : ";") + (k + 13) + "=" + v;
+  }
+  return out.empty() ? "" : "[" + out + "]";
+}
+
 template <typename T>
-Row square(const Env& env, int n, std::mt19937_64& rng) {
+Row square(const Env& env, int n, std::mt19937_64& rng, bool with_ref) {
   const bool f32 = sizeof(T) == 4;
   const std::size_t nn = static_cast<std::size_t>(n) * n;
   std::vector<T> h(nn);
@@ -121,6 +133,22 @@ Row square(const Env& env, int n, std::mt19937_64& rng) {
     info = *r;
   });
 
+  if (!with_ref) {
+    for (void* p : {static_cast<void*>(a), static_cast<void*>(a2), static_cast<void*>(s),
+                    static_cast<void*>(s2), static_cast<void*>(u), static_cast<void*>(vt),
+                    static_cast<void*>(u2), static_cast<void*>(v2), ws}) {
+      CHECK_CUDA(cudaFree(p));
+    }
+    return Row{"square" + knob_suffix(),
+               f32 ? "f32" : "f64",
+               1,
+               n,
+               ours,
+               double(info.sweeps),
+               NAN,
+               NAN,
+               NAN};
+  }
   // cuSOLVER gesvdj, vectors, default tolerance and sweeps. It overwrites A: copy it in each time
   // (a D2D copy of n^2 elements, far below the solver's time; included in the measurement).
   gesvdjInfo_t params;
@@ -162,8 +190,15 @@ Row square(const Env& env, int n, std::mt19937_64& rng) {
                   static_cast<void*>(dinfo)}) {
     CHECK_CUDA(cudaFree(p));
   }
-  return Row{"square", f32 ? "f32" : "f64", 1,  n, ours, double(info.sweeps),
-             ref,      double(ref_sweeps),  err};
+  return Row{"square" + knob_suffix(),
+             f32 ? "f32" : "f64",
+             1,
+             n,
+             ours,
+             double(info.sweeps),
+             ref,
+             double(ref_sweeps),
+             err};
 }
 
 /// Batched f32 n x n: ours, and gesvdjBatched beside it where n <= 32.
@@ -249,6 +284,11 @@ int main(int argc, char** argv) {
     csv = std::string(out != nullptr ? out : ".") + "/svd_bench.csv";
   }
   const int max_n = argc > 2 ? std::atoi(argv[2]) : 4096;
+  const std::string sections = argc > 3 ? argv[3] : "square,batched";
+  const auto has = [&](const char* w) { return sections.find(w) != std::string::npos; };
+  const bool with_ref = !has("noref");
+  const bool want_f32 = has("f32") || !has("f64");
+  const bool want_f64 = has("f64") || !has("f32");
   cudaDeviceProp prop;
   CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
   Env env;
@@ -264,18 +304,20 @@ int main(int argc, char** argv) {
   std::printf("device: %s (%d SMs)\n", prop.name, prop.multiProcessorCount);
   std::vector<Row> rows;
   for (int n : {256, 512, 1024, 2048, 4096}) {
-    if (n > max_n) break;
-    rows.push_back(square<float>(env, n, rng));
+    if (n > max_n || !has("square") || !want_f32) break;
+    rows.push_back(square<float>(env, n, rng, with_ref));
     std::fprintf(stderr, "done f32 %d\n", n);
   }
   for (int n : {256, 512, 1024, 2048, 4096}) {
-    if (n > max_n) break;
-    rows.push_back(square<double>(env, n, rng));
+    if (n > max_n || !has("square") || !want_f64) break;
+    rows.push_back(square<double>(env, n, rng, with_ref));
     std::fprintf(stderr, "done f64 %d\n", n);
   }
-  rows.push_back(batched(env, 32, 100000, rng));
-  rows.push_back(batched(env, 16, 100000, rng));
-  rows.push_back(batched(env, 64, 100000, rng));
+  if (has("batched")) {
+    rows.push_back(batched(env, 32, 100000, rng));
+    rows.push_back(batched(env, 16, 100000, rng));
+    rows.push_back(batched(env, 64, 100000, rng));
+  }
 
   FILE* f = std::fopen(csv.c_str(), "w");
   if (f != nullptr) {
@@ -283,10 +325,10 @@ int main(int argc, char** argv) {
                  "device,what,dtype,batch,n,ours_ms,ours_sweeps,cusolver_ms,cusolver_sweeps,"
                  "speedup,max_sv_diff_rel\n");
   }
-  std::printf("%-8s %-4s %7s %5s %11s %6s %13s %6s %8s %10s\n", "what", "type", "batch", "n",
+  std::printf("%-28s %-4s %7s %5s %11s %6s %13s %6s %8s %10s\n", "what", "type", "batch", "n",
               "ours_ms", "sweeps", "cusolver_ms", "sweeps", "speedup", "sv_diff");
   for (const Row& r : rows) {
-    std::printf("%-8s %-4s %7lld %5lld %11.3f %6.0f %13.3f %6.0f %8.2f %10.2e\n", r.what.c_str(),
+    std::printf("%-28s %-4s %7lld %5lld %11.3f %6.0f %13.3f %6.0f %8.2f %10.2e\n", r.what.c_str(),
                 r.dtype.c_str(), r.batch, r.n, r.ours_ms, r.ours_sweeps, r.ref_ms, r.ref_sweeps,
                 r.ref_ms / r.ours_ms, r.err_vs_ref);
     if (f != nullptr) {

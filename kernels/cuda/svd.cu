@@ -10,7 +10,10 @@
 // for m < n the roles of U and V swap. Left vectors of (numerically) zero singular values and
 // the extra columns of a full U (Vt for m < n) complete an orthonormal basis.
 //
-// Two drivers:
+// Three drivers:
+//  * tiny (M <= 32): a group of P = 8, 16 or 32 lanes per matrix, lane l holding column l of W
+//    and of V in registers; a round-robin round exchanges columns with shuffles; no shared
+//    memory, no barriers, all sweeps in one kernel;
 //  * small (N <= 64 and W, V fit in shared memory): one block per matrix, all sweeps in one
 //    kernel, one warp per column pair of a round-robin round;
 //  * blocked (everything else): columns in blocks of nb; block pairs of a round-robin round are
@@ -22,6 +25,7 @@
 //    blocks are back in their original order. One flag read per sweep decides convergence.
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <vector>
@@ -37,17 +41,89 @@ namespace {
 constexpr int kSmallMaxN = 64;
 constexpr std::size_t kSmallMaxSmem = 96 * 1024;
 constexpr int kDefaultBlock = 32;
-constexpr int kDefaultInnerSweeps = 4;
+// Inner sweeps on a block pair's Gram matrix. Measured on the H200 (f32, n = 256..2048, ms):
+// 4 sweeps 29.6 / 77.3 / 190 / 497, 2 sweeps 19.0 / 49.6 / 129 / 362, 1 sweep 12.0 / 31.1 /
+// 81.9 / 259, at the cost of at most one more outer sweep (the inner solve is latency-bound).
+constexpr int kDefaultInnerSweeps = 1;
 constexpr std::int64_t kSmallChunk = 1 << 16;  // matrices per launch (stop is polled between)
+constexpr int kWarpMaxM = 32;                  // tiny driver: max(m, n) <= 32, one lane per column
+constexpr int kWarpThreads = 128;
 
 /// Developer knobs for tuning the blocked driver (benchmarks): GCOMPUTE_SVD_BLOCK (column block
-/// width, 8..64, multiple of 8) and GCOMPUTE_SVD_INNER_SWEEPS (1..30).
+/// width, 8..64, multiple of 8), GCOMPUTE_SVD_INNER_SWEEPS (1..30), GCOMPUTE_SVD_PROFILE (0/1).
 int env_int(const char* name, int def, int lo, int hi) {
   const char* v = std::getenv(name);
   if (v == nullptr) return def;
   const int x = std::atoi(v);
   return x >= lo && x <= hi ? x : def;
 }
+
+/// GCOMPUTE_SVD_PROFILE=1 (developer knob, benchmarks only): splits the blocked driver's device
+/// time into the Gram GEMM, the inner Jacobi and the update GEMMs with CUDA events around every
+/// round, and prints the sums to stderr once per call (best effort: event errors are ignored).
+class RoundProfile {
+ public:
+  RoundProfile(cudaStream_t st, bool on) : st_(st), on_(on) {
+    if (on_) {
+      cudaEventCreate(&begin_);
+      cudaEventCreate(&end_);
+      cudaEventRecord(begin_, st_);
+    }
+  }
+  ~RoundProfile() {
+    for (cudaEvent_t e : ev_) cudaEventDestroy(e);
+    if (on_) {
+      cudaEventDestroy(begin_);
+      cudaEventDestroy(end_);
+    }
+  }
+  RoundProfile(const RoundProfile&) = delete;
+  RoundProfile& operator=(const RoundProfile&) = delete;
+  /// Marks 0..3 of a round: before the Gram GEMM, after it, after the inner kernel, after the
+  /// updates.
+  void mark() {
+    if (!on_) return;
+    if (used_ == ev_.size()) {
+      cudaEvent_t e = nullptr;
+      cudaEventCreate(&e);
+      ev_.push_back(e);
+    }
+    cudaEventRecord(ev_[used_++], st_);
+  }
+  /// After a stream synchronisation: adds up the marked rounds.
+  void collect() {
+    if (!on_) return;
+    for (std::size_t i = 0; i + 3 < used_; i += 4) {
+      for (int p = 0; p < 3; ++p) {
+        float ms = 0;
+        if (cudaEventElapsedTime(&ms, ev_[i + p], ev_[i + p + 1]) == cudaSuccess) sum_[p] += ms;
+      }
+      ++rounds_;
+    }
+    used_ = 0;
+  }
+  void report(std::int64_t n, int nb, int sweeps) {
+    if (!on_) return;
+    cudaEventRecord(end_, st_);
+    cudaEventSynchronize(end_);
+    float total = 0;
+    cudaEventElapsedTime(&total, begin_, end_);
+    std::fprintf(stderr,
+                 "svd profile: N=%lld nb=%d sweeps=%d rounds=%lld total %.3f ms: gram gemm %.3f, "
+                 "inner jacobi %.3f, update gemms %.3f, rest (launch gaps, syncs, finish) %.3f\n",
+                 static_cast<long long>(n), nb, sweeps, static_cast<long long>(rounds_), total,
+                 sum_[0], sum_[1], sum_[2], total - sum_[0] - sum_[1] - sum_[2]);
+  }
+
+ private:
+  cudaStream_t st_;
+  bool on_;
+  cudaEvent_t begin_ = nullptr, end_ = nullptr;
+  std::vector<cudaEvent_t> ev_;
+  std::size_t used_ = 0;
+  double sum_[3] = {0, 0, 0};
+  std::int64_t rounds_ = 0;
+};
 
 struct Plan {
   bool transposed = false;  // m < n: W = A^T
@@ -291,6 +367,22 @@ absl::Status cancelled(cudaStream_t st) {
   return absl::CancelledError("svd: cancelled between sweeps");
 }
 
+/// Outputs of the small drivers (W, V in b.w[0], b.v[0]) and their info.
+template <typename T>
+absl::StatusOr<SvdInfo> finish_small(cudaStream_t st, const Plan& pl, const SvdShape& s,
+                                     const Buffers<T>& b, T* s_out, T* u, T* vt) {
+  const std::int64_t mn = pl.M * pl.N;
+  if (auto st_ = finish<T>(st, pl, s, b, b.w[0], pl.M, mn, b.v[0], pl.N, pl.N * pl.N, 0, s.batch,
+                           s_out, u, vt);
+      !st_.ok()) {
+    return st_;
+  }
+  int info[2] = {0, 0};
+  GC_CUDA_TRY(cudaMemcpyAsync(info, b.info, sizeof(info), cudaMemcpyDeviceToHost, st));
+  GC_CUDA_TRY(cudaStreamSynchronize(st));
+  return SvdInfo{info[0], info[1] != 0};
+}
+
 template <typename T>
 absl::StatusOr<SvdInfo> run_small(const Context& ctx, const Plan& pl, const SvdShape& s, const T* a,
                                   T* s_out, T* u, T* vt, const Buffers<T>& b, T tol, int max_sweeps,
@@ -302,11 +394,36 @@ absl::StatusOr<SvdInfo> run_small(const Context& ctx, const Plan& pl, const SvdS
   if (auto st_ = load_working<T>(st, pl, s, a, s.batch, b.max_bits, b.w[0], pl.M, mn); !st_.ok()) {
     return st_;
   }
+  GC_CUDA_TRY(cudaMemsetAsync(b.info, 0, sizeof(int), st));
+  GC_CUDA_TRY(cudaMemsetAsync(b.info + 1, 1, sizeof(int), st));  // nonzero: converged
+  if (pl.M <= kWarpMaxM) {
+    // Registers only: a group of P lanes per matrix (V = I is set up in the kernel).
+    const int P = pl.M <= 8 ? 8 : (pl.M <= 16 ? 16 : 32);
+    const std::int64_t per_block = kWarpThreads / 32 * (32 / P);
+    for (std::int64_t c0 = 0; c0 < s.batch; c0 += kSmallChunk) {
+      if (stop.stop_requested()) return cancelled(st);
+      const std::int64_t cn = std::min(kSmallChunk, s.batch - c0);
+      const unsigned grid = static_cast<unsigned>((cn + per_block - 1) / per_block);
+      T* w0 = b.w[0] + c0 * mn;
+      T* v0 = uv ? b.v[0] + c0 * pl.N * pl.N : nullptr;
+      const int M = static_cast<int>(pl.M), N = static_cast<int>(pl.N);
+      if (P == 8) {
+        detail::warp_jacobi_kernel<T, 8>
+            <<<grid, kWarpThreads, 0, st>>>(w0, v0, M, N, cn, uv, tol, max_sweeps, b.info);
+      } else if (P == 16) {
+        detail::warp_jacobi_kernel<T, 16>
+            <<<grid, kWarpThreads, 0, st>>>(w0, v0, M, N, cn, uv, tol, max_sweeps, b.info);
+      } else {
+        detail::warp_jacobi_kernel<T, 32>
+            <<<grid, kWarpThreads, 0, st>>>(w0, v0, M, N, cn, uv, tol, max_sweeps, b.info);
+      }
+      GC_CUDA_CHECK_LAUNCH("warp_jacobi_kernel");
+    }
+    return finish_small<T>(st, pl, s, b, s_out, u, vt);
+  }
   if (uv) {
     if (auto st_ = identity<T>(st, b.v[0], pl.N, pl.N, pl.N * pl.N, s.batch); !st_.ok()) return st_;
   }
-  GC_CUDA_TRY(cudaMemsetAsync(b.info, 0, sizeof(int), st));
-  GC_CUDA_TRY(cudaMemsetAsync(b.info + 1, 1, sizeof(int), st));  // nonzero: converged
   const std::size_t smem = static_cast<std::size_t>(mn + (uv ? pl.N * pl.N : 0)) * sizeof(T);
   GC_CUDA_TRY(cudaFuncSetAttribute(detail::small_jacobi_kernel<T>,
                                    cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -321,15 +438,7 @@ absl::StatusOr<SvdInfo> run_small(const Context& ctx, const Plan& pl, const SvdS
         static_cast<int>(pl.N), uv, tol, max_sweeps, b.info);
     GC_CUDA_CHECK_LAUNCH("small_jacobi_kernel");
   }
-  if (auto st_ = finish<T>(st, pl, s, b, b.w[0], pl.M, mn, b.v[0], pl.N, pl.N * pl.N, 0, s.batch,
-                           s_out, u, vt);
-      !st_.ok()) {
-    return st_;
-  }
-  int info[2] = {0, 0};
-  GC_CUDA_TRY(cudaMemcpyAsync(info, b.info, sizeof(info), cudaMemcpyDeviceToHost, st));
-  GC_CUDA_TRY(cudaStreamSynchronize(st));
-  return SvdInfo{info[0], info[1] != 0};
+  return finish_small<T>(st, pl, s, b, s_out, u, vt);
 }
 
 template <typename T>
@@ -396,11 +505,16 @@ absl::StatusOr<SvdInfo> run_blocked(const Context& ctx, const Plan& pl, const Sv
   GC_CUDA_TRY(cudaFuncSetAttribute(detail::gram_jacobi_kernel<T, double>,
                                    cudaFuncAttributeMaxDynamicSharedMemorySize,
                                    static_cast<int>(gram_smem)));
-  const int gram_threads = static_cast<int>(std::min<std::int64_t>(nb2 * nb2 / 4, 512));
+  // Update items of a round: (nb2/2)^2 blocks of G and nb2^2/2 row pieces of Q; about three a
+  // thread (1024 threads at nb2 = 64: few pairs run at once, so each wants its SM's warps).
+  const std::int64_t gram_items = nb2 * nb2 / 4 + nb2 * nb2 / 2;
+  const int gram_threads =
+      static_cast<int>(std::clamp<std::int64_t>((gram_items / 3 + 31) / 32 * 32, 32, 1024));
   const T one = 1, zero = 0;
   const cudaDataType_t ty = cuda_type<T>();
   const cublasComputeType_t ct = compute_type<T>();
 
+  RoundProfile prof(st, env_int("GCOMPUTE_SVD_PROFILE", 0, 0, 1) != 0);
   if (auto st_ = max_abs<T>(st, a, s.m * s.n, s.batch, b.max_bits); !st_.ok()) return st_;
   SvdInfo info{0, true};
   for (std::int64_t bi = 0; bi < s.batch; ++bi) {
@@ -425,15 +539,18 @@ absl::StatusOr<SvdInfo> run_blocked(const Context& ctx, const Plan& pl, const Sv
         const int par = static_cast<int>(done_rounds % 2);
         const void* const* e =
             reinterpret_cast<const void* const*>(b.ptrs) + (par * rounds + r) * 5 * k;
+        prof.mark();
         GC_CUBLAS_TRY(cublasGemmStridedBatchedEx(
             ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(nb2), static_cast<int>(nb2),
             static_cast<int>(M), &one, b.w[par], ty, static_cast<int>(M), nb2 * M, b.w[par], ty,
             static_cast<int>(M), nb2 * M, &zero, b.g, ty, static_cast<int>(nb2), nb2 * nb2,
             static_cast<int>(k / 2), ct, CUBLAS_GEMM_DEFAULT));
+        prof.mark();
         detail::gram_jacobi_kernel<T, double>
             <<<static_cast<unsigned>(k / 2), gram_threads, gram_smem, st>>>(
                 b.g, b.q, static_cast<int>(nb2), tol, pl.inner_sweeps, b.flag);
         GC_CUDA_CHECK_LAUNCH("gram_jacobi_kernel");
+        prof.mark();
         GC_CUBLAS_TRY(cublasGemmBatchedEx(
             ctx.cublas, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(M), static_cast<int>(nb),
             static_cast<int>(nb2), &one, e, ty, static_cast<int>(M), e + k, ty,
@@ -446,10 +563,12 @@ absl::StatusOr<SvdInfo> run_blocked(const Context& ctx, const Plan& pl, const Sv
               static_cast<int>(nb2), &zero, const_cast<void* const*>(e + 4 * k), ty,
               static_cast<int>(npad), static_cast<int>(k), ct, CUBLAS_GEMM_DEFAULT));
         }
+        prof.mark();
       }
       int flag = 0;
       GC_CUDA_TRY(cudaMemcpyAsync(&flag, b.flag, sizeof(int), cudaMemcpyDeviceToHost, st));
       GC_CUDA_TRY(cudaStreamSynchronize(st));
+      prof.collect();
       ++sweeps;
       converged = flag == 0;
     }
@@ -463,6 +582,7 @@ absl::StatusOr<SvdInfo> run_blocked(const Context& ctx, const Plan& pl, const Sv
     info.converged = info.converged && converged;
   }
   GC_CUDA_TRY(cudaStreamSynchronize(st));
+  prof.report(pl.N, pl.nb, info.sweeps);
   return info;
 }
 

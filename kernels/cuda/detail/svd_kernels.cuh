@@ -47,12 +47,18 @@ __host__ __device__ inline void round_robin_pair(int players, int r, int p, int*
 /// Hestenes rotation that makes columns with Gram entries (alpha, beta, gamma) orthogonal:
 /// a_i' = c a_i - s a_j, a_j' = s a_i + c a_j. Returns false (c = 1, s = 0) when the pair
 /// already passes |gamma| <= tol * |a_i| * |a_j| (this includes zero columns).
+/// *cm1 = c - 1, computed without cancellation (-t^2 / (r (1 + r)), r = sqrt(1 + t^2)): apply the
+/// rotation with apply_rotation, never as c x - s y. For |t| below sqrt(eps), c rounds to exactly
+/// 1 and c^2 + s^2 = 1 + t^2: every such rotation lengthens both vectors by a relative t^2 / 2,
+/// always upwards. Over the thousands of rotations that accumulate into V (and the blocked
+/// driver's Q) that bias grew |V^T V - I| linearly (f64: 2-4x over 50 n eps at n = 120..512);
+/// in the x + ((c - 1) x - s y) form the update is unbiased.
 template <typename T>
-__device__ inline bool jacobi_rotation(T alpha, T beta, T gamma, T tol, T* c, T* s) {
+__device__ inline bool jacobi_rotation(T alpha, T beta, T gamma, T tol, T* cm1, T* s) {
   const T na = sqrt(alpha);
   const T nb = sqrt(beta);
   if (!(fabs(gamma) > tol * na * nb)) {
-    *c = T(1);
+    *cm1 = T(0);
     *s = T(0);
     return false;
   }
@@ -63,9 +69,21 @@ __device__ inline bool jacobi_rotation(T alpha, T beta, T gamma, T tol, T* c, T*
   } else {
     t = (zeta >= T(0) ? T(1) : T(-1)) / (fabs(zeta) + sqrt(T(1) + zeta * zeta));
   }
-  *c = T(1) / sqrt(T(1) + t * t);
-  *s = *c * t;
+  const T r = sqrt(T(1) + t * t);
+  const T c = T(1) / r;
+  *cm1 = -(t * t) / (r * (T(1) + r));
+  *s = c * t;
   return true;
+}
+
+/// (x, y) <- (c x - s y, s x + c y) with c = 1 + cm1, as x + (cm1 x - s y): exact identity for
+/// cm1 = s = 0, and no systematic growth of the norm (see jacobi_rotation).
+template <typename T>
+__device__ inline void apply_rotation(T cm1, T s, T* x, T* y) {
+  const T x0 = *x;
+  const T y0 = *y;
+  *x = x0 + fma(cm1, x0, -s * y0);
+  *y = y0 + fma(cm1, y0, s * x0);
 }
 
 template <typename T>
@@ -234,24 +252,14 @@ __global__ void small_jacobi_kernel(T* __restrict__ w, T* __restrict__ v, int m,
         alpha = warp_sum(alpha);
         beta = warp_sum(beta);
         gamma = warp_sum(gamma);
-        T c, s;
-        if (!jacobi_rotation(alpha, beta, gamma, tol, &c, &s)) continue;
+        T cm1, s;
+        if (!jacobi_rotation(alpha, beta, gamma, tol, &cm1, &s)) continue;
         if (lane == 0) rotated = 1;
-        for (int row = lane; row < m; row += 32) {
-          const T x = ci[row];
-          const T y = cj[row];
-          ci[row] = c * x - s * y;
-          cj[row] = s * x + c * y;
-        }
+        for (int row = lane; row < m; row += 32) apply_rotation(cm1, s, ci + row, cj + row);
         if (with_v) {
           T* vi = sv + static_cast<std::int64_t>(i) * n;
           T* vj = sv + static_cast<std::int64_t>(j) * n;
-          for (int row = lane; row < n; row += 32) {
-            const T x = vi[row];
-            const T y = vj[row];
-            vi[row] = c * x - s * y;
-            vj[row] = s * x + c * y;
-          }
+          for (int row = lane; row < n; row += 32) apply_rotation(cm1, s, vi + row, vj + row);
         }
       }
       __syncthreads();
@@ -271,21 +279,133 @@ __global__ void small_jacobi_kernel(T* __restrict__ w, T* __restrict__ v, int m,
 }
 
 // ------------------------------------------------------------------------------------------
+// Tiny matrices (M <= 32): one group of P lanes per matrix (P = 8, 16 or 32; 32 / P matrices per
+// warp), everything in registers, no shared memory and no barriers.
+
+/// Partner of player `l` in round r of the circle-method round robin on P players (the pairing of
+/// round_robin_pair, from one player's side).
+template <int P>
+__device__ inline int round_robin_partner(int r, int l) {
+  constexpr int kRing = P - 1;
+  if (l == kRing) return r;
+  if (l == r) return kRing;
+  return (2 * r - l + 2 * kRing) % kRing;
+}
+
+/// W (m x n, column-major, ld m; m <= P) and V (n x n) of matrices [0, count) are orthogonalised:
+/// lane l of a group holds column l of W and of V in registers (zero for l >= n; rows >= m or
+/// >= n zero). A round pairs every lane with its round-robin partner; the partner's column comes
+/// over shuffles, both lanes of a pair compute the same Gram entries in the same order (so the same
+/// rotation) and each keeps its own rotated column. V starts as the identity (not read).
+template <typename T, int P>
+__global__ void __launch_bounds__(128)
+    warp_jacobi_kernel(T* __restrict__ w, T* __restrict__ v, int m, int n, std::int64_t count,
+                       bool with_v, T tol, int max_sweeps, int* __restrict__ info) {
+  constexpr int kGroups = 32 / P;
+  const int lane = threadIdx.x & 31;
+  const int l = lane & (P - 1);
+  const int group = lane / P;
+  const std::int64_t mat =
+      (static_cast<std::int64_t>(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5)) * kGroups +
+      group;
+  const bool active = mat < count;
+  T x[P];
+  T vc[P];
+  T* gw = w + mat * m * n;
+  if (active && l < n) {
+#pragma unroll
+    for (int k = 0; k < P; ++k) x[k] = k < m ? gw[static_cast<std::int64_t>(l) * m + k] : T(0);
+  } else {
+#pragma unroll
+    for (int k = 0; k < P; ++k) x[k] = T(0);
+  }
+#pragma unroll
+  for (int k = 0; k < P; ++k) vc[k] = (with_v && k == l && l < n) ? T(1) : T(0);
+
+  const unsigned group_mask = (P == 32 ? 0xffffffffu : ((1u << P) - 1u)) << (group * P);
+  int sweeps = 0;
+  bool done = !active;
+  for (int it = 0; it < max_sweeps && __any_sync(0xffffffffu, !done); ++it) {
+    bool rotated = false;
+    for (int r = 0; r < P - 1; ++r) {
+      const int partner = round_robin_partner<P>(r, l);
+      const bool first = l < partner;  // plays i of the pair (i, j), i < j
+      T y[P];
+      T aa = T(0), bb = T(0), ab = T(0);
+#pragma unroll
+      for (int k = 0; k < P; ++k) {
+        y[k] = __shfl_sync(0xffffffffu, x[k], partner, P);
+        aa = fma(x[k], x[k], aa);
+        bb = fma(y[k], y[k], bb);
+        ab = fma(x[k], y[k], ab);
+      }
+      // (alpha, beta) = norms of (i, j): the same numbers in both lanes of the pair.
+      const T alpha = first ? aa : bb;
+      const T beta = first ? bb : aa;
+      T cm1, s;
+      rotated |= jacobi_rotation(alpha, beta, ab, tol, &cm1, &s);
+      // i: x' = x + (cm1 x - s y); j: x' = x + (cm1 x + s y) (its partner is i).
+      const T sm = first ? -s : s;
+#pragma unroll
+      for (int k = 0; k < P; ++k) x[k] = x[k] + fma(cm1, x[k], sm * y[k]);
+      if (with_v) {
+#pragma unroll
+        for (int k = 0; k < P; ++k) {
+          const T vy = __shfl_sync(0xffffffffu, vc[k], partner, P);
+          vc[k] = vc[k] + fma(cm1, vc[k], sm * vy);
+        }
+      }
+    }
+    const unsigned any = __ballot_sync(0xffffffffu, rotated) & group_mask;
+    if (!done) {
+      ++sweeps;
+      done = any == 0;
+    }
+  }
+  // One atomic pair per warp: the largest sweep count, and whether every matrix converged.
+  const int warp_sweeps = __reduce_max_sync(0xffffffffu, active ? sweeps : 0);
+  const bool warp_unconverged = __any_sync(0xffffffffu, active && !done);
+  if (lane == 0) {
+    atomicMax(info, warp_sweeps);
+    if (warp_unconverged) atomicMin(info + 1, 0);
+  }
+  if (!active) return;
+  if (l < n) {
+#pragma unroll
+    for (int k = 0; k < P; ++k) {
+      if (k < m) gw[static_cast<std::int64_t>(l) * m + k] = x[k];
+    }
+    if (with_v) {
+      T* gv = v + mat * n * n + static_cast<std::int64_t>(l) * n;
+#pragma unroll
+      for (int k = 0; k < P; ++k) {
+        if (k < n) gv[k] = vc[k];
+      }
+    }
+  }
+}
+
+// ------------------------------------------------------------------------------------------
 // Blocked Jacobi: the inner solver on the Gram matrix of a block pair.
 
 /// For block pair blockIdx.x: G (2b x 2b, column-major, from a GEMM) is diagonalised by a cyclic
 /// two-sided Jacobi in shared memory with the same rotations one-sided Jacobi would apply to the
 /// 2b columns; Q (2b x 2b) accumulates them so that [Ai Aj] Q has orthogonal columns.
 /// Sets *rotated when any rotation was needed (the pair set was not yet orthogonal).
+/// A round is two phases: the rotations of its b pairs, then G <- J^T G J and Q <- Q J, where
+/// each thread owns whole 2 x 2 blocks of G (rows of pair p x columns of pair q: the column
+/// rotation, then the row rotation, as a columns-then-rows pass would) and row pieces of Q, so
+/// no barrier is needed inside the update.
 template <typename T, typename TI>
-__global__ void gram_jacobi_kernel(const T* __restrict__ g_all, T* __restrict__ q_all, int nb2,
-                                   TI tol, int max_inner_sweeps, int* __restrict__ rotated_flag) {
+__global__ void __launch_bounds__(1024)
+    gram_jacobi_kernel(const T* __restrict__ g_all, T* __restrict__ q_all, int nb2, TI tol,
+                       int max_inner_sweeps, int* __restrict__ rotated_flag) {
   extern __shared__ unsigned char smem_raw[];
   const int ld = nb2 + 1;
   TI* g = reinterpret_cast<TI*>(smem_raw);
   TI* q = g + nb2 * ld;
-  TI* cs = q + nb2 * ld;  // c, s per pair of a round
-  int* idx = reinterpret_cast<int*>(cs + nb2);
+  TI* cs = q + nb2 * ld;                        // c - 1, s per pair of a round (0, 0: not rotated)
+  int* idx = reinterpret_cast<int*>(cs + nb2);  // i, j per pair
   __shared__ int any_rot;
   const T* gsrc = g_all + static_cast<std::int64_t>(blockIdx.x) * nb2 * nb2;
   T* qdst = q_all + static_cast<std::int64_t>(blockIdx.x) * nb2 * nb2;
@@ -305,55 +425,54 @@ __global__ void gram_jacobi_kernel(const T* __restrict__ g_all, T* __restrict__ 
       for (int p = threadIdx.x; p < pairs; p += blockDim.x) {
         int i, j;
         round_robin_pair(nb2, r, p, &i, &j);
-        TI c, s;
-        const bool rot = jacobi_rotation(g[i + i * ld], g[j + j * ld], g[i + j * ld], tol, &c, &s);
+        TI cm1, s;
+        const bool rot =
+            jacobi_rotation(g[i + i * ld], g[j + j * ld], g[i + j * ld], tol, &cm1, &s);
         if (rot) any_rot = 1;
-        cs[2 * p] = rot ? c : TI(1);
-        cs[2 * p + 1] = rot ? s : TI(0);
+        cs[2 * p] = cm1;
+        cs[2 * p + 1] = s;
         idx[2 * p] = i;
-        idx[2 * p + 1] = rot ? j : -1;
+        idx[2 * p + 1] = j;
       }
       __syncthreads();
-      // Columns of G and Q: G <- G J, Q <- Q J.
-      for (int e = threadIdx.x; e < pairs * nb2; e += blockDim.x) {
-        const int p = e / nb2;
-        const int row = e % nb2;
-        const int j = idx[2 * p + 1];
-        if (j < 0) continue;
-        const int i = idx[2 * p];
-        const TI c = cs[2 * p];
-        const TI s = cs[2 * p + 1];
-        const TI gi = g[row + i * ld];
-        const TI gj = g[row + j * ld];
-        g[row + i * ld] = c * gi - s * gj;
-        g[row + j * ld] = s * gi + c * gj;
-        const TI qi = q[row + i * ld];
-        const TI qj = q[row + j * ld];
-        q[row + i * ld] = c * qi - s * qj;
-        q[row + j * ld] = s * qi + c * qj;
-      }
-      __syncthreads();
-      // Rows of G: G <- J^T G.
-      for (int e = threadIdx.x; e < pairs * nb2; e += blockDim.x) {
-        const int p = e / nb2;
-        const int col = e % nb2;
-        const int j = idx[2 * p + 1];
-        if (j < 0) continue;
-        const int i = idx[2 * p];
-        const TI c = cs[2 * p];
-        const TI s = cs[2 * p + 1];
-        const TI gi = g[i + col * ld];
-        const TI gj = g[j + col * ld];
-        g[i + col * ld] = c * gi - s * gj;
-        g[j + col * ld] = s * gi + c * gj;
-      }
-      __syncthreads();
-      for (int p = threadIdx.x; p < pairs; p += blockDim.x) {
-        const int j = idx[2 * p + 1];
-        if (j < 0) continue;
-        const int i = idx[2 * p];
-        g[i + j * ld] = TI(0);  // annihilated up to rounding; keep G exactly symmetric
-        g[j + i * ld] = TI(0);
+      const int blocks = pairs * pairs;
+      for (int e = threadIdx.x; e < blocks + pairs * nb2; e += blockDim.x) {
+        if (e < blocks) {
+          const int p = e % pairs;   // row pair
+          const int pq = e / pairs;  // column pair
+          const TI cr = cs[2 * p], sr = cs[2 * p + 1];
+          const TI cc = cs[2 * pq], sc = cs[2 * pq + 1];
+          const bool rot_r = sr != TI(0) || cr != TI(0);
+          const bool rot_c = sc != TI(0) || cc != TI(0);
+          if (!rot_r && !rot_c) continue;
+          const int ip = idx[2 * p], jp = idx[2 * p + 1];
+          const int iq = idx[2 * pq], jq = idx[2 * pq + 1];
+          TI a = g[ip + iq * ld], b = g[ip + jq * ld];
+          TI c = g[jp + iq * ld], d = g[jp + jq * ld];
+          if (rot_c) {
+            apply_rotation(cc, sc, &a, &b);
+            apply_rotation(cc, sc, &c, &d);
+          }
+          if (rot_r) {
+            apply_rotation(cr, sr, &a, &c);
+            apply_rotation(cr, sr, &b, &d);
+          }
+          if (p == pq) {
+            b = TI(0);  // annihilated up to rounding; keep G exactly symmetric
+            c = TI(0);
+          }
+          g[ip + iq * ld] = a;
+          g[ip + jq * ld] = b;
+          g[jp + iq * ld] = c;
+          g[jp + jq * ld] = d;
+        } else {
+          const int f = e - blocks;
+          const int pq = f / nb2;
+          const int row = f % nb2;
+          const TI cc = cs[2 * pq], sc = cs[2 * pq + 1];
+          if (sc == TI(0) && cc == TI(0)) continue;
+          apply_rotation(cc, sc, q + row + idx[2 * pq] * ld, q + row + idx[2 * pq + 1] * ld);
+        }
       }
       __syncthreads();
     }

@@ -401,6 +401,21 @@ TEST_F(CudaSvdTest, BatchedSmall) {
   shape_case<float>(Kind::kGaussian, 300, 8, 5, false, false);
 }
 
+TEST_F(CudaSvdTest, TinyRegisterDriver) {
+  GC_REQUIRE_GPU();
+  // max(m, n) <= 32: a group of 8, 16 or 32 lanes per matrix, several matrices a warp; batches
+  // that leave groups and warps of the last block empty, m < n, rank deficiency, one column.
+  const Checks per_value{true, true};
+  shape_case<float>(Kind::kGaussian, 37, 13, 10, true, true);
+  shape_case<double>(Kind::kGaussian, 9, 20, 31, true, false);
+  shape_case<float>(Kind::kGaussian, 5, 32, 1, true, true);
+  shape_case<double>(Kind::kGaussian, 70, 6, 8, true, true);
+  shape_case<double>(Kind::kIllConditioned, 3, 24, 24, true, true);
+  shape_case<float>(Kind::kRankDeficient, 11, 30, 20, true, true, 4);
+  shape_case<float>(Kind::kGaussian, 64, 32, 16, true, false, 0, per_value);
+  shape_case<double>(Kind::kGaussian, 33, 32, 32, false, false);
+}
+
 TEST_F(CudaSvdTest, BatchedBlocked) {
   GC_REQUIRE_GPU();
   shape_case<float>(Kind::kGaussian, 3, 100, 90, true, false);
