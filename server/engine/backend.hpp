@@ -70,6 +70,7 @@ struct ResourceStats {
     int index = 0;
     std::uint64_t used_bytes = 0;
     std::uint64_t total_bytes = 0;
+    bool healthy = true;  ///< false once a sticky error marked the device failed
   };
   std::vector<Device> devices;
 };

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "metrics/metrics.hpp"
 
-#include <exception>
 
 #include "absl/strings/str_cat.h"
 
@@ -41,13 +40,18 @@ class BackendCollector final : public prometheus::Collectable {
                                   prometheus::MetricType::Gauge, {}};
     prometheus::MetricFamily total{"gcompute_device_memory_total_bytes", "Device memory per GPU",
                                    prometheus::MetricType::Gauge, {}};
+    prometheus::MetricFamily healthy{"gcompute_device_healthy",
+                                     "1 while the GPU serves requests, 0 once it failed",
+                                     prometheus::MetricType::Gauge, {}};
     for (const auto& d : s.devices) {
       const std::string gpu = std::to_string(d.index);
       used.metric.push_back(gauge_metric(static_cast<double>(d.used_bytes), {{"gpu", gpu}}));
       total.metric.push_back(gauge_metric(static_cast<double>(d.total_bytes), {{"gpu", gpu}}));
+      healthy.metric.push_back(gauge_metric(d.healthy ? 1 : 0, {{"gpu", gpu}}));
     }
     out.push_back(std::move(used));
     out.push_back(std::move(total));
+    out.push_back(std::move(healthy));
     return out;
   }
 
@@ -128,22 +132,15 @@ Metrics::MethodSeries& Metrics::series(const std::string& method) {
 }
 
 absl::Status Metrics::expose(const std::string& address) {
-  try {
-    exposer_ = std::make_unique<prometheus::Exposer>(address, 2);
-  } catch (const std::exception& e) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot serve metrics on ", address, " (--metrics-listen): ", e.what()));
-  }
-  exposer_->RegisterCollectable(registry_);
-  if (backend_collector_) exposer_->RegisterCollectable(backend_collector_);
+  std::vector<std::shared_ptr<prometheus::Collectable>> sources{registry_};
+  if (backend_collector_) sources.push_back(backend_collector_);
+  auto exporter = HttpExporter::start(address, std::move(sources));
+  if (!exporter.ok()) return exporter.status();
+  exporter_ = *std::move(exporter);
   return absl::OkStatus();
 }
 
-int Metrics::port() const {
-  if (!exposer_) return 0;
-  const auto ports = exposer_->GetListeningPorts();
-  return ports.empty() ? 0 : ports.front();
-}
+int Metrics::port() const { return exporter_ ? exporter_->port() : 0; }
 
 void Metrics::observe_request(const std::string& method, const std::string& code, double seconds,
                               std::uint64_t bytes_received, std::uint64_t bytes_sent) {
@@ -173,6 +170,15 @@ void Metrics::set_load(int queued, int running) {
 }
 
 void Metrics::add_inflight(int delta) { inflight_.Increment(delta); }
+
+void Metrics::set_queue_capacity(int capacity) {
+  prometheus::BuildGauge()
+      .Name("gcompute_queue_capacity")
+      .Help("Requests that may wait in the queue (--queue-depth)")
+      .Register(*registry_)
+      .Add({})
+      .Set(capacity);
+}
 
 void Metrics::set_stored_matrix_bytes(std::uint64_t bytes) {
   stored_bytes_.Set(static_cast<double>(bytes));

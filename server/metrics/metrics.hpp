@@ -12,9 +12,9 @@
 
 #include "absl/status/statusor.h"
 #include "engine/backend.hpp"
+#include "metrics/http_exporter.hpp"
 #include "prometheus/collectable.h"
 #include "prometheus/counter.h"
-#include "prometheus/exposer.h"
 #include "prometheus/family.h"
 #include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
@@ -39,6 +39,8 @@ class Metrics {
   void observe_phase(const std::string& method, const char* phase, double seconds);
   void set_load(int queued, int running);
   void add_inflight(int delta);
+  /// Exports --queue-depth (call once) so alerts can compare the queue depth with it.
+  void set_queue_capacity(int capacity);
   void set_stored_matrix_bytes(std::uint64_t bytes);
 
   /// Also export `backend`'s memory gauges (pinned pool, device memory per GPU), read at
@@ -61,7 +63,7 @@ class Metrics {
 
   std::shared_ptr<prometheus::Registry> registry_;
   std::shared_ptr<prometheus::Collectable> backend_collector_;
-  std::unique_ptr<prometheus::Exposer> exposer_;
+  std::unique_ptr<HttpExporter> exporter_;
   prometheus::Family<prometheus::Histogram>& duration_family_;
   prometheus::Family<prometheus::Histogram>& phase_family_;
   prometheus::Family<prometheus::Counter>& requests_family_;

@@ -101,10 +101,11 @@ ResourceStats CudaBackend::resource_stats() const {
   s.pinned_capacity_bytes = pinned_->capacity();
   s.pinned_used_bytes = pinned_->used_bytes();
   s.pinned_misses = pinned_->misses();
+  std::lock_guard lock(mu_);
   for (const auto& d : devices_) {
     std::uint64_t used = 0;
-    cudaMemPoolGetAttribute(d->pool, cudaMemPoolAttrUsedMemCurrent, &used);
-    s.devices.push_back({d->index, used, d->info.memory_bytes});
+    if (!d->failed) cudaMemPoolGetAttribute(d->pool, cudaMemPoolAttrUsedMemCurrent, &used);
+    s.devices.push_back({d->index, used, d->info.memory_bytes, !d->failed});
   }
   return s;
 }
