@@ -31,6 +31,15 @@ ABSL_FLAG(uint64_t, stored_matrix_quota_bytes, 4ull << 30,
           "Bytes all server-resident matrices may hold together");
 ABSL_FLAG(int64_t, default_ttl_seconds, 600, "Lifetime of stored matrices unless a call says");
 ABSL_FLAG(int64_t, drain_seconds, 30, "On SIGTERM/SIGINT: how long in-flight calls may finish");
+// [graph persistence] docs/graphs.md
+ABSL_FLAG(std::string, data_dir, "",
+          "Directory for the graph store's write-ahead log and snapshots; empty: in memory only");
+ABSL_FLAG(std::string, fsync, "always",
+          "Graph log: always (fsync before acknowledging a change) or never (benchmarks)");
+ABSL_FLAG(uint64_t, graph_snapshot_bytes, 64ull << 20,
+          "Graph log: take a snapshot once the log has grown by this many bytes (0: never)");
+ABSL_FLAG(uint64_t, apsp_cache_bytes, 1ull << 30,
+          "Memory for cached APSP results of stored graphs (0: no cache)");
 
 namespace {
 
@@ -82,6 +91,16 @@ int main(int argc, char** argv) {
   options.pinned_pool_bytes = absl::GetFlag(FLAGS_pinned_pool_bytes);
   options.stored_matrix_quota_bytes = absl::GetFlag(FLAGS_stored_matrix_quota_bytes);
   options.default_ttl = absl::Seconds(absl::GetFlag(FLAGS_default_ttl_seconds));
+  // [graph persistence]
+  options.graph_data_dir = absl::GetFlag(FLAGS_data_dir);
+  auto fsync_policy = gcompute::server::parse_fsync_policy(absl::GetFlag(FLAGS_fsync));
+  if (!fsync_policy.ok()) {
+    std::cerr << "gcompute-server: " << fsync_policy.status().message() << std::endl;
+    return 2;
+  }
+  options.graph_fsync = *fsync_policy;
+  options.graph_snapshot_after_bytes = absl::GetFlag(FLAGS_graph_snapshot_bytes);
+  options.apsp_cache_bytes = absl::GetFlag(FLAGS_apsp_cache_bytes);
 
   auto server = gcompute::server::Server::create(options);
   if (!server.ok()) {
@@ -95,6 +114,12 @@ int main(int argc, char** argv) {
     std::cerr << ", metrics on port " << (*server)->metrics_port();
   }
   std::cerr << std::endl;
+  if (const auto* wal = (*server)->graph_wal()) {  // [graph persistence]
+    const auto& r = wal->report();
+    std::cerr << "gcompute-server: graphs recovered from " << wal->dir() << " (snapshot LSN "
+              << r.snapshot_lsn << ", " << r.records_replayed << " log records replayed, "
+              << r.torn_bytes << " torn bytes dropped)" << std::endl;
+  }
 
   // A failed GPU ends the process non-zero (after draining) so its supervisor restarts it.
   std::atomic<bool> device_failed{false};

@@ -43,6 +43,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::create(const ServerOptions& opti
   s->metrics_ = std::make_unique<Metrics>(method_names());
   Backend* backend = choice->backend.get();
   s->metrics_->watch_backend(backend);
+  s->metrics_->set_queue_capacity(options.queue_depth);
   if (!options.metrics_listen.empty()) {
     if (auto st = s->metrics_->expose(options.metrics_listen); !st.ok()) return st;
   }
@@ -51,7 +52,27 @@ absl::StatusOr<std::unique_ptr<Server>> Server::create(const ServerOptions& opti
   GraphStore::Options go;
   go.limits = options.graph_limits;
   go.max_graphs = options.max_graphs;
+  // [graph persistence] With a data directory every change is logged before it is
+  // acknowledged, and the store is rebuilt from the directory before serving.
+  if (!options.graph_data_dir.empty()) {
+    GraphWalOptions wo;
+    wo.dir = options.graph_data_dir;
+    wo.fsync = options.graph_fsync;
+    wo.snapshot_after_bytes = options.graph_snapshot_after_bytes;
+    auto wal = GraphWal::open(wo);
+    if (!wal.ok()) return wal.status();
+    s->graph_wal_ = *std::move(wal);
+    go.listener = s->graph_wal_.get();
+  }
   s->graphs_ = std::make_unique<GraphStore>(go);
+  if (s->graph_wal_) {
+    if (auto st = s->graph_wal_->recover(*s->graphs_); !st.ok()) return st;
+  }
+  if (options.apsp_cache_bytes > 0) {
+    ApspCache::Options co;
+    co.max_bytes = options.apsp_cache_bytes;
+    s->apsp_cache_ = std::make_unique<ApspCache>(co);
+  }
 
   EngineOptions eo;
   eo.queue_depth = options.queue_depth;
@@ -63,7 +84,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::create(const ServerOptions& opti
   backend->set_fatal_handler([raw](const absl::Status& status) { raw->on_fatal(status); });
 
   s->svc_.reset(new ServiceContext{*s->engine_, *s->matrices_, *s->graphs_, *s->metrics_,
-                                   options.limits, {}, choice->note});
+                                   options.limits, {}, choice->note, s->apsp_cache_.get()});
   s->service_ = std::make_unique<ComputeService>(*s->svc_);
 
   grpc::EnableDefaultHealthCheckService(true);
@@ -112,6 +133,7 @@ Server::~Server() {
     drain(absl::Seconds(5));
     grpc_server_->Wait();
   }
+  if (graph_wal_) graph_wal_->stop();  // [graph persistence] no snapshot of a dying store
 }
 
 }  // namespace gcompute::server

@@ -14,6 +14,8 @@
 #include "absl/time/time.h"
 #include "api/call.hpp"
 #include "api/compute_service.hpp"
+#include "store/apsp_cache.hpp"
+#include "store/graph_wal.hpp"
 
 namespace gcompute::server {
 
@@ -30,6 +32,11 @@ struct ServerOptions {
   absl::Duration default_ttl = absl::Minutes(10);
   GraphLimits graph_limits;
   std::uint64_t max_graphs = 1024;
+  // [graph persistence] docs/graphs.md. Empty data_dir: graphs live in memory only.
+  std::string graph_data_dir;
+  FsyncPolicy graph_fsync = FsyncPolicy::kAlways;
+  std::uint64_t graph_snapshot_after_bytes = 64ull << 20;
+  std::uint64_t apsp_cache_bytes = 1ull << 30;  ///< cached APSP results of stored graphs; 0: off
 };
 
 class Server {
@@ -43,6 +50,8 @@ class Server {
   int metrics_port() const { return metrics_->port(); }
   const std::string& backend_name() const { return backend_name_; }
   const std::string& backend_note() const { return svc_->backend_note; }
+  /// [graph persistence] What start-up recovered from --data-dir; null without one.
+  const GraphWal* graph_wal() const { return graph_wal_.get(); }
 
   /// Graceful stop: health NOT_SERVING, new calls UNAVAILABLE, queued and running work
   /// finishes (up to `grace`), then the gRPC server shuts down.
@@ -69,7 +78,9 @@ class Server {
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<MatrixStore> matrices_;
+  std::unique_ptr<GraphWal> graph_wal_;  // [graph persistence] the store's listener: outlives it
   std::unique_ptr<GraphStore> graphs_;
+  std::unique_ptr<ApspCache> apsp_cache_;
   std::unique_ptr<ServiceContext> svc_;
   std::unique_ptr<ComputeService> service_;
   std::unique_ptr<grpc::Server> grpc_server_;

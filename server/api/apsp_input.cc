@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
@@ -48,6 +49,60 @@ absl::Status check_weights(const Matrix& w, const std::string& field) {
     }
   }
   return absl::OkStatus();
+}
+
+// ---- [graph persistence: APSP cache] docs/graphs.md, "Incremental APSP" ---------------
+
+/// The cached (possibly incrementally updated) result for the graph as it is now, or
+/// nullopt on a miss; `snap` gets the snapshot looked at, for caching the recomputed result.
+absl::StatusOr<std::optional<ApspRun>> cached_apsp(const std::string& graph_id, bool next_hop,
+                                                   ServiceContext& svc,
+                                                   std::optional<GraphSnapshot>& snap) {
+  auto got = svc.graphs.get(graph_id);
+  if (!got.ok()) {
+    if (absl::IsNotFound(got.status())) svc.apsp_cache->erase(graph_id);
+    return got.status();
+  }
+  auto answer = svc.apsp_cache->lookup(*got, next_hop);
+  if (!answer.ok()) return answer.status();
+  if (answer->outcome == ApspCache::Outcome::kMiss) {
+    snap = *std::move(got);
+    return std::nullopt;
+  }
+  // Copies: the handlers move results into responses or the matrix store.
+  const ApspResult& r = *answer->result;
+  const auto n = static_cast<std::int64_t>(r.vertex_ids.size());
+  ApspRun run;
+  run.vertex_ids = r.vertex_ids;
+  run.out.distances =
+      Matrix{MatrixDesc{DType::kF32, 1, n, n},
+             std::make_shared<std::string>(reinterpret_cast<const char*>(r.distances.data()),
+                                           r.distances.size() * sizeof(float))};
+  if (next_hop) {
+    run.out.next_hop =
+        Matrix{MatrixDesc{DType::kI32, 1, n, n},
+               std::make_shared<std::string>(reinterpret_cast<const char*>(r.next_hop.data()),
+                                             r.next_hop.size() * sizeof(std::int32_t))};
+  }
+  return run;
+}
+
+/// Caches a freshly computed result of `graph`. Failures only cost the cache entry.
+void remember_apsp(GraphSnapshot graph, ApspRun& run, Backend& backend, ServiceContext& svc) {
+  if (!backend.ensure_on_host(run.out.distances).ok()) return;
+  if (run.out.next_hop && !backend.ensure_on_host(*run.out.next_hop).ok()) return;
+  ApspResult r;
+  r.version = graph.info.version;
+  r.vertex_ids = run.vertex_ids;
+  const std::string& d = *run.out.distances.data;
+  r.distances.resize(d.size() / sizeof(float));
+  std::memcpy(r.distances.data(), d.data(), r.distances.size() * sizeof(float));
+  if (run.out.next_hop) {
+    const std::string& nh = *run.out.next_hop->data;
+    r.next_hop.resize(nh.size() / sizeof(std::int32_t));
+    std::memcpy(r.next_hop.data(), nh.data(), r.next_hop.size() * sizeof(std::int32_t));
+  }
+  svc.apsp_cache->put(std::move(graph), std::move(r));
 }
 
 }  // namespace
@@ -111,6 +166,7 @@ absl::StatusOr<ApspRun> run_apsp(ApspSource source, bool next_hop, ServiceContex
   ApspRun run;
   Matrix weights;
   std::string field = "dense";
+  std::optional<GraphSnapshot> cache_from;  // [APSP cache] the graph the result will be of
   if (source.dense) {
     weights = *std::move(source.dense);
     if (auto st = backend.ensure_on_host(weights); !st.ok()) return st;
@@ -127,8 +183,20 @@ absl::StatusOr<ApspRun> run_apsp(ApspSource source, bool next_hop, ServiceContex
     weights = *std::move(w);
   } else {
     field = absl::StrCat("graph ", source.graph_id);
+    // [graph persistence: APSP cache] Reuse or incrementally update the last result.
+    std::optional<GraphSnapshot> snap;
+    if (svc.apsp_cache != nullptr) {
+      auto cached = cached_apsp(source.graph_id, next_hop, svc, snap);
+      if (!cached.ok() || cached->has_value()) {
+        if (!cached.ok()) return cached.status();
+        return **std::move(cached);
+      }
+    }
     auto dense = svc.graphs.to_dense(source.graph_id, DType::kF32, svc.limits.max_matrix_elements);
     if (!dense.ok()) return dense.status();
+    // Cache only a result of the version the snapshot shows (a batch may come in between).
+    if (snap && snap->info.version != dense->version) snap.reset();
+    cache_from = std::move(snap);
     const auto n = static_cast<std::int64_t>(dense->vertex_ids.size());
     weights = Matrix{MatrixDesc{DType::kF32, 1, n, n},
                          std::make_shared<std::string>(std::move(dense->weights))};
@@ -147,6 +215,7 @@ absl::StatusOr<ApspRun> run_apsp(ApspSource source, bool next_hop, ServiceContex
         "; shortest paths are undefined"));
   }
   run.out = *std::move(out);
+  if (cache_from) remember_apsp(*std::move(cache_from), run, backend, svc);
   return run;
 }
 

@@ -16,6 +16,7 @@
 #include "engine/backend.hpp"
 #include "engine/engine.hpp"
 #include "metrics/metrics.hpp"
+#include "store/apsp_cache.hpp"
 #include "store/graph_store.hpp"
 #include "store/matrix_store.hpp"
 
@@ -30,6 +31,7 @@ struct ServiceContext {
   Limits limits;
   std::atomic<bool> draining{false};
   std::string backend_note;
+  ApspCache* apsp_cache = nullptr;  ///< [graph persistence] last APSP of stored graphs; null: off
 };
 
 class UnaryCall final : public grpc::ServerUnaryReactor {

@@ -39,8 +39,8 @@ bool relax_edge(std::vector<float>& dist, std::vector<std::int32_t>& next, std::
     const float diu = dist[i * n + u];
     if (diu == std::numeric_limits<float>::infinity()) continue;
     const float via = diu + w;
-    // Row u and row v never improve here (that would need the cycle checked above), so
-    // reading them while writing row i is safe even when i is u or v.
+    // Column u and row v never improve here (that would need a negative cycle through the
+    // new edge, excluded above), so reading them while writing row i is safe, i = v too.
     float* row_i = &dist[i * n];
     const std::int32_t hop =
         with_next ? (i == u ? static_cast<std::int32_t>(v) : next[i * n + u]) : 0;

@@ -183,6 +183,7 @@ absl::Status GraphWal::recover(GraphStore& store) {
   std::sort(segments.begin(), segments.end());
 
   std::uint64_t expected = 1;  // the LSN of the next record to replay
+  std::uint64_t log_since_snapshot = 0;
   if (!snapshots.empty()) {
     const Numbered& latest = snapshots.back();
     absl::StatusOr<std::uint64_t> lsn =
@@ -208,14 +209,20 @@ absl::Status GraphWal::recover(GraphStore& store) {
         !s.ok()) {
       return s;
     }
+    // The log since the snapshot counts towards the next one across restarts.
+    const std::uintmax_t size = std::filesystem::file_size(segments[i].path, ec);
+    if (!ec) log_since_snapshot += size;
   }
   replaying_ = false;
   report_.next_lsn = expected;
   {
     absl::MutexLock lock(&mu_);
     next_lsn_ = expected;
+    log_bytes_ = log_since_snapshot;
     if (absl::Status s = open_segment(expected); !s.ok()) return s;
   }
+  bg_wanted_ =
+      options_.snapshot_after_bytes > 0 && log_since_snapshot >= options_.snapshot_after_bytes;
   {
     absl::MutexLock lock(&sync_mu_);
     synced_lsn_ = expected - 1;
