@@ -342,8 +342,15 @@ struct StageLayout {
   static constexpr int kNa = kNext ? kA : 0;        // next-hop of A, int
   static constexpr int kHa = kNext ? kA : 0;        // hop counts of A and B, int
   static constexpr int kHb = kNext ? kB : 0;
-  static constexpr int kStageElems = kA + kB + kNa + kHa + kHb;
+  // Region offsets inside a stage, used by both the cp.async writer and the readers so that the
+  // two cannot disagree (a hand-summed offset for Hb once wrote past the end of stage 1).
+  static constexpr int kOffB = kA;
+  static constexpr int kOffNa = kOffB + kB;
+  static constexpr int kOffHa = kOffNa + kNa;
+  static constexpr int kOffHb = kOffHa + kHa;
+  static constexpr int kStageElems = kOffHb + kHb;
   static constexpr int kBytes = 2 * kStageElems * 4;
+  static_assert(kBytes <= 227 * 1024, "two stages must fit the opt-in shared memory of sm_90");
 };
 
 template <int kTy, int kRm>
@@ -402,24 +409,25 @@ __global__ void __launch_bounds__(16 * kTy, (minblocks<kTy, kRm>()))
   const int* hb_src = kNext ? hb_g + (tid / kPiecesB) * ld + (tid % kPiecesB) * 4 : nullptr;
   const T* b_src = b_g + (tid / kPiecesB) * ld + (tid % kPiecesB) * 4;
   const int a_dst = (tid / kPiecesA) * (kBk + kApad) + (tid % kPiecesA) * 4;
-  const int b_dst = L::kA + (tid / kPiecesB) * (kTile + kBpad) + (tid % kPiecesB) * 4;
+  const int b_dst = (tid / kPiecesB) * (kTile + kBpad) + (tid % kPiecesB) * 4;
   auto load_stage = [&](int stage, int kc) {
     T* st = smem + stage * L::kStageElems;
 #pragma unroll 1
     for (int i = 0; i < kTile / kRowsA; ++i) {
       cp_async16(st + a_dst + i * kRowsA * (kBk + kApad), a_src + i * kRowsA * ld + kc);
       if constexpr (kNext) {
-        cp_async16(st + L::kA + L::kB + a_dst + i * kRowsA * (kBk + kApad),
+        cp_async16(st + L::kOffNa + a_dst + i * kRowsA * (kBk + kApad),
                    na_src + i * kRowsA * ld + kc);
-        cp_async16(st + L::kA + L::kB + L::kNa + a_dst + i * kRowsA * (kBk + kApad),
+        cp_async16(st + L::kOffHa + a_dst + i * kRowsA * (kBk + kApad),
                    ha_src + i * kRowsA * ld + kc);
       }
     }
 #pragma unroll 1
     for (int i = 0; i < kBk / kRowsB; ++i) {
-      cp_async16(st + b_dst + i * kRowsB * (kTile + kBpad), b_src + (kc + i * kRowsB) * ld);
+      cp_async16(st + L::kOffB + b_dst + i * kRowsB * (kTile + kBpad),
+                 b_src + (kc + i * kRowsB) * ld);
       if constexpr (kNext) {
-        cp_async16(st + L::kB + L::kNa + L::kHa + b_dst + i * kRowsB * (kTile + kBpad),
+        cp_async16(st + L::kOffHb + b_dst + i * kRowsB * (kTile + kBpad),
                    hb_src + (kc + i * kRowsB) * ld);
       }
     }
@@ -457,53 +465,65 @@ __global__ void __launch_bounds__(16 * kTy, (minblocks<kTy, kRm>()))
     }
     __syncthreads();
     const T* as = smem + (ch & 1) * L::kStageElems;
-    const T* bs = as + L::kA;
-    const int* nas = reinterpret_cast<const int*>(bs + L::kB);
-    const int* has = nas + L::kNa;
-    const int* hbs = has + L::kHa;
-    // The next-hop variant holds 3 x 32 accumulators, so it takes its A fragment one k at a time.
-    constexpr int kFrag = kNext ? 1 : kAk;
-#pragma unroll
-    for (int k4 = 0; k4 < kBk; k4 += kFrag) {
-      T a[kRm][kFrag];
-      int na[kNext ? kRm : 1][kFrag], ha[kNext ? kRm : 1][kFrag];
-#pragma unroll
-      for (int q = 0; q < kRm; ++q) {
-        const int off = (ty * kRm + q) * (kBk + kApad) + k4;
-        if constexpr (kNext) {
-          a[q][0] = as[off];
-          na[q][0] = nas[off];
-          ha[q][0] = has[off];
-        } else {
-          load2(as + off, &a[q][0]);
-        }
-      }
-#pragma unroll
-      for (int kk = 0; kk < kFrag; ++kk) {
-        const int boff = (k4 + kk) * (kTile + kBpad);
-        T b[8];
-        load4(bs + boff + tx * 4, &b[0]);
-        load4(bs + boff + 64 + tx * 4, &b[4]);
-        int hb[kNext ? 8 : 1];
-        if constexpr (kNext) {
-          load4(hbs + boff + tx * 4, &hb[0]);
-          load4(hbs + boff + 64 + tx * 4, &hb[4]);
-        }
+    const T* bs = as + L::kOffB;
+    const int* nas = reinterpret_cast<const int*>(as + L::kOffNa);
+    const int* has = reinterpret_cast<const int*>(as + L::kOffHa);
+    const int* hbs = reinterpret_cast<const int*>(as + L::kOffHb);
+    if constexpr (kNext) {
+      // 3 x 32 accumulators (distance, next-hop, hop count) live across the whole loop, under
+      // the 128-register cap of a 512-thread block. Fully unrolled over k, ptxas hoisted operand
+      // loads until it spilled ~5 KB per thread (measured 9x slower on an H200). One k per
+      // iteration and half a row of B at a time (4 distances + 4 hop counts) leaves ~80 bytes.
+#pragma unroll 1
+      for (int k = 0; k < kBk; ++k) {
+        T a[kRm];
+        int na[kRm], ha[kRm];
 #pragma unroll
         for (int q = 0; q < kRm; ++q) {
+          const int off = (ty * kRm + q) * (kBk + kApad) + k;
+          a[q] = as[off];
+          na[q] = nas[off];
+          ha[q] = has[off];
+        }
 #pragma unroll
-          for (int j = 0; j < 8; ++j) {
-            if constexpr (kNext) {
+        for (int half = 0; half < 2; ++half) {
+          const int boff = k * (kTile + kBpad) + half * 64 + tx * 4;
+          T b[4];
+          int hb[4];
+          load4(bs + boff, b);
+          load4(hbs + boff, hb);
+#pragma unroll
+          for (int q = 0; q < kRm; ++q) {
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+              const int jj = half * 4 + j;
               T s;
-              const int hs = ha[q][kk] + hb[j];
-              if (better_lex<Ops>(a[q][kk], b[j], c[q][j], hs, g[q][j], s)) {
-                c[q][j] = s;
-                h[q][j] = na[q][kk];
-                g[q][j] = hs;
+              const int hs = ha[q] + hb[j];
+              if (better_lex<Ops>(a[q], b[j], c[q][jj], hs, g[q][jj], s)) {
+                c[q][jj] = s;
+                h[q][jj] = na[q];
+                g[q][jj] = hs;
               }
-            } else {
-              c[q][j] = Ops::relax(c[q][j], a[q][kk], b[j]);
             }
+          }
+        }
+      }
+    } else {
+#pragma unroll
+      for (int k4 = 0; k4 < kBk; k4 += kAk) {
+        T a[kRm][kAk];
+#pragma unroll
+        for (int q = 0; q < kRm; ++q) load2(as + (ty * kRm + q) * (kBk + kApad) + k4, &a[q][0]);
+#pragma unroll
+        for (int kk = 0; kk < kAk; ++kk) {
+          const T* brow = bs + (k4 + kk) * (kTile + kBpad);
+          T b[8];
+          load4(brow + tx * 4, &b[0]);
+          load4(brow + 64 + tx * 4, &b[4]);
+#pragma unroll
+          for (int q = 0; q < kRm; ++q) {
+#pragma unroll
+            for (int j = 0; j < 8; ++j) c[q][j] = Ops::relax(c[q][j], a[q][kk], b[j]);
           }
         }
       }
