@@ -1,0 +1,33 @@
+#!/usr/bin/python3
+# Regenerates apsp_h200.png from apsp_h200.csv (bench_apsp output): /usr/bin/python3 apsp_plot.py
+import csv
+import os
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+here = os.path.dirname(os.path.abspath(__file__))
+rows = list(csv.DictReader(open(os.path.join(here, "apsp_h200.csv"))))
+fig, ax = plt.subplots(figsize=(6.4, 3.8))
+styles = {("f32", "0"): ("tab:blue", "o-"), ("i32", "0"): ("tab:red", "o-"),
+          ("f32", "1"): ("tab:blue", "s--"), ("i32", "1"): ("tab:red", "s--")}
+for (dt, nh), (color, fmt) in styles.items():
+    sel = [r for r in rows if r["dtype"] == dt and r["next_hop"] == nh]
+    if not sel:
+        continue
+    label = f"{dt}{' (DPX)' if dt == 'i32' and nh == '0' else ''}, {'next-hop' if nh == '1' else 'distances'}"
+    ax.plot([int(r["n"]) for r in sel], [float(r["t_relax_per_s"]) for r in sel], fmt,
+            color=color, label=label)
+naive_n, naive_ms = int(rows[0]["naive_n"]), float(rows[0]["naive_ms"])
+naive = naive_n ** 3 / (naive_ms * 1e-3) / 1e12
+ax.axhline(naive, color="gray", linestyle=":", label=f"naive f32 (n={naive_n})")
+ax.axhline(12, color="black", linestyle="-.", linewidth=0.8, label="target 12 T/s")
+ax.set_xscale("log", base=2)
+ax.set_xlabel("n")
+ax.set_ylabel("T relaxations / s")
+ax.set_title(f"Blocked Floyd-Warshall, {rows[0]['device']}")
+ax.legend(fontsize=7)
+fig.tight_layout()
+fig.savefig(os.path.join(here, "apsp_h200.png"), dpi=100)
