@@ -47,6 +47,7 @@ assert np.array_equal(np.load(f"{w}/d.npy").astype(np.float64), d), "apsp"
 print("all results match")
 PY
 desc="server log names the cuda backend"; check grep -q "backend cuda" "$work/server.log"
+desc="metrics export device and phase series"; check bash -c "curl -sf 127.0.0.1:$((port + 1))/metrics > $work/metrics.txt || python3 -c 'import urllib.request,sys; sys.stdout.write(urllib.request.urlopen(\"http://127.0.0.1:$((port + 1))/metrics\").read().decode())' > $work/metrics.txt; grep -q 'gcompute_device_healthy{gpu=\"0\"} 1' $work/metrics.txt && grep -q 'gcompute_phase_duration_seconds_count{method=\"MatMul\",phase=\"h2d\"}' $work/metrics.txt"
 kill -TERM $pid; wait $pid; rc=$?
 desc="SIGTERM drains and exits 0 (rc=$rc)"; check test "$rc" = 0
 cat "$work/server.log"

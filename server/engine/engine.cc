@@ -29,20 +29,38 @@ absl::Status Engine::submit(const std::string& method, std::shared_ptr<JobContex
     return absl::DeadlineExceededError(absl::StrCat(method, ": deadline passed before queueing"));
   }
   if (ctx->cancelled.load()) return absl::CancelledError(absl::StrCat(method, ": call cancelled"));
+  std::vector<Item> abandoned;  // completed outside the lock
+  absl::Status result = absl::OkStatus();
   {
     std::lock_guard lock(mu_);
     if (draining_) return absl::UnavailableError("server is draining; retry on another replica");
+    if (static_cast<int>(queue_.size()) >= options_.queue_depth) {
+      // Calls cancelled while waiting give their slots back before we refuse anyone.
+      for (auto it = queue_.begin(); it != queue_.end();) {
+        if (it->ctx->cancelled.load()) {
+          abandoned.push_back(std::move(*it));
+          it = queue_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    }
     if (static_cast<int>(queue_.size()) >= options_.queue_depth &&
         running_ + static_cast<int>(queue_.size()) >= backend_->concurrency()) {
-      return absl::ResourceExhaustedError(absl::StrCat("queue full: ", queue_.size(),
-                                                       " requests waiting (--queue-depth=",
-                                                       options_.queue_depth, ")"));
+      result = absl::ResourceExhaustedError(absl::StrCat("queue full: ", queue_.size(),
+                                                         " requests waiting (--queue-depth=",
+                                                         options_.queue_depth, ")"));
+    } else {
+      queue_.push_back(
+          Item{method, std::move(ctx), std::move(task), std::chrono::steady_clock::now()});
     }
-    queue_.push_back(Item{method, std::move(ctx), std::move(task), std::chrono::steady_clock::now()});
     report_load_locked();
   }
-  work_cv_.notify_one();
-  return absl::OkStatus();
+  for (Item& item : abandoned) {
+    item.task(absl::CancelledError(absl::StrCat(item.method, ": cancelled while queued")));
+  }
+  if (result.ok()) work_cv_.notify_one();
+  return result;
 }
 
 void Engine::drain() {

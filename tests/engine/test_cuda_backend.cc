@@ -182,15 +182,16 @@ TEST_F(CudaBackendTest, OutOfMemoryIsPerRequest) {
 }
 
 TEST_F(CudaBackendTest, ConcurrentRequestsRunOnDistinctLanesAtOnce) {
-  // Small SVDs leave most of the GPU idle, so lanes running together finish in about the time
-  // of one; if requests were serialised the concurrent run would take as long as the serial.
+  // A 256x256 SVD keeps the GPU busy for ~10 ms with only a few blocks per launch, so lanes
+  // running together finish in much less than the sum of their times; if requests were
+  // serialised, the concurrent run would take as long as the serial one.
   kernels::SvdShape s;
-  s.m = 64;
-  s.n = 64;
+  s.m = 256;
+  s.n = 256;
   s.dtype = DType::kF32;
   const int kJobs = 8;
   std::vector<Matrix> inputs;
-  for (int i = 0; i < kJobs; ++i) inputs.push_back(random_f32(1, 64, 64));
+  for (int i = 0; i < kJobs; ++i) inputs.push_back(random_f32(1, 256, 256));
   auto run = [&](int i, JobContext& j) { return gpu_->svd(inputs[i], s, j).status(); };
   {  // warm-up
     JobContext j;
@@ -207,6 +208,7 @@ TEST_F(CudaBackendTest, ConcurrentRequestsRunOnDistinctLanesAtOnce) {
   struct Span {
     Clock::time_point begin, end;
     int lane;
+    std::string device;
   };
   std::vector<Span> spans(kJobs);
   const auto t1 = Clock::now();
@@ -218,22 +220,27 @@ TEST_F(CudaBackendTest, ConcurrentRequestsRunOnDistinctLanesAtOnce) {
       EXPECT_TRUE(run(i, j).ok());
       spans[i].end = Clock::now();
       spans[i].lane = j.lane;
+      spans[i].device = j.device;
     });
   }
   for (auto& t : threads) t.join();
   const double concurrent = std::chrono::duration<double>(Clock::now() - t1).count();
 
   int max_overlap = 0;
-  std::set<int> lanes;
+  std::set<std::pair<std::string, int>> lanes;
+  std::set<std::string> devices;
   for (const Span& a : spans) {
-    lanes.insert(a.lane);
+    lanes.insert({a.device, a.lane});
+    devices.insert(a.device);
     int overlap = 0;
     for (const Span& b : spans) overlap += (b.begin < a.end && a.begin < b.end) ? 1 : 0;
     max_overlap = std::max(max_overlap, overlap);
   }
-  std::printf("serial %.2f ms, concurrent %.2f ms, lanes used %zu, max overlap %d\n",
-              serial * 1e3, concurrent * 1e3, lanes.size(), max_overlap);
+  std::printf("serial %.2f ms, concurrent %.2f ms, lanes used %zu on %zu GPUs, max overlap %d\n",
+              serial * 1e3, concurrent * 1e3, lanes.size(), devices.size(), max_overlap);
   EXPECT_GE(lanes.size(), 2u);
+  // Lanes go to the least-loaded device first, so with several GPUs every one of them serves.
+  EXPECT_EQ(devices.size(), std::min<std::size_t>(gpu_->devices().size(), kJobs));
   EXPECT_GE(max_overlap, 2);
   EXPECT_LT(concurrent, 0.7 * serial) << "requests did not run concurrently";
 }

@@ -76,6 +76,28 @@ TEST(Engine, CancelledWhileQueuedIsNotRun) {
   EXPECT_EQ(seen.code(), absl::StatusCode::kCancelled) << seen;
 }
 
+TEST(Engine, CancelledQueuedCallsFreeTheirSlots) {
+  Engine engine(std::make_unique<CpuBackend>(1), EngineOptions{.queue_depth = 1});
+  absl::Notification release;
+  ASSERT_TRUE(engine.submit("t", job(), [&](absl::Status) { release.WaitForNotification(); }).ok());
+  auto waiting = job();
+  absl::Status seen;
+  absl::Notification done;
+  while (!engine.submit("t", waiting, [&](absl::Status s) {
+           seen = s;
+           done.Notify();
+         }).ok()) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  waiting->cancelled.store(true);
+  // The queue is full of a cancelled call: a new call takes its slot, the cancelled one ends.
+  EXPECT_TRUE(engine.submit("t", job(), [](absl::Status) {}).ok());
+  ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(5)));
+  EXPECT_EQ(seen.code(), absl::StatusCode::kCancelled) << seen;
+  release.Notify();
+  engine.drain();
+}
+
 TEST(Engine, DrainingRefusesNewWorkButFinishesQueued) {
   Engine engine(std::make_unique<CpuBackend>(2), EngineOptions{.queue_depth = 8});
   std::atomic<int> ran{0};
