@@ -41,6 +41,10 @@ namespace {
 constexpr int kSmallMaxN = 64;
 constexpr std::size_t kSmallMaxSmem = 96 * 1024;
 constexpr int kDefaultBlock = 32;
+// Block width 16 up to this N (half the inner Gram size, twice the rounds). Measured on the H200
+// (f32 / f64 ms at n = 256, 512): 7-15 % faster than width 32; 1-4 % slower at n = 1024.
+constexpr std::int64_t kNarrowBlockMaxN = 512;
+constexpr int kNarrowBlock = 16;
 // Inner sweeps on a block pair's Gram matrix. Measured on the H200 (f32, n = 256..2048, ms):
 // 4 sweeps 29.6 / 77.3 / 190 / 497, 2 sweeps 19.0 / 49.6 / 129 / 362, 1 sweep 12.0 / 31.1 /
 // 81.9 / 259, at the cost of at most one more outer sweep (the inner solve is latency-bound).
@@ -50,7 +54,8 @@ constexpr int kWarpMaxM = 32;                  // tiny driver: max(m, n) <= 32, 
 constexpr int kWarpThreads = 128;
 
 /// Developer knobs for tuning the blocked driver (benchmarks): GCOMPUTE_SVD_BLOCK (column block
-/// width, 8..64, multiple of 8), GCOMPUTE_SVD_INNER_SWEEPS (1..30), GCOMPUTE_SVD_PROFILE (0/1).
+/// width, 8..64, multiple of 8), GCOMPUTE_SVD_INNER_SWEEPS (1..30), GCOMPUTE_SVD_PROFILE (0/1),
+/// GCOMPUTE_SVD_INNER_DOUBLE (0/1: the f32 inner Gram solver computes in double, as before).
 int env_int(const char* name, int def, int lo, int hi) {
   const char* v = std::getenv(name);
   if (v == nullptr) return def;
@@ -148,7 +153,8 @@ Plan make_plan(const SvdShape& s) {
       static_cast<std::size_t>(pl.M * pl.N + (s.compute_uv ? pl.N * pl.N : 0)) * el;
   pl.small = pl.N <= kSmallMaxN && smem <= kSmallMaxSmem;
   if (!pl.small) {
-    int nb = env_int("GCOMPUTE_SVD_BLOCK", kDefaultBlock, 8, 64);
+    int nb = env_int("GCOMPUTE_SVD_BLOCK", pl.N <= kNarrowBlockMaxN ? kNarrowBlock : kDefaultBlock,
+                     8, 64);
     nb -= nb % 8;
     pl.nb = nb;
     pl.npad = (pl.N + 2 * nb - 1) / (2 * nb) * (2 * nb);
@@ -499,12 +505,23 @@ absl::StatusOr<SvdInfo> run_blocked(const Context& ctx, const Plan& pl, const Sv
   GC_CUDA_TRY(cudaMemcpyAsync(b.ptrs, ptrs.data(), ptrs.size() * sizeof(void*),
                               cudaMemcpyHostToDevice, st));
 
+  // The inner solver computes in the element type (f32: half the shared-memory traffic and
+  // single-precision sqrt/divide on its latency-bound path); GCOMPUTE_SVD_INNER_DOUBLE=1 makes
+  // the f32 one compute in double as before.
+  const bool inner_double =
+      sizeof(T) == 8 || env_int("GCOMPUTE_SVD_INNER_DOUBLE", 0, 0, 1) != 0;
+  const std::size_t ti_size = inner_double ? sizeof(double) : sizeof(T);
   const std::size_t gram_smem =
-      (2 * static_cast<std::size_t>(nb2) * (nb2 + 1) + nb2) * sizeof(double) + nb2 * sizeof(int);
-  // The inner solver computes in double for f32 input too (Q orthogonal to f32 rounding).
-  GC_CUDA_TRY(cudaFuncSetAttribute(detail::gram_jacobi_kernel<T, double>,
-                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                   static_cast<int>(gram_smem)));
+      (2 * static_cast<std::size_t>(nb2) * (nb2 + 1) + nb2) * ti_size + nb2 * sizeof(int);
+  if (inner_double) {
+    GC_CUDA_TRY(cudaFuncSetAttribute(detail::gram_jacobi_kernel<T, double>,
+                                     cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     static_cast<int>(gram_smem)));
+  } else {
+    GC_CUDA_TRY(cudaFuncSetAttribute(detail::gram_jacobi_kernel<T, T>,
+                                     cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     static_cast<int>(gram_smem)));
+  }
   // Update items of a round: (nb2/2)^2 blocks of G and nb2^2/2 row pieces of Q; about three a
   // thread (1024 threads at nb2 = 64: few pairs run at once, so each wants its SM's warps).
   const std::int64_t gram_items = nb2 * nb2 / 4 + nb2 * nb2 / 2;
@@ -546,9 +563,15 @@ absl::StatusOr<SvdInfo> run_blocked(const Context& ctx, const Plan& pl, const Sv
             static_cast<int>(M), nb2 * M, &zero, b.g, ty, static_cast<int>(nb2), nb2 * nb2,
             static_cast<int>(k / 2), ct, CUBLAS_GEMM_DEFAULT));
         prof.mark();
-        detail::gram_jacobi_kernel<T, double>
-            <<<static_cast<unsigned>(k / 2), gram_threads, gram_smem, st>>>(
-                b.g, b.q, static_cast<int>(nb2), tol, pl.inner_sweeps, b.flag);
+        if (inner_double) {
+          detail::gram_jacobi_kernel<T, double>
+              <<<static_cast<unsigned>(k / 2), gram_threads, gram_smem, st>>>(
+                  b.g, b.q, static_cast<int>(nb2), tol, pl.inner_sweeps, b.flag);
+        } else {
+          detail::gram_jacobi_kernel<T, T>
+              <<<static_cast<unsigned>(k / 2), gram_threads, gram_smem, st>>>(
+                  b.g, b.q, static_cast<int>(nb2), tol, pl.inner_sweeps, b.flag);
+        }
         GC_CUDA_CHECK_LAUNCH("gram_jacobi_kernel");
         prof.mark();
         GC_CUBLAS_TRY(cublasGemmBatchedEx(
