@@ -12,9 +12,9 @@ namespace {
 
 const std::vector<std::string>& method_names() {
   static const std::vector<std::string> names = {
-      "Transpose",    "MatMul",      "Svd",          "BatchedSvd",  "Apsp",
-      "ShortestPath", "UploadMatrix", "DownloadMatrix", "DeleteMatrix", "CreateGraph",
-      "GetGraph",     "ListGraphs",  "DeleteGraph",  "ApplyEdits",  "GetServerInfo"};
+      "Transpose",    "MatMul",         "Svd",          "BatchedSvd",  "Apsp",     "ShortestPath",
+      "UploadMatrix", "DownloadMatrix", "DeleteMatrix", "CreateGraph", "GetGraph", "ListGraphs",
+      "DeleteGraph",  "ApplyEdits",     "GetServerInfo"};
   return names;
 }
 
@@ -23,11 +23,13 @@ const std::vector<std::string>& method_names() {
 absl::StatusOr<std::unique_ptr<Server>> Server::create(const ServerOptions& options) {
   if (options.limits.max_message_bytes < (1ull << 20) ||
       options.limits.max_message_bytes > 2147483647ull) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--max-message-bytes must be between 1 MiB and 2147483647, got ", options.limits.max_message_bytes));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max-message-bytes must be between 1 MiB and 2147483647, got ",
+                     options.limits.max_message_bytes));
   }
   if (options.queue_depth < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("--queue-depth must be >= 1, got ", options.queue_depth));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--queue-depth must be >= 1, got ", options.queue_depth));
   }
   std::unique_ptr<Server> s(new Server());
 
@@ -83,8 +85,14 @@ absl::StatusOr<std::unique_ptr<Server>> Server::create(const ServerOptions& opti
   Server* raw = s.get();
   backend->set_fatal_handler([raw](const absl::Status& status) { raw->on_fatal(status); });
 
-  s->svc_.reset(new ServiceContext{*s->engine_, *s->matrices_, *s->graphs_, *s->metrics_,
-                                   options.limits, {}, choice->note, s->apsp_cache_.get()});
+  s->svc_.reset(new ServiceContext{*s->engine_,
+                                   *s->matrices_,
+                                   *s->graphs_,
+                                   *s->metrics_,
+                                   options.limits,
+                                   {},
+                                   choice->note,
+                                   s->apsp_cache_.get()});
   s->service_ = std::make_unique<ComputeService>(*s->svc_);
 
   grpc::EnableDefaultHealthCheckService(true);

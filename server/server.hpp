@@ -20,13 +20,13 @@
 namespace gcompute::server {
 
 struct ServerOptions {
-  std::string listen = "127.0.0.1:50051";     ///< port 0 picks a free port
+  std::string listen = "127.0.0.1:50051";         ///< port 0 picks a free port
   std::string metrics_listen = "127.0.0.1:9464";  ///< empty: no metrics endpoint
-  std::string device = "auto";                 ///< auto | cpu | cuda
+  std::string device = "auto";                    ///< auto | cpu | cuda
   Limits limits;
   int queue_depth = 64;
-  int workers = 0;  ///< CPU backend jobs at once; 0 = 2
-  int lanes_per_device = 4;  ///< CUDA backend
+  int workers = 0;                               ///< CPU backend jobs at once; 0 = 2
+  int lanes_per_device = 4;                      ///< CUDA backend
   std::uint64_t pinned_pool_bytes = 1ull << 30;  ///< CUDA backend
   std::uint64_t stored_matrix_quota_bytes = 4ull << 30;
   absl::Duration default_ttl = absl::Minutes(10);

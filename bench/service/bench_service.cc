@@ -26,13 +26,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-#define CHECK_CUDA(x)                                                                  \
-  do {                                                                                 \
-    cudaError_t e_ = (x);                                                              \
-    if (e_ != cudaSuccess) {                                                           \
-      std::fprintf(stderr, "%s failed: %s\n", #x, cudaGetErrorString(e_));             \
-      std::exit(1);                                                                    \
-    }                                                                                  \
+#define CHECK_CUDA(x)                                                      \
+  do {                                                                     \
+    cudaError_t e_ = (x);                                                  \
+    if (e_ != cudaSuccess) {                                               \
+      std::fprintf(stderr, "%s failed: %s\n", #x, cudaGetErrorString(e_)); \
+      std::exit(1);                                                        \
+    }                                                                      \
   } while (0)
 
 double median(std::vector<double> v) {
@@ -64,7 +64,8 @@ gcompute::client::HostMatrix random_matrix(int n) {
 
 int main(int argc, char** argv) {
   const char* out_env = std::getenv("OUT");
-  std::string csv_path = argc > 1 ? argv[1] : (out_env ? std::string(out_env) + "/service.csv" : "service.csv");
+  std::string csv_path =
+      argc > 1 ? argv[1] : (out_env ? std::string(out_env) + "/service.csv" : "service.csv");
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
     std::fprintf(stderr, "bench_service: no usable GPU\n");

@@ -38,7 +38,8 @@ absl::StatusOr<Precision> resolve_precision(DType dtype, Precision requested) {
       if (requested == Precision::kDefault || requested == Precision::kF16) return Precision::kF16;
       break;
     case DType::kBF16:
-      if (requested == Precision::kDefault || requested == Precision::kBF16) return Precision::kBF16;
+      if (requested == Precision::kDefault || requested == Precision::kBF16)
+        return Precision::kBF16;
       break;
     case DType::kI32:
       return absl::InvalidArgumentError("matmul does not take i32 operands");
@@ -48,14 +49,14 @@ absl::StatusOr<Precision> resolve_precision(DType dtype, Precision requested) {
                       : requested == Precision::kTF32 ? "f32 operands"
                       : requested == Precision::kBF16 ? "bf16 or f32 operands"
                                                       : "f16 or f32 operands";
-  return absl::InvalidArgumentError(absl::StrCat("precision ", precision_name(requested),
-                                                 " needs ", needs, ", got ", dtype_name(dtype)));
+  return absl::InvalidArgumentError(absl::StrCat("precision ", precision_name(requested), " needs ",
+                                                 needs, ", got ", dtype_name(dtype)));
 }
 
 absl::Status validate(const MatmulShape& s) {
   if (s.batch < 0 || s.a_batch < 0 || s.b_batch < 0 || s.m < 0 || s.n < 0 || s.k < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("matmul: negative shape m=", s.m, " n=", s.n,
-                                                   " k=", s.k, " batch=", s.batch));
+    return absl::InvalidArgumentError(
+        absl::StrCat("matmul: negative shape m=", s.m, " n=", s.n, " k=", s.k, " batch=", s.batch));
   }
   const bool a_ok = s.a_batch == s.batch || s.a_batch == 1;
   const bool b_ok = s.b_batch == s.batch || s.b_batch == 1;

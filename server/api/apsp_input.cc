@@ -33,8 +33,8 @@ absl::Status check_weights(const Matrix& w, const std::string& field) {
     const float* p = w.as<float>();
     for (std::int64_t i = 0; i < n * n; ++i) {
       if (std::isnan(p[i]) || p[i] == -std::numeric_limits<float>::infinity()) {
-        return absl::FailedPreconditionError(absl::StrCat(field, "[", i / n, "][", i % n, "] is ",
-                                                          p[i], "; weights must be finite or +inf"));
+        return absl::FailedPreconditionError(absl::StrCat(
+            field, "[", i / n, "][", i % n, "] is ", p[i], "; weights must be finite or +inf"));
       }
     }
   } else {
@@ -42,9 +42,9 @@ absl::Status check_weights(const Matrix& w, const std::string& field) {
     for (std::int64_t i = 0; i < n * n; ++i) {
       if (p[i] != kernels::kI32NoEdge &&
           (p[i] > kernels::kI32MaxAbsWeight || p[i] < -kernels::kI32MaxAbsWeight)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            field, "[", i / n, "][", i % n, "] = ", p[i], " is outside +-", kernels::kI32MaxAbsWeight,
-            " (", kernels::kI32NoEdge, " means no edge)"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(field, "[", i / n, "][", i % n, "] = ", p[i], " is outside +-",
+                         kernels::kI32MaxAbsWeight, " (", kernels::kI32NoEdge, " means no edge)"));
       }
     }
   }
@@ -129,12 +129,13 @@ absl::StatusOr<ApspSource> take_apsp_source(v1::ApspRequest* request, const std:
       v1::EdgeList* e = request->mutable_edges();
       const std::string f = prefix + "edges";
       if (e->num_vertices() < 0) {
-        return absl::InvalidArgumentError(absl::StrCat(f, ".num_vertices = ", e->num_vertices(), " is negative"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(f, ".num_vertices = ", e->num_vertices(), " is negative"));
       }
       if (e->src_size() != e->dst_size() || e->src_size() != e->weight_size()) {
-        return absl::InvalidArgumentError(absl::StrCat(f, ": src, dst and weight have ", e->src_size(), ", ",
-                                                       e->dst_size(), " and ", e->weight_size(),
-                                                       " entries; they must be equal"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(f, ": src, dst and weight have ", e->src_size(), ", ", e->dst_size(),
+                         " and ", e->weight_size(), " entries; they must be equal"));
       }
       const v1::DType dt = e->dtype() == v1::DTYPE_UNSPECIFIED ? v1::DTYPE_F32 : e->dtype();
       auto desc = decode_desc(1, e->num_vertices(), e->num_vertices(), dt, f, svc.limits);
@@ -157,8 +158,8 @@ absl::StatusOr<ApspSource> take_apsp_source(v1::ApspRequest* request, const std:
     case v1::ApspRequest::GRAPH_NOT_SET:
       break;
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      prefix, "graph is missing: set dense, dense_ref, edges or graph_id"));
+  return absl::InvalidArgumentError(
+      absl::StrCat(prefix, "graph is missing: set dense, dense_ref, edges or graph_id"));
 }
 
 absl::StatusOr<ApspRun> run_apsp(ApspSource source, bool next_hop, ServiceContext& svc,
@@ -199,7 +200,7 @@ absl::StatusOr<ApspRun> run_apsp(ApspSource source, bool next_hop, ServiceContex
     cache_from = std::move(snap);
     const auto n = static_cast<std::int64_t>(dense->vertex_ids.size());
     weights = Matrix{MatrixDesc{DType::kF32, 1, n, n},
-                         std::make_shared<std::string>(std::move(dense->weights))};
+                     std::make_shared<std::string>(std::move(dense->weights))};
     run.vertex_ids = std::move(dense->vertex_ids);
   }
   if (auto st = check_weights(weights, field); !st.ok()) return st;
@@ -209,18 +210,18 @@ absl::StatusOr<ApspRun> run_apsp(ApspSource source, bool next_hop, ServiceContex
   if (!out.ok()) return out.status();
   if (out->info.negative_cycle) {
     const std::int64_t v = out->info.cycle_vertex;
-    return absl::FailedPreconditionError(absl::StrCat(
-        "the graph has a negative cycle through vertex ",
-        run.vertex_ids.empty() ? v : static_cast<std::int64_t>(run.vertex_ids[v]),
-        "; shortest paths are undefined"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("the graph has a negative cycle through vertex ",
+                     run.vertex_ids.empty() ? v : static_cast<std::int64_t>(run.vertex_ids[v]),
+                     "; shortest paths are undefined"));
   }
   run.out = *std::move(out);
   if (cache_from) remember_apsp(*std::move(cache_from), run, backend, svc);
   return run;
 }
 
-absl::Status trace_path(const Matrix& dist, const Matrix& next, std::int64_t s,
-                        std::int64_t t, const std::vector<std::uint64_t>& vertex_ids,
+absl::Status trace_path(const Matrix& dist, const Matrix& next, std::int64_t s, std::int64_t t,
+                        const std::vector<std::uint64_t>& vertex_ids,
                         v1::ShortestPathResponse* out) {
   const std::int64_t n = dist.desc.rows;
   if (dist.desc.batch != 1 || dist.desc.cols != n ||
@@ -230,20 +231,21 @@ absl::Status trace_path(const Matrix& dist, const Matrix& next, std::int64_t s,
   }
   if (next.desc.batch != 1 || next.desc.rows != n || next.desc.cols != n ||
       next.desc.dtype != DType::kI32) {
-    return absl::InvalidArgumentError(absl::StrCat("next_hop is ", describe(next.desc), "; expected ",
-                                                   n, "x", n, " i32 from Apsp"));
+    return absl::InvalidArgumentError(absl::StrCat("next_hop is ", describe(next.desc),
+                                                   "; expected ", n, "x", n, " i32 from Apsp"));
   }
   auto to_index = [&](std::int64_t v, const char* field) -> absl::StatusOr<std::int64_t> {
     if (!vertex_ids.empty()) {
-      auto it = std::lower_bound(vertex_ids.begin(), vertex_ids.end(), static_cast<std::uint64_t>(v));
+      auto it =
+          std::lower_bound(vertex_ids.begin(), vertex_ids.end(), static_cast<std::uint64_t>(v));
       if (v < 0 || it == vertex_ids.end() || *it != static_cast<std::uint64_t>(v)) {
         return absl::NotFoundError(absl::StrCat(field, " = ", v, ": no such vertex in the graph"));
       }
       return it - vertex_ids.begin();
     }
     if (v < 0 || v >= n) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(field, " = ", v, " is outside 0..", n - 1, " (the graph has ", n, " vertices)"));
+      return absl::InvalidArgumentError(absl::StrCat(field, " = ", v, " is outside 0..", n - 1,
+                                                     " (the graph has ", n, " vertices)"));
     }
     return v;
   };
@@ -276,9 +278,9 @@ absl::Status trace_path(const Matrix& dist, const Matrix& next, std::int64_t s,
   for (std::int64_t steps = 0; u != *ti; ++steps) {
     const std::int32_t v = nx[u * n + *ti];
     if (v < 0 || v >= n || steps >= n) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "next_hop does not lead from ", s, " to ", t, " (at vertex ", u,
-          "); it does not belong to these distances"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("next_hop does not lead from ", s, " to ", t, " (at vertex ", u,
+                       "); it does not belong to these distances"));
     }
     u = v;
     report(u);

@@ -41,8 +41,8 @@ absl::StatusOr<ApspRun> run_apsp(ApspSource source, bool next_hop, ServiceContex
 
 /// Follows the next-hop matrix from s to t. With vertex_ids, s and t are vertex ids and the
 /// path is reported in ids; otherwise they are 0-based indices.
-absl::Status trace_path(const Matrix& dist, const Matrix& next, std::int64_t s,
-                        std::int64_t t, const std::vector<std::uint64_t>& vertex_ids,
+absl::Status trace_path(const Matrix& dist, const Matrix& next, std::int64_t s, std::int64_t t,
+                        const std::vector<std::uint64_t>& vertex_ids,
                         v1::ShortestPathResponse* out);
 
 }  // namespace gcompute::server

@@ -34,7 +34,8 @@ void UnaryCall::complete(absl::Status status) {
   if (completed_.exchange(true)) return;
   // A job stopped by the cancel flag after its deadline passed reports the deadline.
   if (absl::IsCancelled(status) && job_->deadline <= absl::Now()) {
-    status = absl::DeadlineExceededError(absl::StrCat(method_, ": deadline exceeded (", status.message(), ")"));
+    status = absl::DeadlineExceededError(
+        absl::StrCat(method_, ": deadline exceeded (", status.message(), ")"));
   }
   const double seconds = elapsed_seconds();
   const std::uint64_t sent = status.ok() ? response_->ByteSizeLong() : 0;

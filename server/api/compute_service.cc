@@ -22,14 +22,21 @@ Request* mutable_request(const Request* r) {
 
 absl::StatusOr<kernels::Precision> decode_precision(v1::Precision p) {
   switch (p) {
-    case v1::PRECISION_DEFAULT: return kernels::Precision::kDefault;
-    case v1::PRECISION_F32: return kernels::Precision::kF32;
-    case v1::PRECISION_F64: return kernels::Precision::kF64;
-    case v1::PRECISION_TF32: return kernels::Precision::kTF32;
-    case v1::PRECISION_BF16: return kernels::Precision::kBF16;
-    case v1::PRECISION_F16: return kernels::Precision::kF16;
+    case v1::PRECISION_DEFAULT:
+      return kernels::Precision::kDefault;
+    case v1::PRECISION_F32:
+      return kernels::Precision::kF32;
+    case v1::PRECISION_F64:
+      return kernels::Precision::kF64;
+    case v1::PRECISION_TF32:
+      return kernels::Precision::kTF32;
+    case v1::PRECISION_BF16:
+      return kernels::Precision::kBF16;
+    case v1::PRECISION_F16:
+      return kernels::Precision::kF16;
     default:
-      return absl::InvalidArgumentError(absl::StrCat("precision = ", static_cast<int>(p), " is not a known Precision"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("precision = ", static_cast<int>(p), " is not a known Precision"));
   }
 }
 
@@ -52,17 +59,18 @@ grpc::ServerUnaryReactor* ComputeService::Transpose(grpc::CallbackServerContext*
   if (auto st = call->check_accepting(); !st.ok()) return call->complete(st), call;
   auto a = take_operand(mutable_request(request)->mutable_a(), "a", svc_.matrices, svc_.limits);
   if (!a.ok()) return call->complete(a.status()), call;
-  call->run_on_engine([this, call, request, response, a = *std::move(a)](Backend& backend,
-                                                                          JobContext& job) {
-    job.results_stay_on_server =
-        results_stay_on_server(request->output(), a.desc.bytes(), svc_.limits);
-    auto at = backend.transpose(a, job);
-    if (!at.ok()) return at.status();
-    ResultPlacer placer(request->output(), svc_.matrices, svc_.limits, backend);
-    if (auto st = placer.place(*std::move(at), "at", response->mutable_at()); !st.ok()) return st;
-    encode_stats(job, call->elapsed_seconds(), response->mutable_stats());
-    return absl::OkStatus();
-  });
+  call->run_on_engine(
+      [this, call, request, response, a = *std::move(a)](Backend& backend, JobContext& job) {
+        job.results_stay_on_server =
+            results_stay_on_server(request->output(), a.desc.bytes(), svc_.limits);
+        auto at = backend.transpose(a, job);
+        if (!at.ok()) return at.status();
+        ResultPlacer placer(request->output(), svc_.matrices, svc_.limits, backend);
+        if (auto st = placer.place(*std::move(at), "at", response->mutable_at()); !st.ok())
+          return st;
+        encode_stats(job, call->elapsed_seconds(), response->mutable_stats());
+        return absl::OkStatus();
+      });
   return call;
 }
 
@@ -110,18 +118,18 @@ grpc::ServerUnaryReactor* ComputeService::MatMul(grpc::CallbackServerContext* ct
   if (auto st = kernels::validate(shape); !st.ok()) return call->complete(st), call;
   const MatrixDesc out_desc = matmul_output(shape);
   if (out_desc.elements() > svc_.limits.max_matrix_elements) {
-    return call->complete(absl::ResourceExhaustedError(absl::StrCat(
-               "result C would be ", describe(out_desc), ": more than ",
-               svc_.limits.max_matrix_elements, " elements (--max-matrix-elements)"))),
+    return call->complete(absl::ResourceExhaustedError(
+               absl::StrCat("result C would be ", describe(out_desc), ": more than ",
+                            svc_.limits.max_matrix_elements, " elements (--max-matrix-elements)"))),
            call;
   }
   std::optional<Matrix> c;
   if (shape.beta != 0.0) {
     auto cm = take_operand(req->mutable_c(), "c", svc_.matrices, svc_.limits);
     if (!cm.ok()) {
-      return call->complete(absl::Status(cm.status().code(),
-                                         absl::StrCat(cm.status().message(), " (needed because beta = ",
-                                                      shape.beta, ")"))),
+      return call->complete(absl::Status(
+                 cm.status().code(),
+                 absl::StrCat(cm.status().message(), " (needed because beta = ", shape.beta, ")"))),
              call;
     }
     if (cm->desc.dtype != out_desc.dtype || cm->desc.rows != out_desc.rows ||
@@ -181,14 +189,16 @@ grpc::ServerUnaryReactor* ComputeService::svd_common(const char* method, bool ba
   shape.tolerance = request->tolerance();
   shape.max_sweeps = request->max_sweeps();
   if (auto st = kernels::validate(shape); !st.ok()) {
-    return call->complete(absl::InvalidArgumentError(absl::StrCat(st.message(), " (a is ", describe(a->desc), ")"))), call;
+    return call->complete(absl::InvalidArgumentError(
+               absl::StrCat(st.message(), " (a is ", describe(a->desc), ")"))),
+           call;
   }
   const SvdOutputDescs outs = svd_outputs(shape);
   for (const MatrixDesc* d : {&outs.u, &outs.vt}) {
     if (shape.compute_uv && d->elements() > svc_.limits.max_matrix_elements) {
-      return call->complete(absl::ResourceExhaustedError(
-                 absl::StrCat("SVD factor would be ", describe(*d), ": more than ",
-                              svc_.limits.max_matrix_elements, " elements (--max-matrix-elements)"))),
+      return call->complete(absl::ResourceExhaustedError(absl::StrCat(
+                 "SVD factor would be ", describe(*d), ": more than ",
+                 svc_.limits.max_matrix_elements, " elements (--max-matrix-elements)"))),
              call;
     }
   }
@@ -205,8 +215,10 @@ grpc::ServerUnaryReactor* ComputeService::svd_common(const char* method, bool ba
     ResultPlacer placer(request->output(), svc_.matrices, svc_.limits, backend);
     if (auto st = placer.place(std::move(out->s), "s", response->mutable_s()); !st.ok()) return st;
     if (out->u) {
-      if (auto st = placer.place(*std::move(out->u), "u", response->mutable_u()); !st.ok()) return st;
-      if (auto st = placer.place(*std::move(out->vt), "vt", response->mutable_vt()); !st.ok()) return st;
+      if (auto st = placer.place(*std::move(out->u), "u", response->mutable_u()); !st.ok())
+        return st;
+      if (auto st = placer.place(*std::move(out->vt), "vt", response->mutable_vt()); !st.ok())
+        return st;
     }
     response->set_sweeps(out->info.sweeps);
     response->set_converged(out->info.converged);
@@ -280,8 +292,8 @@ grpc::ServerUnaryReactor* ComputeService::ShortestPath(grpc::CallbackServerConte
                           Backend& backend, JobContext& job) mutable {
     auto result = run_apsp(std::move(source), /*next_hop=*/true, svc_, backend, job);
     if (!result.ok()) return result.status();
-    if (auto st = trace_path(result->out.distances, *result->out.next_hop, s, t,
-                             result->vertex_ids, response);
+    if (auto st = trace_path(result->out.distances, *result->out.next_hop, s, t, result->vertex_ids,
+                             response);
         !st.ok()) {
       return st;
     }

@@ -11,25 +11,36 @@ namespace gcompute::server {
 
 absl::StatusOr<DType> decode_dtype(v1::DType dtype, const std::string& field) {
   switch (dtype) {
-    case v1::DTYPE_F32: return DType::kF32;
-    case v1::DTYPE_F64: return DType::kF64;
-    case v1::DTYPE_F16: return DType::kF16;
-    case v1::DTYPE_BF16: return DType::kBF16;
-    case v1::DTYPE_I32: return DType::kI32;
+    case v1::DTYPE_F32:
+      return DType::kF32;
+    case v1::DTYPE_F64:
+      return DType::kF64;
+    case v1::DTYPE_F16:
+      return DType::kF16;
+    case v1::DTYPE_BF16:
+      return DType::kBF16;
+    case v1::DTYPE_I32:
+      return DType::kI32;
     default:
-      return absl::InvalidArgumentError(
-          absl::StrCat(field, " is ", v1::DType_Name(dtype).empty() ? std::to_string(dtype) : v1::DType_Name(dtype),
-                       "; expected DTYPE_F32, DTYPE_F64, DTYPE_F16, DTYPE_BF16 or DTYPE_I32"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, " is ",
+          v1::DType_Name(dtype).empty() ? std::to_string(dtype) : v1::DType_Name(dtype),
+          "; expected DTYPE_F32, DTYPE_F64, DTYPE_F16, DTYPE_BF16 or DTYPE_I32"));
   }
 }
 
 v1::DType encode_dtype(DType dtype) {
   switch (dtype) {
-    case DType::kF32: return v1::DTYPE_F32;
-    case DType::kF64: return v1::DTYPE_F64;
-    case DType::kF16: return v1::DTYPE_F16;
-    case DType::kBF16: return v1::DTYPE_BF16;
-    case DType::kI32: return v1::DTYPE_I32;
+    case DType::kF32:
+      return v1::DTYPE_F32;
+    case DType::kF64:
+      return v1::DTYPE_F64;
+    case DType::kF16:
+      return v1::DTYPE_F16;
+    case DType::kBF16:
+      return v1::DTYPE_BF16;
+    case DType::kI32:
+      return v1::DTYPE_I32;
   }
   return v1::DTYPE_UNSPECIFIED;
 }
@@ -49,14 +60,13 @@ absl::StatusOr<MatrixDesc> decode_desc(std::int64_t batch, std::int64_t rows, st
   const auto b = static_cast<std::uint64_t>(d.batch), r = static_cast<std::uint64_t>(rows),
              c = static_cast<std::uint64_t>(cols);
   if ((r != 0 && c > max / r) || (r * c != 0 && b > max / (r * c))) {
-    return absl::ResourceExhaustedError(absl::StrCat(field, " is ", describe(d), ": more than ", max,
-                                                     " elements (--max-matrix-elements)"));
+    return absl::ResourceExhaustedError(absl::StrCat(field, " is ", describe(d), ": more than ",
+                                                     max, " elements (--max-matrix-elements)"));
   }
   return d;
 }
 
-absl::StatusOr<Matrix> take_matrix(v1::Matrix* m, const std::string& field,
-                                       const Limits& limits) {
+absl::StatusOr<Matrix> take_matrix(v1::Matrix* m, const std::string& field, const Limits& limits) {
   auto desc = decode_desc(m->batch(), m->rows(), m->cols(), m->dtype(), field, limits);
   if (!desc.ok()) return desc.status();
   if (m->data().size() != desc->bytes()) {
@@ -70,7 +80,7 @@ absl::StatusOr<Matrix> take_matrix(v1::Matrix* m, const std::string& field,
 }
 
 absl::StatusOr<Matrix> take_operand(v1::Operand* op, const std::string& field,
-                                        const MatrixStore& store, const Limits& limits) {
+                                    const MatrixStore& store, const Limits& limits) {
   switch (op->source_case()) {
     case v1::Operand::kInline:
       return take_matrix(op->mutable_inline_(), field + ".inline", limits);
@@ -79,8 +89,8 @@ absl::StatusOr<Matrix> take_operand(v1::Operand* op, const std::string& field,
     case v1::Operand::SOURCE_NOT_SET:
       break;
   }
-  return absl::InvalidArgumentError(absl::StrCat(field, " is missing: set ", field, ".inline or ",
-                                                 field, ".ref"));
+  return absl::InvalidArgumentError(
+      absl::StrCat(field, " is missing: set ", field, ".inline or ", field, ".ref"));
 }
 
 namespace {
@@ -94,9 +104,12 @@ std::uint64_t inline_budget(const Limits& limits) {
 bool results_stay_on_server(const v1::OutputOptions& options, std::uint64_t output_bytes,
                             const Limits& limits) {
   switch (options.placement()) {
-    case v1::OutputOptions::PLACEMENT_STORED: return true;
-    case v1::OutputOptions::PLACEMENT_INLINE: return false;
-    default: return output_bytes > inline_budget(limits);
+    case v1::OutputOptions::PLACEMENT_STORED:
+      return true;
+    case v1::OutputOptions::PLACEMENT_INLINE:
+      return false;
+    default:
+      return output_bytes > inline_budget(limits);
   }
 }
 

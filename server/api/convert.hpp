@@ -23,12 +23,11 @@ absl::StatusOr<MatrixDesc> decode_desc(std::int64_t batch, std::int64_t rows, st
                                        const Limits& limits);
 
 /// Validates `m` (shape and byte length) and moves its bytes out (no copy).
-absl::StatusOr<Matrix> take_matrix(v1::Matrix* m, const std::string& field,
-                                       const Limits& limits);
+absl::StatusOr<Matrix> take_matrix(v1::Matrix* m, const std::string& field, const Limits& limits);
 
 /// An operand, inline (moved out) or from the store. INVALID_ARGUMENT when unset.
 absl::StatusOr<Matrix> take_operand(v1::Operand* op, const std::string& field,
-                                        const MatrixStore& store, const Limits& limits);
+                                    const MatrixStore& store, const Limits& limits);
 
 /// Whether results of `output_bytes` in total will be stored rather than sent inline, so the
 /// backend may leave them on the device.

@@ -15,26 +15,29 @@ void encode_info(const GraphInfo& info, v1::GraphInfo* out) {
 }
 
 Hyperedge decode_edge(const v1::Hyperedge& e) {
-  return Hyperedge{0, {e.tails().begin(), e.tails().end()}, {e.heads().begin(), e.heads().end()},
-                   e.weight()};
+  return Hyperedge{
+      0, {e.tails().begin(), e.tails().end()}, {e.heads().begin(), e.heads().end()}, e.weight()};
 }
 
 absl::StatusOr<Edit> decode_edit(const v1::Edit& e, int index) {
   switch (e.op_case()) {
-    case v1::Edit::kAddVertex: return Edit{AddVertex{}};
-    case v1::Edit::kDeleteVertex: return Edit{DeleteVertex{e.delete_vertex().vertex_id()}};
+    case v1::Edit::kAddVertex:
+      return Edit{AddVertex{}};
+    case v1::Edit::kDeleteVertex:
+      return Edit{DeleteVertex{e.delete_vertex().vertex_id()}};
     case v1::Edit::kAddEdge: {
       const auto& a = e.add_edge();
-      return Edit{AddEdge{{a.tails().begin(), a.tails().end()}, {a.heads().begin(), a.heads().end()},
-                          a.weight()}};
+      return Edit{AddEdge{
+          {a.tails().begin(), a.tails().end()}, {a.heads().begin(), a.heads().end()}, a.weight()}};
     }
-    case v1::Edit::kDeleteEdge: return Edit{DeleteEdge{e.delete_edge().edge_id()}};
+    case v1::Edit::kDeleteEdge:
+      return Edit{DeleteEdge{e.delete_edge().edge_id()}};
     case v1::Edit::kSetWeight:
       return Edit{SetWeight{e.set_weight().edge_id(), e.set_weight().weight()}};
     case v1::Edit::kDecomposeVertex: {
       const auto& d = e.decompose_vertex();
-      return Edit{DecomposeVertex{d.vertex_id(), {d.move_edge_ids().begin(), d.move_edge_ids().end()},
-                                  d.joining_weight()}};
+      return Edit{DecomposeVertex{
+          d.vertex_id(), {d.move_edge_ids().begin(), d.move_edge_ids().end()}, d.joining_weight()}};
     }
     case v1::Edit::OP_NOT_SET:
       break;

@@ -78,10 +78,11 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::UploadMatrixReque
 
  private:
   absl::Status on_header() {
-    if (sink_) return absl::InvalidArgumentError("header sent twice; it must be the first message only");
+    if (sink_)
+      return absl::InvalidArgumentError("header sent twice; it must be the first message only");
     const auto& h = message_.header();
-    auto desc = decode_desc(h.shape().batch(), h.shape().rows(), h.shape().cols(), h.shape().dtype(),
-                            "header.shape", svc_.limits);
+    auto desc = decode_desc(h.shape().batch(), h.shape().rows(), h.shape().cols(),
+                            h.shape().dtype(), "header.shape", svc_.limits);
     if (!desc.ok()) return desc.status();
     auto ttl = svc_.matrices.ttl_from_seconds(h.ttl_seconds(), "header.ttl_seconds");
     if (!ttl.ok()) return ttl.status();
@@ -98,13 +99,16 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::UploadMatrixReque
   }
 
   absl::Status on_chunk() {
-    if (!sink_) return absl::InvalidArgumentError("chunk before header: the first message must be the header");
+    if (!sink_)
+      return absl::InvalidArgumentError(
+          "chunk before header: the first message must be the header");
     const auto& c = message_.chunk();
     const std::uint64_t total = desc_.bytes();
     const std::uint64_t size = c.data().size();
     if (c.offset() > total || size > total - c.offset()) {
       return absl::InvalidArgumentError(absl::StrCat("chunk.offset = ", c.offset(), " with ", size,
-                                                     " bytes runs past the matrix's ", total, " bytes"));
+                                                     " bytes runs past the matrix's ", total,
+                                                     " bytes"));
     }
     if (!coverage_.add(c.offset(), c.offset() + size)) {
       return absl::InvalidArgumentError(absl::StrCat("chunk.offset = ", c.offset(), " with ", size,
@@ -167,7 +171,8 @@ class DownloadReactor final : public grpc::ServerWriteReactor<v1::DownloadMatrix
     }
     matrix_ = *std::move(m);
     chunk_ = request->chunk_bytes() == 0 ? kDefaultChunkBytes : request->chunk_bytes();
-    chunk_ = std::min<std::uint64_t>(chunk_, svc_.limits.max_message_bytes - svc_.limits.response_overhead_bytes);
+    chunk_ = std::min<std::uint64_t>(
+        chunk_, svc_.limits.max_message_bytes - svc_.limits.response_overhead_bytes);
     encode_stored(*info, message_.mutable_header());
     if (matrix_->on_host()) {
       write();

@@ -100,13 +100,12 @@ class Backend {
 
   virtual absl::StatusOr<Matrix> transpose(const Matrix& a, JobContext& ctx) = 0;
   /// `shape` is complete and validated; `c` is present iff shape.beta != 0.
-  virtual absl::StatusOr<Matrix> matmul(const Matrix& a, const Matrix& b,
-                                            const Matrix* c, const kernels::MatmulShape& shape,
-                                            JobContext& ctx) = 0;
+  virtual absl::StatusOr<Matrix> matmul(const Matrix& a, const Matrix& b, const Matrix* c,
+                                        const kernels::MatmulShape& shape, JobContext& ctx) = 0;
   virtual absl::StatusOr<SvdOutput> svd(const Matrix& a, const kernels::SvdShape& shape,
                                         JobContext& ctx) = 0;
-  virtual absl::StatusOr<ApspOutput> apsp(const Matrix& weights,
-                                          const kernels::ApspShape& shape, JobContext& ctx) = 0;
+  virtual absl::StatusOr<ApspOutput> apsp(const Matrix& weights, const kernels::ApspShape& shape,
+                                          JobContext& ctx) = 0;
 
   virtual ResourceStats resource_stats() const { return {}; }
 

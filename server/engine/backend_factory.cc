@@ -20,9 +20,9 @@ absl::StatusOr<BackendChoice> make_backend(const BackendOptions& options) {
     return absl::FailedPreconditionError(
         absl::StrCat("--device=cuda but no usable GPU: ", cuda.status().message()));
   }
-  return BackendChoice{std::make_unique<CpuBackend>(options.cpu_workers),
-                       absl::StrCat("no usable GPU (", cuda.status().message(),
-                                    "); using the CPU backend")};
+  return BackendChoice{
+      std::make_unique<CpuBackend>(options.cpu_workers),
+      absl::StrCat("no usable GPU (", cuda.status().message(), "); using the CPU backend")};
 }
 
 }  // namespace gcompute::server

@@ -70,14 +70,14 @@ absl::StatusOr<Matrix> CpuBackend::transpose(const Matrix& a, JobContext& ctx) {
   if (!out.ok()) return out.status();
   const kernels::TransposeShape shape{a.desc.batch, a.desc.rows, a.desc.cols,
                                       kernels::dtype_size(a.desc.dtype)};
-  absl::Status st = timed(ctx, [&] { return kernels::cpu::transpose(a.bytes(), out->mutable_bytes(), shape); });
+  absl::Status st =
+      timed(ctx, [&] { return kernels::cpu::transpose(a.bytes(), out->mutable_bytes(), shape); });
   if (!st.ok()) return st;
   return out;
 }
 
-absl::StatusOr<Matrix> CpuBackend::matmul(const Matrix& a, const Matrix& b,
-                                              const Matrix* c,
-                                              const kernels::MatmulShape& shape, JobContext& ctx) {
+absl::StatusOr<Matrix> CpuBackend::matmul(const Matrix& a, const Matrix& b, const Matrix* c,
+                                          const kernels::MatmulShape& shape, JobContext& ctx) {
   auto out = allocate_matrix(matmul_output(shape));
   if (!out.ok()) return out.status();
   if (c != nullptr) std::memcpy(out->mutable_bytes(), c->bytes(), out->desc.bytes());
@@ -103,18 +103,17 @@ absl::StatusOr<SvdOutput> CpuBackend::svd(const Matrix& a, const kernels::SvdSha
     out.vt = *std::move(vt);
   }
   auto info = timed(ctx, [&] {
-    return kernels::cpu::svd_jacobi(a.bytes(), out.s.mutable_bytes(),
-                                    out.u ? out.u->mutable_bytes() : nullptr,
-                                    out.vt ? out.vt->mutable_bytes() : nullptr, shape,
-                                    ctx.stop_token());
+    return kernels::cpu::svd_jacobi(
+        a.bytes(), out.s.mutable_bytes(), out.u ? out.u->mutable_bytes() : nullptr,
+        out.vt ? out.vt->mutable_bytes() : nullptr, shape, ctx.stop_token());
   });
   if (!info.ok()) return info.status();
   out.info = *info;
   return out;
 }
 
-absl::StatusOr<ApspOutput> CpuBackend::apsp(const Matrix& weights,
-                                            const kernels::ApspShape& shape, JobContext& ctx) {
+absl::StatusOr<ApspOutput> CpuBackend::apsp(const Matrix& weights, const kernels::ApspShape& shape,
+                                            JobContext& ctx) {
   ApspOutput out;
   auto d = allocate_matrix(MatrixDesc{shape.dtype, 1, shape.n, shape.n});
   if (!d.ok()) return d.status();

@@ -23,8 +23,7 @@ Engine::~Engine() {
   for (auto& t : workers_) t.join();
 }
 
-absl::Status Engine::submit(const std::string& method, std::shared_ptr<JobContext> ctx,
-                            Task task) {
+absl::Status Engine::submit(const std::string& method, std::shared_ptr<JobContext> ctx, Task task) {
   if (ctx->deadline <= absl::Now()) {
     return absl::DeadlineExceededError(absl::StrCat(method, ": deadline passed before queueing"));
   }
@@ -47,9 +46,9 @@ absl::Status Engine::submit(const std::string& method, std::shared_ptr<JobContex
     }
     if (static_cast<int>(queue_.size()) >= options_.queue_depth &&
         running_ + static_cast<int>(queue_.size()) >= backend_->concurrency()) {
-      result = absl::ResourceExhaustedError(absl::StrCat("queue full: ", queue_.size(),
-                                                         " requests waiting (--queue-depth=",
-                                                         options_.queue_depth, ")"));
+      result = absl::ResourceExhaustedError(
+          absl::StrCat("queue full: ", queue_.size(),
+                       " requests waiting (--queue-depth=", options_.queue_depth, ")"));
     } else {
       queue_.push_back(
           Item{method, std::move(ctx), std::move(task), std::chrono::steady_clock::now()});
@@ -93,10 +92,12 @@ void Engine::worker_loop() {
     absl::Status start = absl::OkStatus();
     if (item.ctx->cancelled.load()) {
       start = item.ctx->deadline <= absl::Now()
-                  ? absl::DeadlineExceededError(absl::StrCat(item.method, ": deadline passed while queued"))
+                  ? absl::DeadlineExceededError(
+                        absl::StrCat(item.method, ": deadline passed while queued"))
                   : absl::CancelledError(absl::StrCat(item.method, ": cancelled while queued"));
     } else if (item.ctx->deadline <= absl::Now()) {
-      start = absl::DeadlineExceededError(absl::StrCat(item.method, ": deadline passed while queued"));
+      start =
+          absl::DeadlineExceededError(absl::StrCat(item.method, ": deadline passed while queued"));
     }
     item.task(std::move(start));
     item.task = nullptr;  // release captured state before reporting idle

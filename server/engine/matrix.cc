@@ -20,8 +20,8 @@ absl::StatusOr<Matrix> allocate_matrix(const MatrixDesc& desc) {
     // a single memset pass, cheap next to any operation we run.
     m.data = std::make_shared<std::string>(desc.bytes(), '\0');
   } catch (const std::bad_alloc&) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("out of host memory allocating ", desc.bytes(), " bytes for ", describe(desc)));
+    return absl::ResourceExhaustedError(absl::StrCat("out of host memory allocating ", desc.bytes(),
+                                                     " bytes for ", describe(desc)));
   } catch (const std::length_error&) {
     return absl::ResourceExhaustedError(
         absl::StrCat("cannot allocate ", desc.bytes(), " bytes for ", describe(desc)));

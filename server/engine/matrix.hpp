@@ -51,8 +51,8 @@ struct DeviceCopy {
 /// with the matrix store (hence shared_ptr); results are uniquely owned until encoded.
 struct Matrix {
   MatrixDesc desc;
-  std::shared_ptr<std::string> data;      ///< host bytes; null when only on a device
-  std::shared_ptr<DeviceCopy> device;     ///< null when only on the host
+  std::shared_ptr<std::string> data;   ///< host bytes; null when only on a device
+  std::shared_ptr<DeviceCopy> device;  ///< null when only on the host
 
   bool on_host() const { return data != nullptr; }
   const std::byte* bytes() const { return reinterpret_cast<const std::byte*>(data->data()); }

@@ -38,7 +38,8 @@ absl::StatusOr<std::unique_ptr<HttpExporter>> HttpExporter::start(
   if (colon == std::string::npos) return bind_error(address, "expected HOST:PORT");
   std::string host = address.substr(0, colon);
   const std::string port = address.substr(colon + 1);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -106,7 +107,8 @@ void HttpExporter::answer(int client) const {
     if (n <= 0) break;
     request.append(buf, static_cast<std::size_t>(n));
   }
-  const bool metrics = request.rfind("GET /metrics ", 0) == 0 || request.rfind("GET /metrics?", 0) == 0;
+  const bool metrics =
+      request.rfind("GET /metrics ", 0) == 0 || request.rfind("GET /metrics?", 0) == 0;
   if (!metrics) {
     send_all(client, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
     return;

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "metrics/metrics.hpp"
 
-
 #include "absl/strings/str_cat.h"
 
 namespace gcompute::server {
 namespace {
 
-prometheus::ClientMetric gauge_metric(double value, std::vector<prometheus::ClientMetric::Label> labels) {
+prometheus::ClientMetric gauge_metric(double value,
+                                      std::vector<prometheus::ClientMetric::Label> labels) {
   prometheus::ClientMetric m;
   m.label = std::move(labels);
   m.gauge.value = value;
@@ -23,26 +23,33 @@ class BackendCollector final : public prometheus::Collectable {
     std::vector<prometheus::MetricFamily> out;
     prometheus::MetricFamily pinned{"gcompute_pinned_pool_bytes",
                                     "Pinned host staging memory by state (used, free)",
-                                    prometheus::MetricType::Gauge, {}};
-    pinned.metric.push_back(gauge_metric(static_cast<double>(s.pinned_used_bytes), {{"state", "used"}}));
+                                    prometheus::MetricType::Gauge,
+                                    {}};
+    pinned.metric.push_back(
+        gauge_metric(static_cast<double>(s.pinned_used_bytes), {{"state", "used"}}));
     pinned.metric.push_back(gauge_metric(
         static_cast<double>(s.pinned_capacity_bytes - s.pinned_used_bytes), {{"state", "free"}}));
     out.push_back(std::move(pinned));
     prometheus::MetricFamily misses{"gcompute_pinned_pool_misses_total",
                                     "Staging requests that had to wait for a free pinned block",
-                                    prometheus::MetricType::Counter, {}};
+                                    prometheus::MetricType::Counter,
+                                    {}};
     prometheus::ClientMetric miss;
     miss.counter.value = static_cast<double>(s.pinned_misses);
     misses.metric.push_back(miss);
     out.push_back(std::move(misses));
     prometheus::MetricFamily used{"gcompute_device_memory_used_bytes",
                                   "Device memory held by the server's stream-ordered pool, per GPU",
-                                  prometheus::MetricType::Gauge, {}};
-    prometheus::MetricFamily total{"gcompute_device_memory_total_bytes", "Device memory per GPU",
-                                   prometheus::MetricType::Gauge, {}};
+                                  prometheus::MetricType::Gauge,
+                                  {}};
+    prometheus::MetricFamily total{"gcompute_device_memory_total_bytes",
+                                   "Device memory per GPU",
+                                   prometheus::MetricType::Gauge,
+                                   {}};
     prometheus::MetricFamily healthy{"gcompute_device_healthy",
                                      "1 while the GPU serves requests, 0 once it failed",
-                                     prometheus::MetricType::Gauge, {}};
+                                     prometheus::MetricType::Gauge,
+                                     {}};
     for (const auto& d : s.devices) {
       const std::string gpu = std::to_string(d.index);
       used.metric.push_back(gauge_metric(static_cast<double>(d.used_bytes), {{"gpu", gpu}}));
@@ -126,7 +133,8 @@ Metrics::MethodSeries& Metrics::series(const std::string& method) {
   s.received = &received_family_.Add({{"method", method}});
   s.sent = &sent_family_.Add({{"method", method}});
   for (const char* phase : {"queue", "h2d", "compute", "d2h"}) {
-    s.phases[phase] = &phase_family_.Add({{"method", method}, {"phase", phase}}, duration_buckets());
+    s.phases[phase] =
+        &phase_family_.Add({{"method", method}, {"phase", phase}}, duration_buckets());
   }
   return methods_.emplace(method, std::move(s)).first->second;
 }
@@ -140,7 +148,9 @@ absl::Status Metrics::expose(const std::string& address) {
   return absl::OkStatus();
 }
 
-int Metrics::port() const { return exporter_ ? exporter_->port() : 0; }
+int Metrics::port() const {
+  return exporter_ ? exporter_->port() : 0;
+}
 
 void Metrics::observe_request(const std::string& method, const std::string& code, double seconds,
                               std::uint64_t bytes_received, std::uint64_t bytes_sent) {
@@ -169,7 +179,9 @@ void Metrics::set_load(int queued, int running) {
   running_.Set(running);
 }
 
-void Metrics::add_inflight(int delta) { inflight_.Increment(delta); }
+void Metrics::add_inflight(int delta) {
+  inflight_.Increment(delta);
+}
 
 void Metrics::set_queue_capacity(int capacity) {
   prometheus::BuildGauge()

@@ -53,7 +53,8 @@ absl::StatusOr<MatrixStore::Reservation> MatrixStore::reserve(std::uint64_t byte
   if (bytes > options_.quota_bytes - used_) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "stored-matrix quota exceeded: ", bytes, " bytes requested, ", used_, " of ",
-        options_.quota_bytes, " in use (--stored-matrix-quota-bytes); delete matrices or wait for their TTL"));
+        options_.quota_bytes,
+        " in use (--stored-matrix-quota-bytes); delete matrices or wait for their TTL"));
   }
   used_ += bytes;
   return Reservation(this, bytes);
@@ -67,7 +68,8 @@ absl::StatusOr<absl::Duration> MatrixStore::ttl_from_seconds(std::int64_t second
   if (seconds == 0) return options_.default_ttl;
   const absl::Duration ttl = absl::Seconds(seconds);
   if (ttl > options_.max_ttl) {
-    return absl::InvalidArgumentError(absl::StrCat(field, " = ", seconds, " exceeds the maximum of ",
+    return absl::InvalidArgumentError(absl::StrCat(field, " = ", seconds,
+                                                   " exceeds the maximum of ",
                                                    absl::ToInt64Seconds(options_.max_ttl), " s"));
   }
   return ttl;
@@ -94,7 +96,8 @@ absl::StatusOr<Matrix> MatrixStore::get(const std::string& id, const char* field
   std::lock_guard lock(mu_);
   auto it = entries_.find(id);
   if (it == entries_.end() || it->second.expires_at <= absl::Now()) {
-    return absl::NotFoundError(absl::StrCat(field, " = \"", id, "\": no such stored matrix (deleted or expired)"));
+    return absl::NotFoundError(
+        absl::StrCat(field, " = \"", id, "\": no such stored matrix (deleted or expired)"));
   }
   return it->second.matrix;
 }
@@ -103,7 +106,8 @@ absl::StatusOr<StoredMatrixInfo> MatrixStore::info(const std::string& id, const 
   std::lock_guard lock(mu_);
   auto it = entries_.find(id);
   if (it == entries_.end() || it->second.expires_at <= absl::Now()) {
-    return absl::NotFoundError(absl::StrCat(field, " = \"", id, "\": no such stored matrix (deleted or expired)"));
+    return absl::NotFoundError(
+        absl::StrCat(field, " = \"", id, "\": no such stored matrix (deleted or expired)"));
   }
   return StoredMatrixInfo{id, it->second.matrix.desc, it->second.expires_at};
 }

@@ -36,7 +36,9 @@ class MatrixStore {
    public:
     Reservation() = default;
     Reservation(MatrixStore* store, std::uint64_t bytes) : store_(store), bytes_(bytes) {}
-    Reservation(Reservation&& o) noexcept : store_(o.store_), bytes_(o.bytes_) { o.store_ = nullptr; }
+    Reservation(Reservation&& o) noexcept : store_(o.store_), bytes_(o.bytes_) {
+      o.store_ = nullptr;
+    }
     Reservation& operator=(Reservation&& o) noexcept;
     ~Reservation();
     std::uint64_t bytes() const { return bytes_; }

@@ -26,10 +26,24 @@ TEST(Engine, QueueFullIsResourceExhaustedAndRecovers) {
   absl::Notification release;
   std::atomic<int> ran{0};
   // One running (blocked), one queued: the third must be refused.
-  ASSERT_TRUE(engine.submit("t", job(), [&](absl::Status s) { ASSERT_TRUE(s.ok()); release.WaitForNotification(); ++ran; }).ok());
+  ASSERT_TRUE(engine
+                  .submit("t", job(),
+                          [&](absl::Status s) {
+                            ASSERT_TRUE(s.ok());
+                            release.WaitForNotification();
+                            ++ran;
+                          })
+                  .ok());
   while (true) {  // wait until the first task is running so the queue holds only the second
     absl::SleepFor(absl::Milliseconds(5));
-    if (engine.submit("t", job(), [&](absl::Status s) { ASSERT_TRUE(s.ok()); ++ran; }).ok()) break;
+    if (engine
+            .submit("t", job(),
+                    [&](absl::Status s) {
+                      ASSERT_TRUE(s.ok());
+                      ++ran;
+                    })
+            .ok())
+      break;
   }
   const absl::Status third = engine.submit("t", job(), [&](absl::Status) { ++ran; });
   EXPECT_EQ(third.code(), absl::StatusCode::kResourceExhausted) << third;
@@ -49,10 +63,13 @@ TEST(Engine, ExpiredDeadlineIsRefusedAtSubmitAndInQueue) {
   ASSERT_TRUE(engine.submit("t", job(), [&](absl::Status) { release.WaitForNotification(); }).ok());
   absl::Status seen;
   absl::Notification done;
-  ASSERT_TRUE(engine.submit("t", job(absl::Milliseconds(20)), [&](absl::Status s) {
-    seen = s;
-    done.Notify();
-  }).ok());
+  ASSERT_TRUE(engine
+                  .submit("t", job(absl::Milliseconds(20)),
+                          [&](absl::Status s) {
+                            seen = s;
+                            done.Notify();
+                          })
+                  .ok());
   absl::SleepFor(absl::Milliseconds(60));  // the queued task's deadline passes while it waits
   release.Notify();
   done.WaitForNotification();
@@ -66,10 +83,13 @@ TEST(Engine, CancelledWhileQueuedIsNotRun) {
   auto ctx = job();
   absl::Status seen;
   absl::Notification done;
-  ASSERT_TRUE(engine.submit("t", ctx, [&](absl::Status s) {
-    seen = s;
-    done.Notify();
-  }).ok());
+  ASSERT_TRUE(engine
+                  .submit("t", ctx,
+                          [&](absl::Status s) {
+                            seen = s;
+                            done.Notify();
+                          })
+                  .ok());
   ctx->cancelled.store(true);
   release.Notify();
   done.WaitForNotification();
@@ -83,10 +103,13 @@ TEST(Engine, CancelledQueuedCallsFreeTheirSlots) {
   auto waiting = job();
   absl::Status seen;
   absl::Notification done;
-  while (!engine.submit("t", waiting, [&](absl::Status s) {
-           seen = s;
-           done.Notify();
-         }).ok()) {
+  while (!engine
+              .submit("t", waiting,
+                      [&](absl::Status s) {
+                        seen = s;
+                        done.Notify();
+                      })
+              .ok()) {
     absl::SleepFor(absl::Milliseconds(5));
   }
   waiting->cancelled.store(true);
@@ -102,11 +125,14 @@ TEST(Engine, DrainingRefusesNewWorkButFinishesQueued) {
   Engine engine(std::make_unique<CpuBackend>(2), EngineOptions{.queue_depth = 8});
   std::atomic<int> ran{0};
   for (int i = 0; i < 6; ++i) {
-    ASSERT_TRUE(engine.submit("t", job(), [&](absl::Status s) {
-      EXPECT_TRUE(s.ok());
-      absl::SleepFor(absl::Milliseconds(10));
-      ++ran;
-    }).ok());
+    ASSERT_TRUE(engine
+                    .submit("t", job(),
+                            [&](absl::Status s) {
+                              EXPECT_TRUE(s.ok());
+                              absl::SleepFor(absl::Milliseconds(10));
+                              ++ran;
+                            })
+                    .ok());
   }
   engine.drain();
   EXPECT_EQ(ran.load(), 6);
@@ -119,12 +145,17 @@ TEST(Engine, WorkersRunTasksConcurrently) {
   std::atomic<int> arrived{0};
   std::atomic<int> finished{0};
   for (int i = 0; i < 2; ++i) {
-    ASSERT_TRUE(engine.submit("t", job(), [&](absl::Status) {
-      ++arrived;
-      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-      while (arrived.load() < 2 && std::chrono::steady_clock::now() < until) std::this_thread::yield();
-      if (arrived.load() == 2) ++finished;
-    }).ok());
+    ASSERT_TRUE(engine
+                    .submit("t", job(),
+                            [&](absl::Status) {
+                              ++arrived;
+                              const auto until =
+                                  std::chrono::steady_clock::now() + std::chrono::seconds(10);
+                              while (arrived.load() < 2 && std::chrono::steady_clock::now() < until)
+                                std::this_thread::yield();
+                              if (arrived.load() == 2) ++finished;
+                            })
+                    .ok());
   }
   engine.drain();
   EXPECT_EQ(finished.load(), 2);

@@ -13,8 +13,8 @@ std::string gpu_unavailable_reason();
 
 }  // namespace gcompute::testing
 
-#define GC_REQUIRE_GPU()                                                         \
-  do {                                                                           \
+#define GC_REQUIRE_GPU()                                                          \
+  do {                                                                            \
     const std::string gc_reason_ = ::gcompute::testing::gpu_unavailable_reason(); \
-    if (!gc_reason_.empty()) GTEST_SKIP() << "no usable GPU: " << gc_reason_;   \
+    if (!gc_reason_.empty()) GTEST_SKIP() << "no usable GPU: " << gc_reason_;     \
   } while (0)

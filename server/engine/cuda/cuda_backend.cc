@@ -38,8 +38,8 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::create(const BackendOp
   int count = 0;
   if (cudaError_t err = cudaGetDeviceCount(&count); err != cudaSuccess) {
     cudaGetLastError();
-    return absl::UnavailableError(absl::StrCat("cudaGetDeviceCount: ", cudaGetErrorName(err), ": ",
-                                               cudaGetErrorString(err)));
+    return absl::UnavailableError(
+        absl::StrCat("cudaGetDeviceCount: ", cudaGetErrorName(err), ": ", cudaGetErrorString(err)));
   }
   if (count == 0) return absl::UnavailableError("no CUDA devices are visible");
   if (options.lanes_per_device < 1) {
@@ -52,15 +52,16 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::create(const BackendOp
     dev->index = d;
     cudaDeviceProp prop{};
     GC_CUDA_TRY(cudaGetDeviceProperties(&prop, d));
-    dev->info = DeviceInfo{d, prop.name, prop.totalGlobalMem,
-                           absl::StrCat(prop.major, ".", prop.minor)};
+    dev->info =
+        DeviceInfo{d, prop.name, prop.totalGlobalMem, absl::StrCat(prop.major, ".", prop.minor)};
     GC_CUDA_TRY(cudaSetDevice(d));
     GC_CUDA_TRY(cudaDeviceGetDefaultMemPool(&dev->pool, d));
     // Keep freed memory in the pool for the next request instead of returning it to the OS.
     std::uint64_t threshold = std::numeric_limits<std::uint64_t>::max();
     GC_CUDA_TRY(cudaMemPoolSetAttribute(dev->pool, cudaMemPoolAttrReleaseThreshold, &threshold));
     GC_CUDA_TRY(cudaStreamCreateWithFlags(&dev->aux_stream, cudaStreamNonBlocking));
-    for (auto& e : dev->aux_events) GC_CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    for (auto& e : dev->aux_events)
+      GC_CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
     for (int l = 0; l < options.lanes_per_device; ++l) {
       auto lane = Lane::create(d, l);
       if (!lane.ok()) return lane.status();
@@ -73,7 +74,8 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::create(const BackendOp
   // Each lane (and each device's aux stream) stages through at most one block at a time.
   const std::uint64_t users = static_cast<std::uint64_t>(b->total_lanes_ + count);
   const std::uint64_t max_block = std::bit_floor(std::max<std::uint64_t>(
-      PinnedPool::kMinBlock, std::min<std::uint64_t>(64ull << 20, options.pinned_pool_bytes / users)));
+      PinnedPool::kMinBlock,
+      std::min<std::uint64_t>(64ull << 20, options.pinned_pool_bytes / users)));
   auto pool = PinnedPool::create(options.pinned_pool_bytes, max_block);
   if (!pool.ok()) return pool.status();
   b->pinned_ = *std::move(pool);
@@ -136,7 +138,8 @@ absl::StatusOr<CudaBackend::LaneLease> CudaBackend::acquire_lane() {
           lock.unlock();
           if (cudaError_t err = cudaSetDevice(lane->device()); err != cudaSuccess) {
             release_lane(lane);
-            return check_device(lane->device(), kernels::cuda::cuda_status(err, "cudaSetDevice", __FILE__, __LINE__));
+            return check_device(lane->device(), kernels::cuda::cuda_status(err, "cudaSetDevice",
+                                                                           __FILE__, __LINE__));
           }
           return LaneLease(this, lane);
         }
@@ -170,8 +173,9 @@ absl::Status CudaBackend::check_device(int device, absl::Status status) {
       std::lock_guard lock(mu_);
       devices_[static_cast<std::size_t>(device)]->failed = true;
     }
-    absl::Status fatal = absl::InternalError(absl::StrCat(
-        "GPU ", device, " failed with a sticky error (", cudaGetErrorName(err), "): ", status.message()));
+    absl::Status fatal =
+        absl::InternalError(absl::StrCat("GPU ", device, " failed with a sticky error (",
+                                         cudaGetErrorName(err), "): ", status.message()));
     report_fatal(fatal);
     return absl::UnavailableError(fatal.message());
   }
@@ -187,10 +191,12 @@ absl::StatusOr<std::shared_ptr<DeviceCopy>> CudaBackend::allocate(Lane& lane, st
   if (err != cudaSuccess) {
     cudaGetLastError();
     if (err == cudaErrorMemoryAllocation) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "GPU ", lane.device(), " is out of memory allocating ", bytes, " bytes; retry later or send less"));
+      return absl::ResourceExhaustedError(absl::StrCat("GPU ", lane.device(),
+                                                       " is out of memory allocating ", bytes,
+                                                       " bytes; retry later or send less"));
     }
-    return check_device(lane.device(), kernels::cuda::cuda_status(err, "cudaMallocAsync", __FILE__, __LINE__));
+    return check_device(lane.device(),
+                        kernels::cuda::cuda_status(err, "cudaMallocAsync", __FILE__, __LINE__));
   }
   // Stream-ordered free on the device's aux stream: by the time a DeviceCopy dies, every job
   // that used it has synchronised its lane.
@@ -263,7 +269,11 @@ class DeviceUploadSink final : public UploadSink {
  public:
   DeviceUploadSink(MatrixDesc desc, std::shared_ptr<DeviceCopy> buffer, PinnedPool& pool,
                    cudaStream_t stream, const cudaEvent_t events[2], std::mutex& mu)
-      : desc_(desc), buffer_(std::move(buffer)), pool_(pool), stream_(stream), events_{events[0], events[1]},
+      : desc_(desc),
+        buffer_(std::move(buffer)),
+        pool_(pool),
+        stream_(stream),
+        events_{events[0], events[1]},
         mu_(mu) {}
 
   absl::Status write(std::uint64_t offset, const char* data, std::uint64_t size) override {
@@ -322,7 +332,9 @@ absl::StatusOr<Matrix> CudaBackend::transpose(const Matrix& a, JobContext& ctx) 
   const kernels::TransposeShape shape{a.desc.batch, a.desc.rows, a.desc.cols,
                                       kernels::dtype_size(a.desc.dtype)};
   absl::Status st = kernels::cuda::transpose(l.context(), (*in)->ptr, (*out)->ptr, shape);
-  if (st.ok()) st = kernels::cuda::cuda_status(cudaStreamSynchronize(l.stream()), "cudaStreamSynchronize", __FILE__, __LINE__);
+  if (st.ok())
+    st = kernels::cuda::cuda_status(cudaStreamSynchronize(l.stream()), "cudaStreamSynchronize",
+                                    __FILE__, __LINE__);
   if (!st.ok()) return check_device(l.device(), st);
   ctx.times.compute_seconds += seconds_since(t0);
   return finish_output(l, out_desc, *std::move(out), ctx);
@@ -345,11 +357,14 @@ absl::StatusOr<Matrix> CudaBackend::matmul(const Matrix& a, const Matrix& b, con
   if (c != nullptr) {
     auto dc = to_device(l, *c, ctx);
     if (!dc.ok()) return dc.status();
-    GC_CUDA_TRY(cudaMemcpyAsync((*out)->ptr, (*dc)->ptr, out_desc.bytes(), cudaMemcpyDeviceToDevice, l.stream()));
+    GC_CUDA_TRY(cudaMemcpyAsync((*out)->ptr, (*dc)->ptr, out_desc.bytes(), cudaMemcpyDeviceToDevice,
+                                l.stream()));
   }
   const auto t0 = Clock::now();
   absl::Status st = kernels::cuda::matmul(l.context(), (*da)->ptr, (*db)->ptr, (*out)->ptr, shape);
-  if (st.ok()) st = kernels::cuda::cuda_status(cudaStreamSynchronize(l.stream()), "cudaStreamSynchronize", __FILE__, __LINE__);
+  if (st.ok())
+    st = kernels::cuda::cuda_status(cudaStreamSynchronize(l.stream()), "cudaStreamSynchronize",
+                                    __FILE__, __LINE__);
   if (!st.ok()) return check_device(l.device(), st);
   ctx.times.compute_seconds += seconds_since(t0);
   return finish_output(l, out_desc, *std::move(out), ctx);

@@ -27,7 +27,9 @@ PinnedPool::PinnedPool(char* base, std::uint64_t capacity, std::uint64_t max_blo
   free_.resize(static_cast<std::size_t>(size_class(max_block)) + 1);
 }
 
-PinnedPool::~PinnedPool() { cudaFreeHost(base_); }
+PinnedPool::~PinnedPool() {
+  cudaFreeHost(base_);
+}
 
 int PinnedPool::size_class(std::uint64_t bytes) const {
   const std::uint64_t size = std::bit_ceil(std::max(bytes, kMinBlock));

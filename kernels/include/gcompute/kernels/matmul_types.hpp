@@ -17,12 +17,18 @@ enum class Precision : std::uint8_t { kDefault, kF32, kF64, kTF32, kBF16, kF16 }
 
 constexpr const char* precision_name(Precision p) {
   switch (p) {
-    case Precision::kDefault: return "default";
-    case Precision::kF32: return "f32";
-    case Precision::kF64: return "f64";
-    case Precision::kTF32: return "tf32";
-    case Precision::kBF16: return "bf16";
-    case Precision::kF16: return "f16";
+    case Precision::kDefault:
+      return "default";
+    case Precision::kF32:
+      return "f32";
+    case Precision::kF64:
+      return "f64";
+    case Precision::kTF32:
+      return "tf32";
+    case Precision::kBF16:
+      return "bf16";
+    case Precision::kF16:
+      return "f16";
   }
   return "?";
 }

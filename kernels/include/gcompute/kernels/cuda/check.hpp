@@ -21,9 +21,11 @@ inline absl::Status cuda_status(cudaError_t err, const char* call, const char* f
   return absl::InternalError(msg);
 }
 
-inline absl::Status cublas_status(cublasStatus_t err, const char* call, const char* file, int line) {
+inline absl::Status cublas_status(cublasStatus_t err, const char* call, const char* file,
+                                  int line) {
   if (err == CUBLAS_STATUS_SUCCESS) return absl::OkStatus();
-  std::string msg = absl::StrCat(call, " failed at ", file, ":", line, ": ", cublasGetStatusName(err));
+  std::string msg =
+      absl::StrCat(call, " failed at ", file, ":", line, ": ", cublasGetStatusName(err));
   if (err == CUBLAS_STATUS_ALLOC_FAILED) return absl::ResourceExhaustedError(msg);
   return absl::InternalError(msg);
 }
@@ -58,30 +60,30 @@ inline bool is_sticky(cudaError_t err) {
 
 }  // namespace gcompute::kernels::cuda
 
-#define GC_CUDA_TRY(call)                                                                   \
-  do {                                                                                      \
-    if (::absl::Status gc_status_ =                                                         \
-            ::gcompute::kernels::cuda::cuda_status((call), #call, __FILE__, __LINE__);      \
-        !gc_status_.ok())                                                                   \
-      return gc_status_;                                                                    \
+#define GC_CUDA_TRY(call)                                                              \
+  do {                                                                                 \
+    if (::absl::Status gc_status_ =                                                    \
+            ::gcompute::kernels::cuda::cuda_status((call), #call, __FILE__, __LINE__); \
+        !gc_status_.ok())                                                              \
+      return gc_status_;                                                               \
   } while (0)
 
 /// Checks the launch just issued (configuration errors surface here, not at the next sync).
 /// Reads and clears the launch error so one failed launch does not fail every later call.
 #define GC_CUDA_CHECK_LAUNCH(name) GC_CUDA_TRY((static_cast<void>(name), cudaGetLastError()))
 
-#define GC_CUBLAS_TRY(call)                                                                 \
-  do {                                                                                      \
-    if (::absl::Status gc_status_ =                                                         \
-            ::gcompute::kernels::cuda::cublas_status((call), #call, __FILE__, __LINE__);    \
-        !gc_status_.ok())                                                                   \
-      return gc_status_;                                                                    \
+#define GC_CUBLAS_TRY(call)                                                              \
+  do {                                                                                   \
+    if (::absl::Status gc_status_ =                                                      \
+            ::gcompute::kernels::cuda::cublas_status((call), #call, __FILE__, __LINE__); \
+        !gc_status_.ok())                                                                \
+      return gc_status_;                                                                 \
   } while (0)
 
-#define GC_CUSOLVER_TRY(call)                                                               \
-  do {                                                                                      \
-    if (::absl::Status gc_status_ =                                                         \
-            ::gcompute::kernels::cuda::cusolver_status((call), #call, __FILE__, __LINE__);  \
-        !gc_status_.ok())                                                                   \
-      return gc_status_;                                                                    \
+#define GC_CUSOLVER_TRY(call)                                                              \
+  do {                                                                                     \
+    if (::absl::Status gc_status_ =                                                        \
+            ::gcompute::kernels::cuda::cusolver_status((call), #call, __FILE__, __LINE__); \
+        !gc_status_.ok())                                                                  \
+      return gc_status_;                                                                   \
   } while (0)

@@ -12,8 +12,8 @@ namespace gcompute::kernels::cuda {
 
 struct Context {
   cudaStream_t stream = nullptr;
-  cublasHandle_t cublas = nullptr;      ///< bound to `stream`; may be null for pure kernels
-  cusolverDnHandle_t cusolver = nullptr;///< bound to `stream`; may be null
+  cublasHandle_t cublas = nullptr;        ///< bound to `stream`; may be null for pure kernels
+  cusolverDnHandle_t cusolver = nullptr;  ///< bound to `stream`; may be null
   int device = 0;
 };
 
