@@ -55,7 +55,8 @@ constexpr int kWarpThreads = 128;
 
 /// Developer knobs for tuning the blocked driver (benchmarks): GCOMPUTE_SVD_BLOCK (column block
 /// width, 8..64, multiple of 8), GCOMPUTE_SVD_INNER_SWEEPS (1..30), GCOMPUTE_SVD_PROFILE (0/1),
-/// GCOMPUTE_SVD_INNER_DOUBLE (0/1: the f32 inner Gram solver computes in double, as before).
+/// GCOMPUTE_SVD_INNER_DOUBLE (0/1: the f32 inner Gram solver computes in double, as before),
+/// GCOMPUTE_SVD_SORT (0/1: de Rijk ordering of the columns by norm before every sweep).
 int env_int(const char* name, int def, int lo, int hi) {
   const char* v = std::getenv(name);
   if (v == nullptr) return def;
@@ -197,6 +198,8 @@ struct Buffers {
   T* q = nullptr;
   int* flag = nullptr;
   const void** ptrs = nullptr;
+  T* sort_norm = nullptr;  // blocked: npad column norms for the de Rijk ordering
+  int* sort_order = nullptr;
 };
 
 template <typename T>
@@ -227,6 +230,8 @@ Buffers<T> carve(const Plan& pl, const SvdShape& s, Carver& c) {
     b.q = c.take<T>(pl.k / 2 * nb2 * nb2);
     b.flag = c.take<int>(1);
     b.ptrs = c.take<const void*>(2 * (pl.k - 1) * 5 * pl.k);
+    b.sort_norm = c.take<T>(pl.npad);
+    b.sort_order = c.take<int>(pl.npad);
   }
   return b;
 }
@@ -508,8 +513,7 @@ absl::StatusOr<SvdInfo> run_blocked(const Context& ctx, const Plan& pl, const Sv
   // The inner solver computes in the element type (f32: half the shared-memory traffic and
   // single-precision sqrt/divide on its latency-bound path); GCOMPUTE_SVD_INNER_DOUBLE=1 makes
   // the f32 one compute in double as before.
-  const bool inner_double =
-      sizeof(T) == 8 || env_int("GCOMPUTE_SVD_INNER_DOUBLE", 0, 0, 1) != 0;
+  const bool inner_double = sizeof(T) == 8 || env_int("GCOMPUTE_SVD_INNER_DOUBLE", 0, 0, 1) != 0;
   const std::size_t ti_size = inner_double ? sizeof(double) : sizeof(T);
   const std::size_t gram_smem =
       (2 * static_cast<std::size_t>(nb2) * (nb2 + 1) + nb2) * ti_size + nb2 * sizeof(int);
@@ -532,6 +536,8 @@ absl::StatusOr<SvdInfo> run_blocked(const Context& ctx, const Plan& pl, const Sv
   const cublasComputeType_t ct = compute_type<T>();
 
   RoundProfile prof(st, env_int("GCOMPUTE_SVD_PROFILE", 0, 0, 1) != 0);
+  // gather_columns_kernel has a grid column (y) per matrix column: at most 65535.
+  const bool sort_columns = env_int("GCOMPUTE_SVD_SORT", 1, 0, 1) != 0 && npad <= 65535;
   if (auto st_ = max_abs<T>(st, a, s.m * s.n, s.batch, b.max_bits); !st_.ok()) return st_;
   SvdInfo info{0, true};
   for (std::int64_t bi = 0; bi < s.batch; ++bi) {
@@ -552,6 +558,30 @@ absl::StatusOr<SvdInfo> run_blocked(const Context& ctx, const Plan& pl, const Sv
     while (!converged && sweeps < max_sweeps) {
       if (stop.stop_requested()) return cancelled(st);
       GC_CUDA_TRY(cudaMemsetAsync(b.flag, 0, sizeof(int), st));
+      if (sort_columns) {
+        // De Rijk: columns (and V's) in descending norm order, into the other buffer, which the
+        // sweep then starts from (one extra parity step). Padding columns (zero) stay last.
+        const int cur = static_cast<int>(done_rounds % 2);
+        const int ncols = static_cast<int>(npad);
+        detail::column_norms_kernel<T>
+            <<<static_cast<unsigned>((npad * 32 + 255) / 256), 256, 0, st>>>(
+                b.w[cur], M, M, 0, ncols, npad, b.sort_norm);
+        GC_CUDA_CHECK_LAUNCH("column_norms_kernel(sort)");
+        detail::sort_order_kernel<T>
+            <<<grid_1d(npad, 256), 256, 0, st>>>(b.sort_norm, ncols, b.sort_order);
+        GC_CUDA_CHECK_LAUNCH("sort_order_kernel");
+        detail::gather_columns_kernel<T>
+            <<<dim3(grid_1d(M, 256), static_cast<unsigned>(npad)), 256, 0, st>>>(
+                b.w[cur], b.w[1 - cur], M, M, b.sort_order);
+        GC_CUDA_CHECK_LAUNCH("gather_columns_kernel(W)");
+        if (uv) {
+          detail::gather_columns_kernel<T>
+              <<<dim3(grid_1d(npad, 256), static_cast<unsigned>(npad)), 256, 0, st>>>(
+                  b.v[cur], b.v[1 - cur], npad, npad, b.sort_order);
+          GC_CUDA_CHECK_LAUNCH("gather_columns_kernel(V)");
+        }
+        ++done_rounds;
+      }
       for (int r = 0; r < rounds; ++r, ++done_rounds) {
         const int par = static_cast<int>(done_rounds % 2);
         const void* const* e =

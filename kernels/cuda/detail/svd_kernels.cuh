@@ -487,6 +487,38 @@ __global__ void __launch_bounds__(1024)
   if (first_rot && threadIdx.x == 0) atomicOr(rotated_flag, 1);
 }
 
+/// De Rijk ordering between sweeps: order[r] = the column of norm rank r (descending, ties by
+/// index, NaN first) among the n values norm[0..n). Exact zeros (the padding columns, which no
+/// rotation ever touches, and which come after every real column) keep their places.
+template <typename T>
+__global__ void sort_order_kernel(const T* __restrict__ norm, int n, int* __restrict__ order) {
+  const int j = blockIdx.x * blockDim.x + threadIdx.x;
+  if (j >= n) return;
+  // NaN ranks as +inf so that the ranks are a permutation whatever the input holds.
+  const auto key = [](T v) { return isnan(v) ? T(INFINITY) : v; };
+  const T x = key(norm[j]);
+  int rank = 0;
+  for (int i = 0; i < n; ++i) {
+    const T y = key(norm[i]);
+    rank += (y > x || (y == x && i < j)) ? 1 : 0;
+  }
+  order[rank] = j;
+}
+
+/// dst[:, r] = src[:, order[r]] for r < cols (rows x cols, both with leading dimension ld).
+template <typename T>
+__global__ void gather_columns_kernel(const T* __restrict__ src, T* __restrict__ dst,
+                                      std::int64_t rows, std::int64_t ld,
+                                      const int* __restrict__ order) {
+  const std::int64_t r = blockIdx.y;
+  const T* s = src + static_cast<std::int64_t>(order[r]) * ld;
+  T* d = dst + r * ld;
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < rows;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    d[i] = s[i];
+  }
+}
+
 // ------------------------------------------------------------------------------------------
 // Finishing: norms, ordering, outputs, completion of the basis.
 
