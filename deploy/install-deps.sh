@@ -9,7 +9,7 @@ build_packages=(
   prometheus-cpp-dev libabsl-dev libopenblas-dev liblapacke-dev
   libgtest-dev libgmock-dev libbenchmark-dev
 )
-test_packages=(python3 python3-numpy python3-scipy python3-grpcio python3-grpc-tools python3-protobuf
+test_packages=(python3 python3-numpy python3-scipy python3-grpcio python3-grpc-tools python3-protobuf python3-yaml
   prometheus)  # promtool and the server for tests/deploy/test_prometheus.sh (19 MB; not started)
 
 wanted=("${build_packages[@]}")
