@@ -182,6 +182,27 @@ absl::Status CudaBackend::check_device(int device, absl::Status status) {
   return status;
 }
 
+absl::StatusOr<CudaBackend::LaneLease> CudaBackend::acquire_lane_for(JobContext& ctx) {
+  auto lane = acquire_lane();
+  if (lane.ok()) {
+    ctx.device = absl::StrCat("cuda:", (*lane)->device());
+    ctx.lane = (*lane)->index();
+  }
+  return lane;
+}
+
+absl::Status CudaBackend::finish_compute(Lane& lane, absl::Status launched,
+                                         std::chrono::steady_clock::time_point start,
+                                         JobContext& ctx) {
+  if (launched.ok()) {
+    launched = kernels::cuda::cuda_status(cudaStreamSynchronize(lane.stream()),
+                                          "cudaStreamSynchronize", __FILE__, __LINE__);
+  }
+  if (!launched.ok()) return check_device(lane.device(), launched);
+  ctx.times.compute_seconds += seconds_since(start);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::shared_ptr<DeviceCopy>> CudaBackend::allocate(Lane& lane, std::uint64_t bytes) {
   auto copy = std::make_shared<DeviceCopy>();
   copy->device = lane.device();
@@ -318,11 +339,9 @@ absl::StatusOr<std::unique_ptr<UploadSink>> CudaBackend::begin_upload(const Matr
 // Operations
 
 absl::StatusOr<Matrix> CudaBackend::transpose(const Matrix& a, JobContext& ctx) {
-  auto lane = acquire_lane();
+  auto lane = acquire_lane_for(ctx);
   if (!lane.ok()) return lane.status();
   Lane& l = **lane;
-  ctx.device = absl::StrCat("cuda:", l.device());
-  ctx.lane = l.index();
   auto in = to_device(l, a, ctx);
   if (!in.ok()) return in.status();
   const MatrixDesc out_desc = transpose_output(a.desc);
@@ -331,22 +350,17 @@ absl::StatusOr<Matrix> CudaBackend::transpose(const Matrix& a, JobContext& ctx) 
   const auto t0 = Clock::now();
   const kernels::TransposeShape shape{a.desc.batch, a.desc.rows, a.desc.cols,
                                       kernels::dtype_size(a.desc.dtype)};
-  absl::Status st = kernels::cuda::transpose(l.context(), (*in)->ptr, (*out)->ptr, shape);
-  if (st.ok())
-    st = kernels::cuda::cuda_status(cudaStreamSynchronize(l.stream()), "cudaStreamSynchronize",
-                                    __FILE__, __LINE__);
-  if (!st.ok()) return check_device(l.device(), st);
-  ctx.times.compute_seconds += seconds_since(t0);
+  const absl::Status launched =
+      kernels::cuda::transpose(l.context(), (*in)->ptr, (*out)->ptr, shape);
+  if (auto st = finish_compute(l, launched, t0, ctx); !st.ok()) return st;
   return finish_output(l, out_desc, *std::move(out), ctx);
 }
 
 absl::StatusOr<Matrix> CudaBackend::matmul(const Matrix& a, const Matrix& b, const Matrix* c,
                                            const kernels::MatmulShape& shape, JobContext& ctx) {
-  auto lane = acquire_lane();
+  auto lane = acquire_lane_for(ctx);
   if (!lane.ok()) return lane.status();
   Lane& l = **lane;
-  ctx.device = absl::StrCat("cuda:", l.device());
-  ctx.lane = l.index();
   auto da = to_device(l, a, ctx);
   if (!da.ok()) return da.status();
   auto db = to_device(l, b, ctx);
@@ -361,22 +375,17 @@ absl::StatusOr<Matrix> CudaBackend::matmul(const Matrix& a, const Matrix& b, con
                                 l.stream()));
   }
   const auto t0 = Clock::now();
-  absl::Status st = kernels::cuda::matmul(l.context(), (*da)->ptr, (*db)->ptr, (*out)->ptr, shape);
-  if (st.ok())
-    st = kernels::cuda::cuda_status(cudaStreamSynchronize(l.stream()), "cudaStreamSynchronize",
-                                    __FILE__, __LINE__);
-  if (!st.ok()) return check_device(l.device(), st);
-  ctx.times.compute_seconds += seconds_since(t0);
+  const absl::Status launched =
+      kernels::cuda::matmul(l.context(), (*da)->ptr, (*db)->ptr, (*out)->ptr, shape);
+  if (auto st = finish_compute(l, launched, t0, ctx); !st.ok()) return st;
   return finish_output(l, out_desc, *std::move(out), ctx);
 }
 
 absl::StatusOr<SvdOutput> CudaBackend::svd(const Matrix& a, const kernels::SvdShape& shape,
                                            JobContext& ctx) {
-  auto lane = acquire_lane();
+  auto lane = acquire_lane_for(ctx);
   if (!lane.ok()) return lane.status();
   Lane& l = **lane;
-  ctx.device = absl::StrCat("cuda:", l.device());
-  ctx.lane = l.index();
   auto da = to_device(l, a, ctx);
   if (!da.ok()) return da.status();
   const SvdOutputDescs descs = svd_outputs(shape);
@@ -421,11 +430,9 @@ absl::StatusOr<SvdOutput> CudaBackend::svd(const Matrix& a, const kernels::SvdSh
 
 absl::StatusOr<ApspOutput> CudaBackend::apsp(const Matrix& weights, const kernels::ApspShape& shape,
                                              JobContext& ctx) {
-  auto lane = acquire_lane();
+  auto lane = acquire_lane_for(ctx);
   if (!lane.ok()) return lane.status();
   Lane& l = **lane;
-  ctx.device = absl::StrCat("cuda:", l.device());
-  ctx.lane = l.index();
   auto dw = to_device(l, weights, ctx);
   if (!dw.ok()) return dw.status();
   const MatrixDesc dist_desc{shape.dtype, 1, shape.n, shape.n};

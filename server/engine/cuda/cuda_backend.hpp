@@ -7,6 +7,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -75,6 +76,11 @@ class CudaBackend final : public Backend {
 
   CudaBackend() = default;
   void release_lane(Lane* lane);
+  /// acquire_lane(), recording the device and lane in ctx.
+  absl::StatusOr<LaneLease> acquire_lane_for(JobContext& ctx);
+  /// Waits for the work `launched` on lane's stream, checks it, and books the compute time.
+  absl::Status finish_compute(Lane& lane, absl::Status launched,
+                              std::chrono::steady_clock::time_point start, JobContext& ctx);
   /// Checks a failed status for a sticky device error: marks the device failed and reports
   /// it as fatal. Returns `status` unchanged.
   absl::Status check_device(int device, absl::Status status);
