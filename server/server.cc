@@ -6,6 +6,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/backend_factory.hpp"
+#ifdef GCOMPUTE_HAVE_CUDA
+#include "engine/cuda/graph_mirror_cuda.hpp"  // [graph mirror]
+#endif
 
 namespace gcompute::server {
 namespace {
@@ -66,7 +69,27 @@ absl::StatusOr<std::unique_ptr<Server>> Server::create(const ServerOptions& opti
     s->graph_wal_ = *std::move(wal);
     go.listener = s->graph_wal_.get();
   }
+  // [graph mirror] On the CUDA backend every stored graph also lives on a GPU. The mirror runs
+  // before the log (which must be last: a listener failing after it would leave a logged but
+  // rolled-back batch); the mirror itself never fails a change (graph_mirror.hpp).
+#ifdef GCOMPUTE_HAVE_CUDA
+  if (auto* cuda_backend = dynamic_cast<cuda::CudaBackend*>(backend); cuda_backend != nullptr) {
+    auto targets = cuda::make_cuda_mirror_targets(*cuda_backend);
+    if (!targets.ok()) return targets.status();
+    s->graph_mirror_targets_ = *std::move(targets);
+    s->graph_mirror_ = std::make_unique<DeviceGraphMirror>(s->graph_mirror_targets_.get(),
+                                                           DeviceGraphMirror::Options{});
+    if (go.listener == nullptr) {
+      go.listener = s->graph_mirror_.get();
+    } else {
+      s->graph_listeners_ = std::make_unique<GraphListenerFanout>(
+          std::vector<GraphStoreListener*>{s->graph_mirror_.get()}, go.listener);
+      go.listener = s->graph_listeners_.get();
+    }
+  }
+#endif
   s->graphs_ = std::make_unique<GraphStore>(go);
+  if (s->graph_mirror_) s->graph_mirror_->attach(s->graphs_.get());  // [graph mirror]
   if (s->graph_wal_) {
     if (auto st = s->graph_wal_->recover(*s->graphs_); !st.ok()) return st;
   }

@@ -15,6 +15,7 @@
 #include "api/call.hpp"
 #include "api/compute_service.hpp"
 #include "store/apsp_cache.hpp"
+#include "store/graph_mirror.hpp"  // [graph mirror]
 #include "store/graph_wal.hpp"
 
 namespace gcompute::server {
@@ -52,6 +53,8 @@ class Server {
   const std::string& backend_note() const { return svc_->backend_note; }
   /// [graph persistence] What start-up recovered from --data-dir; null without one.
   const GraphWal* graph_wal() const { return graph_wal_.get(); }
+  /// [graph mirror] Device copies of the stored graphs (CUDA backend only); null otherwise.
+  DeviceGraphMirror* graph_mirror() const { return graph_mirror_.get(); }
 
   /// Graceful stop: health NOT_SERVING, new calls UNAVAILABLE, queued and running work
   /// finishes (up to `grace`), then the gRPC server shuts down.
@@ -79,6 +82,11 @@ class Server {
   std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<MatrixStore> matrices_;
   std::unique_ptr<GraphWal> graph_wal_;  // [graph persistence] the store's listener: outlives it
+  // [graph mirror] Device copies (CUDA backend), then the fan-out mirror -> log: both outlive
+  // the store; the copies' factory outlives the mirror.
+  std::unique_ptr<MirrorTargetFactory> graph_mirror_targets_;
+  std::unique_ptr<DeviceGraphMirror> graph_mirror_;
+  std::unique_ptr<GraphListenerFanout> graph_listeners_;
   std::unique_ptr<GraphStore> graphs_;
   std::unique_ptr<ApspCache> apsp_cache_;
   std::unique_ptr<ServiceContext> svc_;

@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: Apache-2.0
+// GPU-resident copies of stored graphs (docs/graphs.md, "GPU-resident graphs").
+//
+// DeviceGraphMirror is a GraphStoreListener that keeps, per stored graph, a dynamic edge store
+// (kernels::GraphEdge batches over dense 32-bit slots; on the CUDA backend a
+// cuda::DeviceGraph) equal to the graph's pairwise edge set: slot(t) -> slot(h) for every
+// hyperedge with tail t and head h, weighted by the least weight over those hyperedges (as
+// f32, as GraphStore::to_dense reports it). The backend-neutral part lives here; where the
+// copies live is a MirrorTargetFactory (engine/cuda/graph_mirror_cuda.hpp on the GPU, any
+// implementation in tests).
+//
+// How a batch reaches the copy: the mirror replays the edits on its own host index (vertex id
+// -> slot, edges, per-vertex incidence, per-pair contributing hyperedges), collects the pairs
+// whose least weight changed, and queues them as upserts or deletions. Queued changes go to the
+// device once they reach `min_device_batch` pairs (the measured GPU/CPU crossover is about 320
+// edges per batch, docs/performance.md "Graph edits") or when the copy is read; smaller
+// batches stay on the host until then, so single-edit batches never pay a ~45 us launch.
+//
+// Failure policy: the mirror never fails a change. If replaying or the device fails (device
+// out of memory, an id it does not know), the graph's copy is marked stale and dropped; the
+// next read rebuilds it from GraphStore::get. So a device problem never rolls back or refuses
+// an edit, and a copy is never left half-applied.
+//
+// GraphListenerFanout runs several listeners in order, the write-ahead log LAST: a listener
+// after the log that failed would leave a logged but rolled-back batch. Listeners before the
+// last that implement RevocableGraphStoreListener hear when a later one cancelled the change.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/container/inlined_vector.h"
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "gcompute/kernels/graph_batch_types.hpp"
+#include "store/graph_store.hpp"
+
+namespace gcompute::server {
+
+/// A listener that can be told that a change it already accepted was cancelled by a listener
+/// after it (the change was rolled back and never became visible).
+class RevocableGraphStoreListener : public GraphStoreListener {
+ public:
+  /// The last change announced for graph_id (create, apply or remove) did not happen.
+  virtual void on_cancelled(const std::string& graph_id) = 0;
+};
+
+/// Calls `first` in order, then `last` (the write-ahead log). Stops at the first failure and
+/// returns it; every listener before the failing one that is a RevocableGraphStoreListener
+/// gets on_cancelled. Listeners are not owned and must outlive the fan-out.
+class GraphListenerFanout final : public GraphStoreListener {
+ public:
+  GraphListenerFanout(std::vector<GraphStoreListener*> first, GraphStoreListener* last);
+
+  absl::Status on_create(const GraphSnapshot& graph) override;
+  absl::Status on_apply(const std::string& graph_id, std::span<const Edit> edits,
+                        const ApplyResult& result) override;
+  absl::Status on_remove(const std::string& graph_id) override;
+
+ private:
+  absl::Status run(const std::string& graph_id,
+                   absl::FunctionRef<absl::Status(GraphStoreListener&)> call);
+  std::vector<GraphStoreListener*> listeners_;  // `first` then `last`
+};
+
+/// One graph's copy (a device graph). Called by one thread at a time.
+class MirrorTarget {
+ public:
+  virtual ~MirrorTarget() = default;
+  /// Appends `count` isolated vertices (slots).
+  virtual absl::Status add_vertices(std::uint32_t count) = 0;
+  /// Deletes the listed (src, dst) pairs; absent ones are ignored.
+  virtual absl::Status delete_edges(std::span<const kernels::GraphEdge> edges) = 0;
+  /// Inserts or overwrites the listed pairs (no duplicates within a call).
+  virtual absl::Status upsert_edges(std::span<const kernels::GraphEdge> edges) = 0;
+  /// The live edges as CSR over the slots, rows sorted by dst.
+  virtual absl::StatusOr<kernels::HostCsr> export_csr() = 0;
+  /// Where the copy lives, e.g. "cuda:0".
+  virtual std::string where() const = 0;
+};
+
+/// Makes copies. Thread-safe.
+class MirrorTargetFactory {
+ public:
+  virtual ~MirrorTargetFactory() = default;
+  /// An edgeless copy of num_vertices slots.
+  virtual absl::StatusOr<std::unique_ptr<MirrorTarget>> create(std::uint32_t num_vertices) = 0;
+};
+
+/// The device graph of one stored graph as exported by DeviceGraphMirror::export_csr.
+struct MirrorCsr {
+  /// Vertex id of each slot (row/column index of csr); kNoVertex for slots of deleted vertices.
+  std::vector<std::uint64_t> slot_vertex;
+  kernels::HostCsr csr;
+  std::uint64_t version = 0;  ///< the graph version the copy holds
+  std::string where;          ///< MirrorTarget::where()
+};
+
+class DeviceGraphMirror final : public RevocableGraphStoreListener {
+ public:
+  static constexpr std::uint64_t kNoVertex = ~std::uint64_t{0};
+
+  struct Options {
+    /// Queued pair changes of a graph go to its copy once there are at least this many (and
+    /// always when the copy is read). 0 or 1: after every batch.
+    std::size_t min_device_batch = 320;
+  };
+
+  /// `targets` is not owned and must outlive the mirror.
+  DeviceGraphMirror(MirrorTargetFactory* targets, Options options);
+  ~DeviceGraphMirror() override;
+
+  /// The store the mirror rebuilds stale copies from (the store whose listener it is, directly
+  /// or through a GraphListenerFanout). Set before the first read.
+  void attach(const GraphStore* store) { store_ = store; }
+
+  // GraphStoreListener / RevocableGraphStoreListener. Always OK (see the file comment).
+  absl::Status on_create(const GraphSnapshot& graph) override;
+  absl::Status on_apply(const std::string& graph_id, std::span<const Edit> edits,
+                        const ApplyResult& result) override;
+  absl::Status on_remove(const std::string& graph_id) override;
+  void on_cancelled(const std::string& graph_id) override;
+
+  /// Brings the graph's copy up to date (sends queued changes; rebuilds it from the store if it
+  /// is stale or unknown) and exports it. NOT_FOUND for a graph the store does not have;
+  /// the target's error (e.g. RESOURCE_EXHAUSTED) if the copy cannot be built.
+  absl::StatusOr<MirrorCsr> export_csr(const std::string& graph_id);
+
+  /// Counters, for tests and logs.
+  struct Stats {
+    std::uint64_t flushes = 0;        ///< batches of pair changes sent to copies
+    std::uint64_t pairs_flushed = 0;  ///< pair changes sent
+    std::uint64_t rebuilds = 0;       ///< copies rebuilt from a store snapshot
+    std::uint64_t failures = 0;       ///< copies marked stale after an error
+  };
+  Stats stats() const;
+
+  /// The host-side model of one graph's copy (defined in graph_mirror.cc).
+  class Graph;
+
+ private:
+  struct Entry {
+    absl::Mutex mu;
+    std::unique_ptr<Graph> graph ABSL_GUARDED_BY(mu);  // null: stale, rebuilt on read
+    std::uint64_t changes ABSL_GUARDED_BY(mu) = 0;     // listener calls seen, for rebuilds
+    std::uint64_t version ABSL_GUARDED_BY(mu) = 0;
+  };
+
+  std::shared_ptr<Entry> entry(const std::string& graph_id, bool create);
+  /// Drops the copy after `status` (counted, remembered for the next read).
+  void mark_stale(Entry& e, const absl::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(e.mu);
+  /// Sends queued changes if there are at least `min_pairs`; marks the copy stale on failure.
+  void flush(Entry& e, std::size_t min_pairs) ABSL_EXCLUSIVE_LOCKS_REQUIRED(e.mu);
+
+  MirrorTargetFactory* const targets_;
+  const Options options_;
+  const GraphStore* store_ = nullptr;
+
+  mutable absl::Mutex mu_;  // the map and the stats; taken before no Entry::mu
+  std::map<std::string, std::shared_ptr<Entry>> graphs_ ABSL_GUARDED_BY(mu_);
+  Stats stats_ ABSL_GUARDED_BY(mu_);
+  absl::Status last_failure_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace gcompute::server

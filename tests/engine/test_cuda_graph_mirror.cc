@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: Apache-2.0
+// [graph mirror] Stored graphs kept on the GPU (store/graph_mirror.hpp,
+// engine/cuda/graph_mirror_cuda.hpp): random batches of every edit kind through a GraphStore
+// whose listener is the mirror (then a log that sometimes refuses, through the fan-out); after
+// each batch the cuda::DeviceGraph's exported CSR must equal the pairwise least-weight edge set
+// of GraphStore::get (and, for finite f32 weights, GraphStore::to_dense).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <map>
+#include <random>
+#include <thread>
+
+#include "engine/backend_factory.hpp"
+#include "engine/cuda/cuda_backend.hpp"
+#include "engine/cuda/graph_mirror_cuda.hpp"
+#include "server.hpp"
+#include "support/gpu.hpp"
+#include "support/graph_mirror_check.hpp"
+
+namespace gcompute::server {
+namespace {
+
+using testing::expect_mirror_matches;
+using testing::RandomEdits;
+
+/// A write-ahead log stand-in that refuses a change on demand (the fan-out's last listener).
+class RefusingLog : public GraphStoreListener {
+ public:
+  absl::Status on_create(const GraphSnapshot&) override { return take(); }
+  absl::Status on_apply(const std::string&, std::span<const Edit>, const ApplyResult&) override {
+    return take();
+  }
+  absl::Status on_remove(const std::string&) override { return take(); }
+  std::atomic<bool> refuse_next{false};
+
+ private:
+  absl::Status take() {
+    if (refuse_next.exchange(false)) return absl::InternalError("log write failed");
+    return absl::OkStatus();
+  }
+};
+
+struct Fixture {
+  std::unique_ptr<cuda::CudaBackend> backend;
+  std::unique_ptr<MirrorTargetFactory> targets;
+  std::unique_ptr<DeviceGraphMirror> mirror;
+  RefusingLog log;
+  std::unique_ptr<GraphListenerFanout> fanout;
+  std::unique_ptr<GraphStore> store;
+
+  explicit Fixture(std::size_t min_device_batch) {
+    BackendOptions bo;
+    bo.device = "cuda";
+    bo.lanes_per_device = 1;
+    bo.pinned_pool_bytes = 16ull << 20;
+    auto b = cuda::CudaBackend::create(bo);
+    EXPECT_TRUE(b.ok()) << b.status();
+    if (!b.ok()) return;
+    backend = *std::move(b);
+    auto t = cuda::make_cuda_mirror_targets(*backend);
+    EXPECT_TRUE(t.ok()) << t.status();
+    if (!t.ok()) return;
+    targets = *std::move(t);
+    mirror = std::make_unique<DeviceGraphMirror>(targets.get(),
+                                                 DeviceGraphMirror::Options{min_device_batch});
+    fanout =
+        std::make_unique<GraphListenerFanout>(std::vector<GraphStoreListener*>{mirror.get()}, &log);
+    GraphStore::Options options;
+    options.listener = fanout.get();
+    store = std::make_unique<GraphStore>(options);
+    mirror->attach(store.get());
+  }
+  ~Fixture() {
+    store.reset();  // before the mirror it calls, and the copies before their devices
+    mirror.reset();
+    targets.reset();
+  }
+};
+
+/// `batches` random batches on graph `id`, most compared with the store right after; with
+/// `refusals`, the log refuses one in ten (the batch is rolled back).
+void run_random(Fixture& f, const std::string& id, std::uint64_t seed, int batches, std::uint64_t n,
+                std::size_t m, bool refusals = true) {
+  std::mt19937_64 rng(seed);
+  auto edges = testing::random_hyperedges(rng, n, m, 4);
+  ASSERT_TRUE(f.store->create(id, n, edges).ok());
+  RandomEdits gen(seed + 1, n, edges);
+  expect_mirror_matches(*f.mirror, *f.store, id, id + " after create");
+  for (int b = 0; b < batches; ++b) {
+    const std::string where = absl::StrCat(id, " seed ", seed, " batch ", b);
+    int mode = std::uniform_int_distribution<int>(0, 9)(gen.rng());
+    if (!refusals && mode == 9) mode = 8;
+    // Large batches of fat hyperedges (thousands of pairs, table growth on the device) and
+    // small ones (a few pairs: queued on the host below the threshold).
+    std::vector<Edit> batch = mode <= 2 ? gen.batch(400, 6) : gen.batch(1 + b % 5, 3);
+    if (mode == 9) f.log.refuse_next = true;  // the log fails after the mirror took the batch
+    absl::StatusOr<ApplyResult> r = f.store->apply(id, std::nullopt, batch);
+    if (mode == 9) {
+      ASSERT_FALSE(r.ok()) << where;
+    } else {
+      ASSERT_TRUE(r.ok()) << where << ": " << r.status();
+      gen.committed();
+    }
+    if (b % 4 != 3) expect_mirror_matches(*f.mirror, *f.store, id, where);
+  }
+  expect_mirror_matches(*f.mirror, *f.store, id, id + " end");
+}
+
+TEST(CudaGraphMirrorTest, RandomBatchesEveryBatchOnTheDevice) {
+  GC_REQUIRE_GPU();
+  Fixture f(0);
+  ASSERT_NE(f.store, nullptr);
+  run_random(f, "g", 101, 60, 500, 3000);
+  auto csr = f.mirror->export_csr("g");
+  ASSERT_TRUE(csr.ok()) << csr.status();
+  EXPECT_EQ(csr->where.rfind("cuda:", 0), 0u) << csr->where;
+  const auto stats = f.mirror->stats();
+  EXPECT_GT(stats.pairs_flushed, 10000u);
+  EXPECT_GT(stats.rebuilds, 0u);  // after the refused batches
+  std::printf("flushes %llu, pairs %llu, rebuilds %llu, failures %llu\n",
+              static_cast<unsigned long long>(stats.flushes),
+              static_cast<unsigned long long>(stats.pairs_flushed),
+              static_cast<unsigned long long>(stats.rebuilds),
+              static_cast<unsigned long long>(stats.failures));
+}
+
+TEST(CudaGraphMirrorTest, RandomBatchesSmallOnesQueuedOnTheHost) {
+  GC_REQUIRE_GPU();
+  Fixture f(DeviceGraphMirror::Options{}.min_device_batch);
+  ASSERT_NE(f.store, nullptr);
+  run_random(f, "g", 202, 60, 300, 1000);
+  ASSERT_TRUE(f.store->remove("g").ok());
+  EXPECT_EQ(f.mirror->export_csr("g").status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(CudaGraphMirrorTest, ConcurrentGraphs) {
+  GC_REQUIRE_GPU();
+  Fixture f(0);
+  ASSERT_NE(f.store, nullptr);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back(
+        [&f, t] { run_random(f, absl::StrCat("c", t), 300 + t, 25, 200, 800, false); });
+  }
+  for (auto& th : threads) th.join();
+}
+
+TEST(CudaGraphMirrorTest, DeviceCopyEqualsToDense) {
+  GC_REQUIRE_GPU();
+  Fixture f(0);
+  ASSERT_NE(f.store, nullptr);
+  std::mt19937_64 rng(404);
+  const std::uint64_t n = 257;  // prime, not a multiple of anything
+  auto edges = testing::random_hyperedges(rng, n, 2000, 3);
+  ASSERT_TRUE(f.store->create("d", n, edges).ok());
+  // Finite f32 weights only, so that to_dense accepts them.
+  std::vector<Edit> batch = {DeleteEdge{0}, SetWeight{5, -7.5}, DecomposeVertex{10, {}, 0.25},
+                             DeleteVertex{3}, AddVertex{}};
+  ASSERT_TRUE(f.store->apply("d", std::nullopt, batch).ok());
+  auto dense = f.store->to_dense("d", kernels::DType::kF32, 1ull << 24);
+  ASSERT_TRUE(dense.ok()) << dense.status();
+  auto csr = f.mirror->export_csr("d");
+  ASSERT_TRUE(csr.ok()) << csr.status();
+  const std::size_t k = dense->vertex_ids.size();
+  std::vector<float> want(k * k);
+  std::memcpy(want.data(), dense->weights.data(), want.size() * sizeof(float));
+  std::vector<float> got(k * k, std::numeric_limits<float>::infinity());
+  std::map<std::uint64_t, std::size_t> row_of;
+  for (std::size_t i = 0; i < k; ++i) row_of[dense->vertex_ids[i]] = i;
+  for (const auto& [pair, w] : testing::pairs_of(*csr)) {
+    ASSERT_TRUE(row_of.contains(pair.first) && row_of.contains(pair.second));
+    got[row_of[pair.first] * k + row_of[pair.second]] = w;
+  }
+  std::size_t finite = 0;
+  for (std::size_t i = 0; i < k * k; ++i) {
+    ASSERT_EQ(got[i], want[i]) << "W[" << i / k << "][" << i % k << "]";
+    finite += std::isfinite(want[i]) ? 1 : 0;
+  }
+  EXPECT_GT(finite, 1000u);
+}
+
+TEST(CudaGraphMirrorTest, ServerWiresTheMirrorOnTheCudaBackend) {
+  GC_REQUIRE_GPU();
+  const std::string dir =
+      (std::filesystem::temp_directory_path() / absl::StrCat("gc-mirror-", std::random_device{}()))
+          .string();
+  ServerOptions o;
+  o.listen = "127.0.0.1:0";
+  o.metrics_listen = "";
+  o.device = "cuda";
+  o.lanes_per_device = 1;
+  o.pinned_pool_bytes = 16ull << 20;
+  o.graph_data_dir = dir;  // the mirror, then the log, through the fan-out
+  auto server = Server::create(o);
+  ASSERT_TRUE(server.ok()) << server.status();
+  EXPECT_EQ((*server)->backend_name(), "cuda");
+  ASSERT_NE((*server)->graph_mirror(), nullptr);
+  EXPECT_EQ((*server)->graph_mirror()->export_csr("absent").status().code(),
+            absl::StatusCode::kNotFound);
+  server->reset();
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace gcompute::server
