@@ -192,57 +192,57 @@ class DeviceGraphMirror::Graph {
     if (touched != nullptr && !touched->contains(key)) touched->emplace(key, least(key));
   }
 
-  /// Adds edge `id`'s pairs and incidences.
-  absl::Status attach(std::uint64_t id, const HostEdge& edge, Touched* touched) {
+  /// Calls on_vertex(slot) for every tail and head of `edge` and on_pair(key) for every
+  /// tail -> head pair, touching each pair first. Shared by attach() and detach().
+  template <typename OnVertex, typename OnPair>
+  absl::Status walk(const HostEdge& edge, Touched* touched, OnVertex on_vertex, OnPair on_pair) {
     std::vector<std::uint32_t> heads;
     heads.reserve(edge.heads.size());
     for (std::uint64_t h : edge.heads) {
       absl::StatusOr<std::uint32_t> s = slot(h);
       if (!s.ok()) return s.status();
       heads.push_back(*s);
-      incident_[*s].insert(id);
+      on_vertex(*s);
     }
     for (std::uint64_t t : edge.tails) {
       absl::StatusOr<std::uint32_t> s = slot(t);
       if (!s.ok()) return s.status();
-      incident_[*s].insert(id);
+      on_vertex(*s);
       for (std::uint32_t h : heads) {
         const std::uint64_t key = pair_key(*s, h);
         touch(key, touched);
-        pairs_[key].push_back(Contrib{edge.weight, id});
+        if (absl::Status st = on_pair(key); !st.ok()) return st;
       }
     }
     return absl::OkStatus();
   }
 
+  /// Adds edge `id`'s pairs and incidences.
+  absl::Status attach(std::uint64_t id, const HostEdge& edge, Touched* touched) {
+    return walk(
+        edge, touched, [&](std::uint32_t v) { incident_[v].insert(id); },
+        [&](std::uint64_t key) {
+          pairs_[key].push_back(Contrib{edge.weight, id});
+          return absl::OkStatus();
+        });
+  }
+
   /// Removes edge `id`'s pairs and incidences (the edge stays in edges_).
   absl::Status detach(std::uint64_t id, const HostEdge& edge, Touched* touched) {
-    std::vector<std::uint32_t> heads;
-    heads.reserve(edge.heads.size());
-    for (std::uint64_t h : edge.heads) {
-      absl::StatusOr<std::uint32_t> s = slot(h);
-      if (!s.ok()) return s.status();
-      heads.push_back(*s);
-      incident_[*s].erase(id);
-    }
-    for (std::uint64_t t : edge.tails) {
-      absl::StatusOr<std::uint32_t> s = slot(t);
-      if (!s.ok()) return s.status();
-      incident_[*s].erase(id);
-      for (std::uint32_t h : heads) {
-        const std::uint64_t key = pair_key(*s, h);
-        touch(key, touched);
-        auto it = pairs_.find(key);
-        if (it == pairs_.end()) return absl::InternalError("pair without contributors");
-        auto& c = it->second;
-        auto pos = std::find_if(c.begin(), c.end(), [&](const Contrib& x) { return x.edge == id; });
-        if (pos == c.end()) return absl::InternalError("pair without this edge");
-        *pos = c.back();
-        c.pop_back();
-        if (c.empty()) pairs_.erase(it);
-      }
-    }
-    return absl::OkStatus();
+    return walk(
+        edge, touched, [&](std::uint32_t v) { incident_[v].erase(id); },
+        [&](std::uint64_t key) {
+          auto it = pairs_.find(key);
+          if (it == pairs_.end()) return absl::InternalError("pair without contributors");
+          auto& c = it->second;
+          auto pos =
+              std::find_if(c.begin(), c.end(), [&](const Contrib& x) { return x.edge == id; });
+          if (pos == c.end()) return absl::InternalError("pair without this edge");
+          *pos = c.back();
+          c.pop_back();
+          if (c.empty()) pairs_.erase(it);
+          return absl::OkStatus();
+        });
   }
 
   HostEdge* find_edge(std::uint64_t id) {
