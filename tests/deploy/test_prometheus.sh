@@ -64,14 +64,43 @@ for _ in $(seq 1 100); do
   sleep 0.2
 done
 /usr/bin/python3 -c "import numpy as np; np.save('$work/a.npy', np.ones((64, 48), np.float32)); np.save('$work/s.npy', np.eye(12))"
-# Traffic over a few seconds so that rate() over 30 s sees several scrapes.
-for i in $(seq 1 20); do
-  "$cli" --server 127.0.0.1:$port --timeout 10 transpose "$work/a.npy" "$work/at.npy"
-  ((i % 5)) || "$cli" --server 127.0.0.1:$port --timeout 10 svd "$work/s.npy" --out "$work/s" >/dev/null
-  sleep 0.25
-done
 
-/usr/bin/python3 - "$pport" "$src/deploy/grafana/dashboards/gcompute.json" <<'PY'
+# Prometheus must be scraping before the traffic starts: rate() needs two scrapes that see
+# the counters move. On a loaded CI machine its start-up can take longer than the traffic
+# itself, so wait for readiness and for a first successful scrape of the server.
+query() {
+  /usr/bin/python3 -c 'import sys, urllib.parse, urllib.request
+url = "http://127.0.0.1:%s/api/v1/query?%s" % (sys.argv[1], urllib.parse.urlencode({"query": sys.argv[2]}))
+print(urllib.request.urlopen(url, timeout=5).read().decode())' "$pport" "$1" 2>/dev/null
+}
+show_logs() {
+  echo "-- prometheus.log (tail)"; tail -20 "$work/prometheus.log"
+  echo "-- server.log (tail)"; tail -20 "$work/server.log"
+  echo "-- traffic.log (tail)"; tail -5 "$work/traffic.log"
+}
+scraping=0
+for _ in $(seq 1 240); do
+  if query 'up{job="gcompute"} == 1' | grep -q '"value"'; then scraping=1; break; fi
+  sleep 0.5
+done
+if [[ $scraping != 1 ]]; then
+  echo "FAIL: Prometheus did not scrape the server within 120 s"
+  show_logs
+  exit 1
+fi
+
+# Traffic keeps flowing in the background until the checks below finish (bounded: 240
+# requests), so rate() over 30 s always sees several scrapes with moving counters.
+(
+  for i in $(seq 1 200); do
+    "$cli" --server 127.0.0.1:$port --timeout 10 transpose "$work/a.npy" "$work/at.npy" >/dev/null
+    ((i % 5)) || "$cli" --server 127.0.0.1:$port --timeout 10 svd "$work/s.npy" --out "$work/s" >/dev/null
+    sleep 0.25
+  done
+) >"$work/traffic.log" 2>&1 &
+pids+=($!)
+
+if ! /usr/bin/python3 - "$pport" "$src/deploy/grafana/dashboards/gcompute.json" <<'PY'
 import json, math, sys, time, urllib.parse, urllib.request
 port, dashboard = sys.argv[1], sys.argv[2]
 def query(q):
@@ -81,11 +110,13 @@ def query(q):
     except urllib.error.HTTPError as e:
         return json.load(e)
 p99 = 'histogram_quantile(0.99, sum by (le, method) (rate(gcompute_request_duration_seconds_bucket[30s])))'
-deadline = time.time() + 60
+deadline = time.time() + 90
+last = None
 while True:
     r = query(p99) if time.time() < deadline else None
     if r is None:
-        sys.exit("FAIL: no p99 from Prometheus within 60 s")
+        sys.exit(f"FAIL: no p99 from Prometheus within 90 s; last answer: {last}")
+    last = r
     values = {s["metric"].get("method"): float(s["value"][1]) for s in r.get("data", {}).get("result", [])}
     if r.get("status") == "success" and math.isfinite(values.get("Transpose", math.nan)):
         break
@@ -107,4 +138,8 @@ for e in exprs:
 print(f"dashboard: {len(exprs)} queries accepted, {nonempty} with data")
 assert nonempty >= len(exprs) // 2, "most dashboard queries return nothing"
 PY
+then
+  show_logs
+  exit 1
+fi
 echo "PASS"
