@@ -30,15 +30,28 @@ int grid_for(long long count, int threads) {
   return static_cast<int>(std::clamp<long long>((count + threads - 1) / threads, 1, 132 * 16));
 }
 
-/// Destroys the events the stop-token pipeline uses, on every return path.
-struct EventPair {
-  cudaEvent_t ev[2] = {nullptr, nullptr};
-  ~EventPair() {
+/// Events created for one call and destroyed on every return path.
+template <int N>
+struct Events {
+  cudaEvent_t ev[N] = {};
+  absl::Status create() {
+    for (cudaEvent_t& e : ev) GC_CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    return absl::OkStatus();
+  }
+  ~Events() {
     for (cudaEvent_t e : ev) {
       if (e != nullptr) static_cast<void>(cudaEventDestroy(e));
     }
   }
 };
+
+/// `to` waits for what `from` has enqueued so far; nothing to do on one stream.
+absl::Status hand_over(cudaStream_t from, cudaStream_t to, cudaEvent_t ev) {
+  if (from == to) return absl::OkStatus();
+  GC_CUDA_TRY(cudaEventRecord(ev, from));
+  GC_CUDA_TRY(cudaStreamWaitEvent(to, ev, 0));
+  return absl::OkStatus();
+}
 
 /// Shared memory of one minplus_kernel instantiation; raises its limit once per process.
 template <class Ops, int kTy, int kRm, bool kNext>
@@ -54,12 +67,45 @@ absl::Status prepare_minplus(int& smem_bytes) {
 template <class Ops, bool kNext>
 absl::Status run_rounds(const Context& ctx, typename Ops::T* d, int* nxt, int* hop,
                         std::int64_t npad, ApspFlags* flags, const StopToken& stop) {
+  using detail::MinplusPart;
   constexpr int kTy = kNext ? 32 : 16;
   constexpr int kRm = kNext ? 4 : 8;
+  constexpr int kThreads = 16 * kTy;
   int smem = 0;
   if (absl::Status s = prepare_minplus<Ops, kTy, kRm, kNext>(smem); !s.ok()) return s;
   const int nb = static_cast<int>(npad / kTile);
   const int ld = static_cast<int>(npad);
+
+  // The critical path (the next round's pivot, panels and the tiles they read) runs on the
+  // higher-priority stream, the bulk of phase 3 on the lane's stream; one stream does both in
+  // order when the caller has no second one.
+  const cudaStream_t bulk = ctx.stream;
+  const cudaStream_t crit = ctx.priority_stream != nullptr ? ctx.priority_stream : ctx.stream;
+  Events<5> ev;  // 0: inputs ready, 1: panels done, 2: bulk done, 3-4: stop-token pipeline
+  if (absl::Status s = ev.create(); !s.ok()) return s;
+  // On an early return the lane's stream must still cover everything enqueued on `crit`, since
+  // the caller frees the buffers once that stream is idle.
+  struct Join {
+    cudaStream_t from, to;
+    cudaEvent_t ev;
+    bool done = false;
+    ~Join() {
+      if (!done) static_cast<void>(hand_over(from, to, ev));
+    }
+  } joined{crit, bulk, ev.ev[1]};
+  auto minplus = [&](cudaStream_t s, MinplusPart part, int kb, dim3 grid) {
+    detail::minplus_kernel<Ops, kTy, kRm, kNext>
+        <<<grid, kThreads, smem, s>>>(d, nxt, hop, ld, kb, nb, part, flags);
+  };
+  auto pivot_and_panels = [&](int kb) {
+    detail::phase1_kernel<Ops, kNext><<<1, 1024, 0, crit>>>(d, nxt, hop, ld, kb, flags);
+    GC_CUDA_CHECK_LAUNCH("apsp phase1");
+    if (nb > 1) {
+      minplus(crit, MinplusPart::kPanels, kb, dim3(2 * (nb - 1)));
+      GC_CUDA_CHECK_LAUNCH("apsp phase2");
+    }
+    return absl::OkStatus();
+  };
 
   // Cancellation: the host enqueues rounds ahead of the GPU, so it waits on an event recorded
   // `per_check` rounds earlier before polling the token. That keeps at most 2 * per_check rounds
@@ -67,33 +113,45 @@ absl::Status run_rounds(const Context& ctx, typename Ops::T* d, int* nxt, int* h
   const double round_relax = static_cast<double>(npad) * static_cast<double>(npad) * kTile;
   const int per_check =
       static_cast<int>(std::clamp(5e-3 * 1.2e13 / (kNext ? 3.0 : 1.0) / round_relax, 1.0, 64.0));
-  EventPair events;
-  for (cudaEvent_t& e : events.ev)
-    GC_CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
   bool pending[2] = {false, false};
 
-  for (int kb = 0; kb < nb; ++kb) {
-    detail::phase1_kernel<Ops, kNext><<<1, 1024, 0, ctx.stream>>>(d, nxt, hop, ld, kb, flags);
-    GC_CUDA_CHECK_LAUNCH("apsp phase1");
-    if (nb > 1) {
-      detail::minplus_kernel<Ops, kTy, kRm, kNext>
-          <<<2 * (nb - 1), 16 * kTy, smem, ctx.stream>>>(d, nxt, hop, ld, kb, nb, 2, flags);
-      GC_CUDA_CHECK_LAUNCH("apsp phase2");
-      detail::minplus_kernel<Ops, kTy, kRm, kNext>
-          <<<dim3(nb - 1, nb - 1), 16 * kTy, smem, ctx.stream>>>(d, nxt, hop, ld, kb, nb, 3, flags);
-      GC_CUDA_CHECK_LAUNCH("apsp phase3");
+  if (absl::Status s = hand_over(bulk, crit, ev.ev[0]); !s.ok()) return s;
+  if (absl::Status s = pivot_and_panels(0); !s.ok()) return s;
+  for (int kb = 0; kb + 1 < nb; ++kb) {
+    // Round kb's panels are done: the bulk may start. Phase 3 of round kb, then phases 1 and 2
+    // of round kb+1 on the critical stream while the bulk finishes; the next round's phase 3
+    // starts when both are done (every tile it writes was last written by this bulk).
+    if (absl::Status s = hand_over(crit, bulk, ev.ev[1]); !s.ok()) return s;
+    if (nb > 2) {
+      minplus(bulk, MinplusPart::kRest, kb, dim3(nb - 2, nb - 2));
+      GC_CUDA_CHECK_LAUNCH("apsp phase3 (bulk)");
     }
-    if ((kb + 1) % per_check == 0 && kb + 1 < nb) {
+    minplus(crit, MinplusPart::kNextCross, kb, dim3(2 * nb - 3));
+    GC_CUDA_CHECK_LAUNCH("apsp phase3 (next pivot's row and column)");
+    if (absl::Status s = pivot_and_panels(kb + 1); !s.ok()) return s;
+    if (absl::Status s = hand_over(bulk, crit, ev.ev[2]); !s.ok()) return s;
+
+    if ((kb + 1) % per_check == 0) {
       const int slot = ((kb + 1) / per_check) & 1;
-      if (pending[slot]) GC_CUDA_TRY(cudaEventSynchronize(events.ev[slot]));
+      cudaEvent_t& mark = ev.ev[3 + slot];
+      if (pending[slot]) GC_CUDA_TRY(cudaEventSynchronize(mark));
       if (stop.stop_requested()) {
-        GC_CUDA_TRY(cudaStreamSynchronize(ctx.stream));  // nothing may still use the buffers
+        // Nothing may still use the buffers when the caller gets them back.
+        GC_CUDA_TRY(cudaStreamSynchronize(crit));
+        GC_CUDA_TRY(cudaStreamSynchronize(bulk));
         return absl::CancelledError(
             absl::StrCat("apsp cancelled after round ", kb + 1, " of ", nb));
       }
-      GC_CUDA_TRY(cudaEventRecord(events.ev[slot], ctx.stream));
+      GC_CUDA_TRY(cudaEventRecord(mark, crit));  // crit has joined every earlier launch
       pending[slot] = true;
     }
+  }
+  // The last round has no next pivot: all its off-pivot tiles in one launch.
+  if (absl::Status s = hand_over(crit, bulk, ev.ev[1]); !s.ok()) return s;
+  joined.done = true;
+  if (nb > 1) {
+    minplus(bulk, MinplusPart::kAll, nb - 1, dim3(nb - 1, nb - 1));
+    GC_CUDA_CHECK_LAUNCH("apsp phase3");
   }
   return absl::OkStatus();
 }

@@ -10,6 +10,10 @@
 //   phase 3: every other tile C = min(C, A (x) B) with A from the column panel and B from the
 //            row panel: register tiles of 8x8 (4x8 with next-hop) outputs per thread, operands
 //            staged through shared memory by cp.async, double buffered.
+// Look-ahead: phase 3 runs as two launches. The tiles in row and column kb+1 (the next round's
+// pivot and panels) go first, on the caller's higher-priority stream when it has one; phases
+// 1 and 2 of round kb+1 follow them there and overlap the rest of round kb's phase 3, which
+// fills what would otherwise be a serial phase 1 and a half-empty phase-2 wave per round.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -358,12 +362,50 @@ constexpr int minblocks() {
   return kTy * kRm == kTile && kRm == 8 ? 2 : 1;
 }
 
-/// phase 2: blockIdx.x < nb-1 updates row panel tile (kb, j); otherwise column panel (i, kb).
-/// phase 3: blockIdx = (j', i') over the (nb-1)^2 tiles off the pivot row and column.
+/// Which tiles a phase-2/3 launch updates (kb: this round's pivot block, kb + 1: the next one).
+enum class MinplusPart : int {
+  kPanels = 2,     ///< x < nb-1: row panel tile (kb, j); otherwise column panel tile (i, kb)
+  kAll = 3,        ///< (x, y) over the (nb-1)^2 tiles off the pivot row and column
+  kNextCross = 4,  ///< the 2nb-3 of those in row or column kb+1: the next round's inputs
+  kRest = 5,       ///< (x, y) over the (nb-2)^2 tiles off rows and columns kb and kb+1
+};
+
+/// The tile (ti, tj) that block (x, y) of a `part` launch updates.
+__device__ __forceinline__ void minplus_tile(MinplusPart part, int kb, int nb, int x, int y,
+                                             int& ti, int& tj) {
+  switch (part) {
+    case MinplusPart::kPanels:
+      if (x < nb - 1) {
+        ti = kb;
+        tj = x + (x >= kb);
+      } else {
+        tj = kb;
+        ti = (x - (nb - 1)) + ((x - (nb - 1)) >= kb);
+      }
+      return;
+    case MinplusPart::kAll:
+      tj = x + (x >= kb);
+      ti = y + (y >= kb);
+      return;
+    case MinplusPart::kNextCross:
+      if (x < nb - 1) {  // row kb+1, tile (kb+1, kb+1) included
+        ti = kb + 1;
+        tj = x + (x >= kb);
+      } else {  // column kb+1 without rows kb and kb+1
+        tj = kb + 1;
+        ti = (x - (nb - 1)) + ((x - (nb - 1)) >= kb ? 2 : 0);
+      }
+      return;
+    case MinplusPart::kRest:
+      tj = x + (x >= kb ? 2 : 0);
+      ti = y + (y >= kb ? 2 : 0);
+      return;
+  }
+}
 template <class Ops, int kTy, int kRm, bool kNext>
 __global__ void __launch_bounds__(16 * kTy, (minblocks<kTy, kRm>()))
     minplus_kernel(typename Ops::T* __restrict__ d, int* __restrict__ nxt, int* __restrict__ hop,
-                   int ld, int kb, int nb, int phase, const ApspFlags* __restrict__ flags) {
+                   int ld, int kb, int nb, MinplusPart part, const ApspFlags* __restrict__ flags) {
   using T = typename Ops::T;
   static_assert(kTy * kRm == kTile, "one block covers a 128-row tile");
   static_assert(sizeof(T) == 4, "4-byte elements");
@@ -371,20 +413,8 @@ __global__ void __launch_bounds__(16 * kTy, (minblocks<kTy, kRm>()))
   constexpr int kThreads = 16 * kTy;
   if (flags->negative) return;
 
-  int ti, tj;
-  if (phase == 2) {
-    const int x = blockIdx.x;
-    if (x < nb - 1) {
-      ti = kb;
-      tj = x + (x >= kb);
-    } else {
-      tj = kb;
-      ti = (x - (nb - 1)) + ((x - (nb - 1)) >= kb);
-    }
-  } else {
-    tj = blockIdx.x + (static_cast<int>(blockIdx.x) >= kb);
-    ti = blockIdx.y + (static_cast<int>(blockIdx.y) >= kb);
-  }
+  int ti = 0, tj = 0;
+  minplus_tile(part, kb, nb, static_cast<int>(blockIdx.x), static_cast<int>(blockIdx.y), ti, tj);
   const long long r0 = static_cast<long long>(ti) * kTile, c0 = static_cast<long long>(tj) * kTile,
                   k0 = static_cast<long long>(kb) * kTile;
   const T* a_g = d + r0 * ld + k0;

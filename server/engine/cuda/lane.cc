@@ -9,6 +9,10 @@ absl::StatusOr<std::unique_ptr<Lane>> Lane::create(int device, int index) {
   std::unique_ptr<Lane> lane(new Lane(device, index));
   GC_CUDA_TRY(cudaSetDevice(device));
   GC_CUDA_TRY(cudaStreamCreateWithFlags(&lane->stream_, cudaStreamNonBlocking));
+  int least = 0, greatest = 0;
+  GC_CUDA_TRY(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  GC_CUDA_TRY(
+      cudaStreamCreateWithPriority(&lane->priority_stream_, cudaStreamNonBlocking, greatest));
   for (auto& e : lane->staging_) GC_CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
   GC_CUBLAS_TRY(cublasCreate(&lane->cublas_));
   GC_CUBLAS_TRY(cublasSetStream(lane->cublas_, lane->stream_));
@@ -25,6 +29,7 @@ Lane::~Lane() {
   for (auto& e : staging_) {
     if (e != nullptr) cudaEventDestroy(e);
   }
+  if (priority_stream_ != nullptr) cudaStreamDestroy(priority_stream_);
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
 }
 

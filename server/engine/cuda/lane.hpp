@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // A lane: what one request needs to run on a GPU, created once at start-up and reused, like a
-// raft::resources handle: a non-blocking stream and the library handles bound to it.
+// raft::resources handle: a non-blocking stream, the library handles bound to it, and a
+// higher-priority stream for kernels that split off a critical path.
 // "A stream per request" means a lane per request, never a stream created per request.
 #pragma once
 
@@ -28,7 +29,7 @@ class Lane {
   /// Two events for double-buffered staging.
   cudaEvent_t staging_event(int i) const { return staging_[i]; }
   kernels::cuda::Context context() const {
-    return kernels::cuda::Context{stream_, cublas_, cusolver_, device_};
+    return kernels::cuda::Context{stream_, cublas_, cusolver_, device_, priority_stream_};
   }
 
  private:
@@ -36,6 +37,7 @@ class Lane {
   int device_;
   int index_;
   cudaStream_t stream_ = nullptr;
+  cudaStream_t priority_stream_ = nullptr;  ///< Context::priority_stream
   cublasHandle_t cublas_ = nullptr;
   cusolverDnHandle_t cusolver_ = nullptr;
   cudaEvent_t staging_[2] = {nullptr, nullptr};

@@ -120,7 +120,15 @@ struct GpuResult {
 
 class Stream {
  public:
-  Stream() { EXPECT_EQ(cudaStreamCreate(&s_), cudaSuccess); }
+  /// A non-blocking stream; with `high_priority` at the device's greatest priority, like the
+  /// second stream of a server lane.
+  explicit Stream(bool high_priority = false) {
+    int least = 0, greatest = 0;
+    EXPECT_EQ(cudaDeviceGetStreamPriorityRange(&least, &greatest), cudaSuccess);
+    EXPECT_EQ(
+        cudaStreamCreateWithPriority(&s_, cudaStreamNonBlocking, high_priority ? greatest : least),
+        cudaSuccess);
+  }
   ~Stream() { static_cast<void>(cudaStreamDestroy(s_)); }
   cudaStream_t get() const { return s_; }
 
@@ -138,8 +146,12 @@ struct DevBuf {
   ~DevBuf() { static_cast<void>(cudaFree(p)); }
 };
 
-/// Runs cuda::apsp on g in `dtype`; outputs are poisoned before the run.
-GpuResult run_gpu(const Graph& g, DType dtype, bool next_hop, StopToken stop = {}) {
+/// Runs cuda::apsp on g in `dtype`; outputs are poisoned before the run. With `two_streams`
+/// (the server's configuration) the context carries a higher-priority second stream, so the
+/// next round's pivot work overlaps the bulk of each round; without, everything runs in order
+/// on one stream.
+GpuResult run_gpu(const Graph& g, DType dtype, bool next_hop, StopToken stop = {},
+                  bool two_streams = true) {
   const std::int64_t n = g.n;
   const std::size_t count = static_cast<std::size_t>(n * n);
   ApspShape shape{n, dtype, next_hop};
@@ -153,9 +165,10 @@ GpuResult run_gpu(const Graph& g, DType dtype, bool next_hop, StopToken stop = {
       std::memcpy(&host_w[e], &v, 4);
     }
   }
-  Stream stream;
+  Stream stream, priority(true);
   Context ctx;
   ctx.stream = stream.get();
+  if (two_streams) ctx.priority_stream = priority.get();
   DevBuf<std::uint32_t> w(count), d(count);
   DevBuf<std::int32_t> nx(count);
   const std::size_t ws_bytes = apsp_workspace_bytes(shape);
@@ -394,6 +407,29 @@ TEST(CudaApsp, DeterministicAcrossRuns) {
   ASSERT_TRUE(a.info.ok() && b.info.ok());
   EXPECT_EQ(a.d, b.d);
   EXPECT_EQ(a.next, b.next);
+}
+
+TEST(CudaApsp, OneStreamAndLookAheadStreamsAgreeWithTheOracle) {
+  GC_REQUIRE_GPU();
+  // 5 to 7 pivot blocks: rounds whose look-ahead has zero, one and several bulk tiles.
+  for (std::int64_t n : {129, 300, 640, 777}) {
+    Graph g = random_graph(n, 0.3, 1, 50, true);
+    apply_potentials(g, 40);  // negative edges, no negative cycle
+    const Oracle o = floyd_warshall(g);
+    ASSERT_FALSE(o.negative_cycle);
+    const std::vector<double>& want = o.d;
+    for (DType dtype : {DType::kF32, DType::kI32}) {
+      const GpuResult one = run_gpu(g, dtype, false, {}, false);
+      const GpuResult two = run_gpu(g, dtype, false, {}, true);
+      ASSERT_TRUE(one.info.ok() && two.info.ok()) << n;
+      expect_distances(g, want, one.d, 0, "one stream");
+      expect_distances(g, want, two.d, 0, "two streams");
+      const GpuResult hops = run_gpu(g, dtype, true, {}, true);
+      ASSERT_TRUE(hops.info.ok()) << n;
+      expect_distances(g, want, hops.d, 0, "two streams, next-hop");
+      expect_paths(g, hops, 0);
+    }
+  }
 }
 
 TEST(CudaApsp, RejectsInvalidInput) {

@@ -15,6 +15,10 @@ struct Context {
   cublasHandle_t cublas = nullptr;        ///< bound to `stream`; may be null for pure kernels
   cusolverDnHandle_t cusolver = nullptr;  ///< bound to `stream`; may be null
   int device = 0;
+  /// Optional second stream of higher priority for a kernel's critical path (APSP runs the next
+  /// round's pivot work there while the bulk of a round runs on `stream`). Kernels join it back
+  /// into `stream` before returning, so callers only ever wait on `stream`. May be null.
+  cudaStream_t priority_stream = nullptr;
 };
 
 }  // namespace gcompute::kernels::cuda
