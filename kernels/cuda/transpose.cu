@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // cuda::transpose: picks the widest access the shape and pointers allow (16 bytes where
-// rows and cols are multiples of 16 / element_bytes), then the tiled kernel of
-// detail/transpose_tiled.cuh; shapes no vector width divides go to the padded kernel.
+// rows and cols are multiples of 16 / element_bytes), then the pipelined (4-byte elements with
+// 16-byte accesses) or tiled kernel of detail/transpose_tiled.cuh; shapes no vector width
+// divides go to the padded kernel.
 #include <cstdint>
 
 #include "absl/strings/str_cat.h"
@@ -52,7 +53,12 @@ cudaError_t launch(cudaStream_t stream, const void* in, void* out, const Transpo
   constexpr int v16 = 16 / static_cast<int>(sizeof(T));
   constexpr int v8 = 8 / static_cast<int>(sizeof(T));
   constexpr int v4 = 4 / static_cast<int>(sizeof(T));
-  if constexpr (sizeof(T) > 1) {
+  if constexpr (sizeof(T) == 4) {
+    // 4-byte elements: the pipelined persistent kernel (64 x 64 tiles, two 16 KB buffers).
+    if (vector_fits<T, v16>(in, out, s)) {
+      return detail::launch_pipelined<T, 64, 128>(stream, in, out, s.batch, s.rows, s.cols);
+    }
+  } else if constexpr (sizeof(T) > 1) {
     if (vector_fits<T, v16>(in, out, s)) return launch_vector<T, v16>(stream, in, out, s);
   }
   if constexpr (v8 >= 1) {
