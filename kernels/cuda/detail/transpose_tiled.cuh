@@ -10,10 +10,6 @@
 // the row-wise stores (phase 1) and the column-wise reads (phase 2) hit distinct banks in
 // every 128-byte wavefront. Needs rows % V == 0, cols % V == 0 and W-aligned pointers.
 //
-// transpose_pipelined_kernel: the tiled kernel's layout with 16-byte accesses, as a persistent
-// grid whose blocks walk many tiles and load the next tile into a second shared buffer with
-// cp.async while they store the current one, so loads stay in flight across the barrier.
-//
 // transpose_padded_kernel: any shape and alignment. Classic 32 x 32 tile of single
 // elements, one padding column against bank conflicts.
 #pragma once
@@ -151,107 +147,6 @@ __global__ void __launch_bounds__(NT, (TiledShape<T, V, TE, NT, kChunkRequested>
   }
 }
 
-__device__ __forceinline__ void transpose_cp_async16(void* smem, const void* gmem) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem));
-}
-__device__ __forceinline__ void transpose_cp_async_commit() {
-  asm volatile("cp.async.commit_group;\n" ::);
-}
-template <int N>
-__device__ __forceinline__ void transpose_cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
-}
-
-/// Tiles are numbered over (batch, tile row, tile column), the fastest index being the tile
-/// column (or, with kRowTilesInX, the tile row); block b takes tiles b, b + grid, b + 2 grid...
-template <typename T, int V, int TE, int NT, bool kRowTilesInX>
-__global__ void __launch_bounds__(NT)
-    transpose_pipelined_kernel(const T* __restrict__ in, T* __restrict__ out, std::int64_t batch,
-                               std::int64_t rows, std::int64_t cols) {
-  using S = TiledShape<T, V, TE, NT>;
-  static_assert(S::kW == 16, "cp.async moves 16 bytes");
-  using Vec = typename VecOf<16>::type;
-  constexpr int kTV = S::kTV;
-  constexpr int kG = S::kG;
-  __shared__ Vec tile[2][TE][kTV];
-
-  const std::int64_t row_tiles = (rows + TE - 1) / TE;
-  const std::int64_t col_tiles = (cols + TE - 1) / TE;
-  const std::int64_t per_matrix = row_tiles * col_tiles;
-  const std::int64_t total = batch * per_matrix;
-  const std::int64_t matrix = rows * cols;
-  const int tid = static_cast<int>(threadIdx.x);
-
-  struct Where {
-    std::int64_t b, r0, c0;
-    int nr, nc;
-  };
-  auto where = [&](std::int64_t t) {
-    Where w;
-    w.b = t / per_matrix;
-    const std::int64_t rem = t - w.b * per_matrix;
-    const std::int64_t tr = kRowTilesInX ? rem % row_tiles : rem / col_tiles;
-    const std::int64_t tc = kRowTilesInX ? rem / row_tiles : rem % col_tiles;
-    w.r0 = tr * TE;
-    w.c0 = tc * TE;
-    w.nr = static_cast<int>(rows - w.r0 < TE ? rows - w.r0 : TE);
-    w.nc = static_cast<int>(cols - w.c0 < TE ? cols - w.c0 : TE);
-    return w;
-  };
-  auto load = [&](std::int64_t t, int buf) {
-    const Where w = where(t);
-    const T* src = in + w.b * matrix + w.r0 * cols + w.c0;
-#pragma unroll
-    for (int u = 0; u < S::kLoads; ++u) {
-      const int idx = u * NT + tid;
-      const int r = idx / kTV;
-      const int p = idx % kTV;
-      if (r < w.nr && p * V < w.nc) {
-        transpose_cp_async16(&tile[buf][r][p ^ ((r / V) % kG)],
-                             src + static_cast<std::int64_t>(r) * cols + p * V);
-      }
-    }
-    transpose_cp_async_commit();
-  };
-
-  std::int64_t t = blockIdx.x;
-  if (t < total) load(t, 0);
-  for (int i = 0; t < total; t += gridDim.x, ++i) {
-    const int buf = i & 1;
-    const std::int64_t next = t + gridDim.x;
-    if (next < total) {
-      load(next, buf ^ 1);  // its buffer was last read before the previous trailing barrier
-      transpose_cp_async_wait<1>();
-    } else {
-      transpose_cp_async_wait<0>();
-    }
-    __syncthreads();
-    const Where w = where(t);
-    T* dst = out + w.b * matrix + w.c0 * rows + w.r0;
-#pragma unroll 2
-    for (int it = 0; it < S::kMicro; ++it) {
-      const int idx = it * NT + tid;
-      const int q = idx % kTV;
-      const int p = idx / kTV;
-      if (q * V < w.nr && p * V < w.nc) {
-        Pack<T, V> a[V];
-#pragma unroll
-        for (int k = 0; k < V; ++k) a[k].v = tile[buf][q * V + k][p ^ (q % kG)];
-        T* col = dst + static_cast<std::int64_t>(p * V) * rows + q * V;
-#pragma unroll
-        for (int j = 0; j < V; ++j) {
-          Pack<T, V> o;
-#pragma unroll
-          for (int k = 0; k < V; ++k) o.e[k] = a[k].e[j];
-          *reinterpret_cast<Vec*>(col + j * rows) = o.v;
-        }
-      }
-    }
-    __syncthreads();
-  }
-}
-
 constexpr int kPaddedTile = 32;
 constexpr int kPaddedRowsPerPass = 8;
 
@@ -306,31 +201,6 @@ cudaError_t launch_tiled(cudaStream_t stream, const void* in, void* out, std::in
                   grid_dim(kRowTilesInX ? col_tiles : row_tiles, 65535), grid_dim(batch, 65535));
   transpose_tiled_kernel<T, V, TE, NT, kRowTilesInX, kChunkRequested>
       <<<grid, NT, 0, stream>>>(static_cast<const T*>(in), static_cast<T*>(out), batch, rows, cols);
-  return cudaPeekAtLastError();
-}
-
-/// Launches the pipelined kernel on a persistent grid (as many blocks as fit the GPU at once,
-/// at most one per tile); the caller has checked 16-byte divisibility and alignment.
-template <typename T, int TE, int NT, bool kRowTilesInX = false>
-cudaError_t launch_pipelined(cudaStream_t stream, const void* in, void* out, std::int64_t batch,
-                             std::int64_t rows, std::int64_t cols) {
-  constexpr int V = 16 / static_cast<int>(sizeof(T));
-  auto* kernel = transpose_pipelined_kernel<T, V, TE, NT, kRowTilesInX>;
-  int device = 0, sms = 0, per_sm = 0;
-  if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
-  if (cudaError_t e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-      e != cudaSuccess) {
-    return e;
-  }
-  if (cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, NT, 0);
-      e != cudaSuccess) {
-    return e;
-  }
-  const std::int64_t tiles = batch * ((rows + TE - 1) / TE) * ((cols + TE - 1) / TE);
-  const std::int64_t resident = static_cast<std::int64_t>(sms) * (per_sm > 0 ? per_sm : 1);
-  const auto grid = static_cast<unsigned int>(tiles < resident ? tiles : resident);
-  kernel<<<grid, NT, 0, stream>>>(static_cast<const T*>(in), static_cast<T*>(out), batch, rows,
-                                  cols);
   return cudaPeekAtLastError();
 }
 
