@@ -120,13 +120,14 @@ struct GpuResult {
 
 class Stream {
  public:
-  /// A non-blocking stream; with `high_priority` at the device's greatest priority, like the
-  /// second stream of a server lane.
+  /// A stream; with `high_priority` at the device's greatest priority, like the second stream
+  /// of a server lane. Blocking (ordered after the legacy stream's cudaMemset poison), unlike
+  /// the lanes' streams.
   explicit Stream(bool high_priority = false) {
     int least = 0, greatest = 0;
     EXPECT_EQ(cudaDeviceGetStreamPriorityRange(&least, &greatest), cudaSuccess);
     EXPECT_EQ(
-        cudaStreamCreateWithPriority(&s_, cudaStreamNonBlocking, high_priority ? greatest : least),
+        cudaStreamCreateWithPriority(&s_, cudaStreamDefault, high_priority ? greatest : least),
         cudaSuccess);
   }
   ~Stream() { static_cast<void>(cudaStreamDestroy(s_)); }
@@ -177,6 +178,7 @@ GpuResult run_gpu(const Graph& g, DType dtype, bool next_hop, StopToken stop = {
   EXPECT_EQ(cudaMemset(d.p, 0x7f, std::max<std::size_t>(count, 1) * 4), cudaSuccess);  // poison
   EXPECT_EQ(cudaMemset(nx.p, 0x5a, std::max<std::size_t>(count, 1) * 4), cudaSuccess);
   EXPECT_EQ(cudaMemset(ws.p, 0x33, std::max<std::size_t>(ws_bytes, 1)), cudaSuccess);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // the poison lands before apsp starts
   GpuResult r{apsp(ctx, w.p, d.p, next_hop ? nx.p : nullptr, shape, ws.p, ws_bytes, stop), {}, {}};
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   std::vector<std::uint32_t> raw(count);
@@ -421,11 +423,12 @@ TEST(CudaApsp, OneStreamAndLookAheadStreamsAgreeWithTheOracle) {
     for (DType dtype : {DType::kF32, DType::kI32}) {
       const GpuResult one = run_gpu(g, dtype, false, {}, false);
       const GpuResult two = run_gpu(g, dtype, false, {}, true);
-      ASSERT_TRUE(one.info.ok() && two.info.ok()) << n;
+      ASSERT_TRUE(one.info.ok()) << n << ": " << one.info.status();
+      ASSERT_TRUE(two.info.ok()) << n << ": " << two.info.status();
       expect_distances(g, want, one.d, 0, "one stream");
       expect_distances(g, want, two.d, 0, "two streams");
       const GpuResult hops = run_gpu(g, dtype, true, {}, true);
-      ASSERT_TRUE(hops.info.ok()) << n;
+      ASSERT_TRUE(hops.info.ok()) << n << ": " << hops.info.status();
       expect_distances(g, want, hops.d, 0, "two streams, next-hop");
       expect_paths(g, hops, 0);
     }
