@@ -11,13 +11,18 @@ import matplotlib.pyplot as plt
 here = os.path.dirname(os.path.abspath(__file__))
 rows = list(csv.DictReader(open(os.path.join(here, "apsp_h200.csv"))))
 fig, ax = plt.subplots(figsize=(6.4, 3.8))
-styles = {("f32", "0"): ("tab:blue", "o-"), ("i32", "0"): ("tab:red", "o-"),
-          ("f32", "1"): ("tab:blue", "s--"), ("i32", "1"): ("tab:red", "s--")}
-for (dt, nh), (color, fmt) in styles.items():
-    sel = [r for r in rows if r["dtype"] == dt and r["next_hop"] == nh]
+# (dtype, next_hop, streams): two streams is the server's configuration (look-ahead).
+styles = {("f32", "0", "2"): ("tab:blue", "o-"), ("i32", "0", "2"): ("tab:red", "o-"),
+          ("f32", "0", "1"): ("tab:blue", "o:"), ("i32", "0", "1"): ("tab:red", "o:"),
+          ("f32", "1", "2"): ("tab:blue", "s--"), ("i32", "1", "2"): ("tab:red", "s--")}
+for (dt, nh, st), (color, fmt) in styles.items():
+    sel = [r for r in rows
+           if r["dtype"] == dt and r["next_hop"] == nh and r.get("streams", "2") == st]
     if not sel:
         continue
-    label = f"{dt}{' (DPX)' if dt == 'i32' and nh == '0' else ''}, {'next-hop' if nh == '1' else 'distances'}"
+    label = (f"{dt}{' (DPX)' if dt == 'i32' and nh == '0' else ''}, "
+             f"{'next-hop' if nh == '1' else 'distances'}"
+             f"{', one stream' if st == '1' else ''}")
     ax.plot([int(r["n"]) for r in sel], [float(r["t_relax_per_s"]) for r in sel], fmt,
             color=color, label=label)
 naive_n, naive_ms = int(rows[0]["naive_n"]), float(rows[0]["naive_ms"])
