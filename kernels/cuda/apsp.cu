@@ -2,7 +2,9 @@
 // cuda::apsp: blocked Floyd-Warshall (device code in detail/apsp_kernels.cuh).
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
+#include <string_view>
 
 #include "absl/strings/str_cat.h"
 #include "detail/apsp_kernels.cuh"
@@ -64,6 +66,23 @@ absl::Status prepare_minplus(int& smem_bytes) {
   return absl::OkStatus();
 }
 
+/// Pivot blocks a round takes: 2 for distances (each C tile loaded once per 256-deep product),
+/// 1 with next-hop (its kernel holds three planes; one block keeps its schedule simple).
+/// GCOMPUTE_APSP_DEPTH=1 forces one-block rounds for distances too (developer knob, for the
+/// benchmark's comparison).
+template <bool kNext>
+int round_depth() {
+  if constexpr (kNext) {
+    return 1;
+  } else {
+    static const int depth = [] {
+      const char* env = std::getenv("GCOMPUTE_APSP_DEPTH");
+      return env != nullptr && std::string_view(env) == "1" ? 1 : 2;
+    }();
+    return depth;
+  }
+}
+
 template <class Ops, bool kNext>
 absl::Status run_rounds(const Context& ctx, typename Ops::T* d, int* nxt, int* hop,
                         std::int64_t npad, ApspFlags* flags, const StopToken& stop) {
@@ -75,13 +94,14 @@ absl::Status run_rounds(const Context& ctx, typename Ops::T* d, int* nxt, int* h
   if (absl::Status s = prepare_minplus<Ops, kTy, kRm, kNext>(smem); !s.ok()) return s;
   const int nb = static_cast<int>(npad / kTile);
   const int ld = static_cast<int>(npad);
+  const int max_depth = round_depth<kNext>();
 
-  // The critical path (the next round's pivot, panels and the tiles they read) runs on the
-  // higher-priority stream, the bulk of phase 3 on the lane's stream; one stream does both in
-  // order when the caller has no second one.
+  // The critical path (closing the next round's band) runs on the higher-priority stream, the
+  // bulk of each round on the lane's stream; one stream does both in order when the caller has
+  // no second one.
   const cudaStream_t bulk = ctx.stream;
   const cudaStream_t crit = ctx.priority_stream != nullptr ? ctx.priority_stream : ctx.stream;
-  Events<5> ev;  // 0: inputs ready, 1: panels done, 2: bulk done, 3-4: stop-token pipeline
+  Events<5> ev;  // 0: inputs ready, 1: band closed, 2: bulk done, 3-4: stop-token pipeline
   if (absl::Status s = ev.create(); !s.ok()) return s;
   // On an early return the lane's stream must still cover everything enqueued on `crit`, since
   // the caller frees the buffers once that stream is idle.
@@ -93,16 +113,30 @@ absl::Status run_rounds(const Context& ctx, typename Ops::T* d, int* nxt, int* h
       if (!done) static_cast<void>(hand_over(from, to, ev));
     }
   } joined{crit, bulk, ev.ev[1]};
-  auto minplus = [&](cudaStream_t s, MinplusPart part, int kb, dim3 grid) {
+  auto minplus = [&](cudaStream_t s, MinplusPart part, int kb, int depth, int band,
+                     long long blocks_x, long long blocks_y) {
+    if (blocks_x <= 0 || blocks_y <= 0) return;
     detail::minplus_kernel<Ops, kTy, kRm, kNext>
-        <<<grid, kThreads, smem, s>>>(d, nxt, hop, ld, kb, nb, part, flags);
+        <<<dim3(static_cast<unsigned>(blocks_x), static_cast<unsigned>(blocks_y)), kThreads, smem,
+           s>>>(d, nxt, hop, ld, kb, depth, band, nb, part, flags);
   };
-  auto pivot_and_panels = [&](int kb) {
+  auto pivot_and_panels = [&](int kb) -> absl::Status {
     detail::phase1_kernel<Ops, kNext><<<1, 1024, 0, crit>>>(d, nxt, hop, ld, kb, flags);
     GC_CUDA_CHECK_LAUNCH("apsp phase1");
-    if (nb > 1) {
-      minplus(crit, MinplusPart::kPanels, kb, dim3(2 * (nb - 1)));
-      GC_CUDA_CHECK_LAUNCH("apsp phase2");
+    minplus(crit, MinplusPart::kPanels, kb, 1, 0, 2 * (nb - 1), 1);
+    GC_CUDA_CHECK_LAUNCH("apsp phase2");
+    return absl::OkStatus();
+  };
+  // Closes the band of pivot blocks [kb, kb + depth): afterwards its rows and columns hold what
+  // `depth` plain rounds would leave there (the other tiles have not seen these rounds yet).
+  auto close_band = [&](int kb, int depth) -> absl::Status {
+    if (absl::Status s = pivot_and_panels(kb); !s.ok()) return s;
+    if (depth == 2) {
+      minplus(crit, MinplusPart::kNextBand, kb, 1, 1, 2 * nb - 3, 1);  // round p on row/col q
+      GC_CUDA_CHECK_LAUNCH("apsp band (round p on row and column q)");
+      if (absl::Status s = pivot_and_panels(kb + 1); !s.ok()) return s;
+      minplus(crit, MinplusPart::kPrevBand, kb + 1, 1, 0, 2 * nb - 3, 1);  // round q on p
+      GC_CUDA_CHECK_LAUNCH("apsp band (round q on row and column p)");
     }
     return absl::OkStatus();
   };
@@ -110,29 +144,36 @@ absl::Status run_rounds(const Context& ctx, typename Ops::T* d, int* nxt, int* h
   // Cancellation: the host enqueues rounds ahead of the GPU, so it waits on an event recorded
   // `per_check` rounds earlier before polling the token. That keeps at most 2 * per_check rounds
   // (about 10 ms of work) queued, with no bubble between rounds.
-  const double round_relax = static_cast<double>(npad) * static_cast<double>(npad) * kTile;
+  const double round_relax = static_cast<double>(npad) * static_cast<double>(npad) * kTile *
+                             static_cast<double>(max_depth);
   const int per_check =
       static_cast<int>(std::clamp(5e-3 * 1.2e13 / (kNext ? 3.0 : 1.0) / round_relax, 1.0, 64.0));
   bool pending[2] = {false, false};
 
   if (absl::Status s = hand_over(bulk, crit, ev.ev[0]); !s.ok()) return s;
-  if (absl::Status s = pivot_and_panels(0); !s.ok()) return s;
-  for (int kb = 0; kb + 1 < nb; ++kb) {
-    // Round kb's panels are done: the bulk may start. Phase 3 of round kb, then phases 1 and 2
-    // of round kb+1 on the critical stream while the bulk finishes; the next round's phase 3
-    // starts when both are done (every tile it writes was last written by this bulk).
+  int depth = std::min(max_depth, nb);
+  if (absl::Status s = close_band(0, depth); !s.ok()) return s;
+  int round = 0;
+  for (int kb = 0; kb + depth < nb;) {
+    // This round's band is closed: the bulk may start. The next round's band takes this round
+    // first and is then closed on the critical stream while the bulk finishes; the next round's
+    // bulk starts when both are done (every tile it writes was last written by this bulk).
+    const int next = kb + depth;
+    const int band = std::min(max_depth, nb - next);
     if (absl::Status s = hand_over(crit, bulk, ev.ev[1]); !s.ok()) return s;
-    if (nb > 2) {
-      minplus(bulk, MinplusPart::kRest, kb, dim3(nb - 2, nb - 2));
-      GC_CUDA_CHECK_LAUNCH("apsp phase3 (bulk)");
-    }
-    minplus(crit, MinplusPart::kNextCross, kb, dim3(2 * nb - 3));
-    GC_CUDA_CHECK_LAUNCH("apsp phase3 (next pivot's row and column)");
-    if (absl::Status s = pivot_and_panels(kb + 1); !s.ok()) return s;
+    const long long rest = nb - depth - band;
+    minplus(bulk, MinplusPart::kRest, kb, depth, band, rest, rest);
+    GC_CUDA_CHECK_LAUNCH("apsp phase3 (bulk)");
+    minplus(crit, MinplusPart::kNextBand, kb, depth, band,
+            static_cast<long long>(band) * (2 * nb - 2 * depth - band), 1);
+    GC_CUDA_CHECK_LAUNCH("apsp phase3 (next round's band)");
+    if (absl::Status s = close_band(next, band); !s.ok()) return s;
     if (absl::Status s = hand_over(bulk, crit, ev.ev[2]); !s.ok()) return s;
+    kb = next;
+    depth = band;
 
-    if ((kb + 1) % per_check == 0) {
-      const int slot = ((kb + 1) / per_check) & 1;
+    if (++round % per_check == 0) {
+      const int slot = (round / per_check) & 1;
       cudaEvent_t& mark = ev.ev[3 + slot];
       if (pending[slot]) GC_CUDA_TRY(cudaEventSynchronize(mark));
       if (stop.stop_requested()) {
@@ -140,19 +181,18 @@ absl::Status run_rounds(const Context& ctx, typename Ops::T* d, int* nxt, int* h
         GC_CUDA_TRY(cudaStreamSynchronize(crit));
         GC_CUDA_TRY(cudaStreamSynchronize(bulk));
         return absl::CancelledError(
-            absl::StrCat("apsp cancelled after round ", kb + 1, " of ", nb));
+            absl::StrCat("apsp cancelled after pivot block ", next, " of ", nb));
       }
       GC_CUDA_TRY(cudaEventRecord(mark, crit));  // crit has joined every earlier launch
       pending[slot] = true;
     }
   }
-  // The last round has no next pivot: all its off-pivot tiles in one launch.
+  // The last round has no next band: all tiles off its band in one launch.
   if (absl::Status s = hand_over(crit, bulk, ev.ev[1]); !s.ok()) return s;
   joined.done = true;
-  if (nb > 1) {
-    minplus(bulk, MinplusPart::kAll, nb - 1, dim3(nb - 1, nb - 1));
-    GC_CUDA_CHECK_LAUNCH("apsp phase3");
-  }
+  const int last = nb - depth;
+  minplus(bulk, MinplusPart::kRest, last, depth, 0, nb - depth, nb - depth);
+  GC_CUDA_CHECK_LAUNCH("apsp phase3");
   return absl::OkStatus();
 }
 

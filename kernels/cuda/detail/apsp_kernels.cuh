@@ -10,10 +10,17 @@
 //   phase 3: every other tile C = min(C, A (x) B) with A from the column panel and B from the
 //            row panel: register tiles of 8x8 (4x8 with next-hop) outputs per thread, operands
 //            staged through shared memory by cp.async, double buffered.
-// Look-ahead: phase 3 runs as two launches. The tiles in row and column kb+1 (the next round's
-// pivot and panels) go first, on the caller's higher-priority stream when it has one; phases
-// 1 and 2 of round kb+1 follow them there and overlap the rest of round kb's phase 3, which
-// fills what would otherwise be a serial phase 1 and a half-empty phase-2 wave per round.
+// Two-block rounds (distances only): a round takes the pivot blocks p and q = p+1 together. Their
+// band (rows and columns p and q) is closed first, exactly as two plain rounds would leave it:
+// phases 1 and 2 of p, round p's update of row and column q, phases 1 and 2 of q, then round
+// q's update of row and column p (tile (p, p) included). Every other tile then takes both
+// k-blocks in one 256-deep product, C = min(C, A[:, p..q] (x) B[p..q, :]), which loads and
+// stores each C tile once per two pivot blocks instead of once per block. Using the band's
+// final values there (already updated by round q) is safe: every value is the length of a walk,
+// and the terms of the two plain rounds are all still in the minimum.
+// Look-ahead: the next round's band tiles go first, on the caller's higher-priority stream when it
+// has one, and the next band is closed there while the rest of this round's tiles run on the
+// lane's stream, which fills what would otherwise be serial phase-1 and half-empty phase-2 waves.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -299,7 +306,8 @@ __global__ void __launch_bounds__(1024, 1)
 }
 
 // ---------------------------------------------------------------------------------------------
-// Phases 2 and 3: C = min(C, A (x) B) on 128x128 tiles with a 128-deep k-block.
+// Phases 2 and 3: C = min(C, A (x) B) on 128x128 tiles with a 128- or 256-deep k-range (one or
+// two adjacent pivot blocks, so A and B are contiguous column and row bands).
 // Thread grid 16 (x) by kTy (y); each thread owns kRm rows (ty*kRm + q) and 8 columns
 // (tx*4 + 0..3 and 64 + tx*4 + 0..3, so that a warp's B reads are two contiguous 256-byte rows).
 
@@ -362,50 +370,70 @@ constexpr int minblocks() {
   return kTy * kRm == kTile && kRm == 8 ? 2 : 1;
 }
 
-/// Which tiles a phase-2/3 launch updates (kb: this round's pivot block, kb + 1: the next one).
+/// Which tiles a min-plus launch updates. The k-range is pivot blocks [kb, kb + depth); `band` is
+/// the number of pivot blocks of the next round, [kb + depth, kb + depth + band).
 enum class MinplusPart : int {
-  kPanels = 2,     ///< x < nb-1: row panel tile (kb, j); otherwise column panel tile (i, kb)
-  kAll = 3,        ///< (x, y) over the (nb-1)^2 tiles off the pivot row and column
-  kNextCross = 4,  ///< the 2nb-3 of those in row or column kb+1: the next round's inputs
-  kRest = 5,       ///< (x, y) over the (nb-2)^2 tiles off rows and columns kb and kb+1
+  kPanels = 2,  ///< depth 1. x < nb-1: row panel tile (kb, j); otherwise column panel tile (i, kb)
+  kNextBand = 3,  ///< the next round's band: its rows (columns outside the k-range), then its
+                  ///< columns (rows outside the k-range and the band); band * (2 nb - 2 depth -
+                  ///< band) tiles
+  kRest = 4,      ///< (x, y) over the (nb - depth - band)^2 tiles off the k-range and the band
+  kPrevBand = 5,  ///< depth 1, kb = q: round q's update of row p = q-1 (without column q) and
+                  ///< column p (without rows p and q); 2 nb - 3 tiles
 };
 
+/// c-th index of [0, nb) skipping the `width` indices from `from` on.
+__device__ __forceinline__ int skip_range(int c, int from, int width) {
+  return c + (c >= from ? width : 0);
+}
+
 /// The tile (ti, tj) that block (x, y) of a `part` launch updates.
-__device__ __forceinline__ void minplus_tile(MinplusPart part, int kb, int nb, int x, int y,
-                                             int& ti, int& tj) {
+__device__ __forceinline__ void minplus_tile(MinplusPart part, int kb, int depth, int band, int nb,
+                                             int x, int y, int& ti, int& tj) {
   switch (part) {
     case MinplusPart::kPanels:
       if (x < nb - 1) {
         ti = kb;
-        tj = x + (x >= kb);
+        tj = skip_range(x, kb, 1);
       } else {
         tj = kb;
-        ti = (x - (nb - 1)) + ((x - (nb - 1)) >= kb);
+        ti = skip_range(x - (nb - 1), kb, 1);
       }
       return;
-    case MinplusPart::kAll:
-      tj = x + (x >= kb);
-      ti = y + (y >= kb);
-      return;
-    case MinplusPart::kNextCross:
-      if (x < nb - 1) {  // row kb+1, tile (kb+1, kb+1) included
-        ti = kb + 1;
-        tj = x + (x >= kb);
-      } else {  // column kb+1 without rows kb and kb+1
-        tj = kb + 1;
-        ti = (x - (nb - 1)) + ((x - (nb - 1)) >= kb ? 2 : 0);
+    case MinplusPart::kNextBand: {
+      const int next = kb + depth;
+      const int row_tiles = band * (nb - depth);
+      if (x < row_tiles) {
+        ti = next + x / (nb - depth);
+        tj = skip_range(x % (nb - depth), kb, depth);
+      } else {
+        const int c = x - row_tiles, per = nb - depth - band;
+        tj = next + c / per;
+        ti = skip_range(c % per, kb, depth + band);
       }
       return;
+    }
     case MinplusPart::kRest:
-      tj = x + (x >= kb ? 2 : 0);
-      ti = y + (y >= kb ? 2 : 0);
+      tj = skip_range(x, kb, depth + band);
+      ti = skip_range(y, kb, depth + band);
+      return;
+    case MinplusPart::kPrevBand:
+      if (x < nb - 1) {  // row kb-1, tile (kb-1, kb-1) included
+        ti = kb - 1;
+        tj = skip_range(x, kb, 1);
+      } else {
+        tj = kb - 1;
+        ti = skip_range(x - (nb - 1), kb - 1, 2);
+      }
       return;
   }
 }
+
 template <class Ops, int kTy, int kRm, bool kNext>
 __global__ void __launch_bounds__(16 * kTy, (minblocks<kTy, kRm>()))
     minplus_kernel(typename Ops::T* __restrict__ d, int* __restrict__ nxt, int* __restrict__ hop,
-                   int ld, int kb, int nb, MinplusPart part, const ApspFlags* __restrict__ flags) {
+                   int ld, int kb, int depth, int band, int nb, MinplusPart part,
+                   const ApspFlags* __restrict__ flags) {
   using T = typename Ops::T;
   static_assert(kTy * kRm == kTile, "one block covers a 128-row tile");
   static_assert(sizeof(T) == 4, "4-byte elements");
@@ -414,7 +442,8 @@ __global__ void __launch_bounds__(16 * kTy, (minblocks<kTy, kRm>()))
   if (flags->negative) return;
 
   int ti = 0, tj = 0;
-  minplus_tile(part, kb, nb, static_cast<int>(blockIdx.x), static_cast<int>(blockIdx.y), ti, tj);
+  minplus_tile(part, kb, depth, band, nb, static_cast<int>(blockIdx.x),
+               static_cast<int>(blockIdx.y), ti, tj);
   const long long r0 = static_cast<long long>(ti) * kTile, c0 = static_cast<long long>(tj) * kTile,
                   k0 = static_cast<long long>(kb) * kTile;
   const T* a_g = d + r0 * ld + k0;
@@ -484,10 +513,10 @@ __global__ void __launch_bounds__(16 * kTy, (minblocks<kTy, kRm>()))
     }
   }
 
-  constexpr int kChunks = kTile / kBk;
+  const int chunks = depth * (kTile / kBk);  // A and B span `depth` adjacent pivot blocks
 #pragma unroll 1
-  for (int ch = 0; ch < kChunks; ++ch) {
-    if (ch + 1 < kChunks) {
+  for (int ch = 0; ch < chunks; ++ch) {
+    if (ch + 1 < chunks) {
       load_stage((ch + 1) & 1, (ch + 1) * kBk);
       cp_async_wait<1>();
     } else {
