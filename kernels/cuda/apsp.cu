@@ -66,20 +66,22 @@ absl::Status prepare_minplus(int& smem_bytes) {
   return absl::OkStatus();
 }
 
-/// Pivot blocks a round takes: 2 for distances (each C tile loaded once per 256-deep product),
-/// 1 with next-hop (its kernel holds three planes; one block keeps its schedule simple).
-/// GCOMPUTE_APSP_DEPTH=1 forces one-block rounds for distances too (developer knob, for the
-/// benchmark's comparison).
+/// Pivot blocks a round takes. Distances: 2 from 48 blocks (n > 6144) on, where each C tile
+/// loaded once per 256-deep product pays off (H200: +7% at n = 8192, +2% at 16384), 1 below,
+/// where more, smaller rounds overlap better (-10% at 4096 with 2); 48 is the midpoint of the
+/// measured 32 and 64. Next-hop: 1 (its kernel holds three planes; one block keeps its schedule
+/// simple). GCOMPUTE_APSP_DEPTH=1 or 2 overrides it for distances (developer knob).
 template <bool kNext>
-int round_depth() {
+int round_depth(int nb) {
   if constexpr (kNext) {
     return 1;
   } else {
-    static const int depth = [] {
-      const char* env = std::getenv("GCOMPUTE_APSP_DEPTH");
-      return env != nullptr && std::string_view(env) == "1" ? 1 : 2;
-    }();
-    return depth;
+    // Read per call (a few environment entries, nothing next to an APSP), so tests can set it.
+    const char* env = std::getenv("GCOMPUTE_APSP_DEPTH");
+    const std::string_view forced(env != nullptr ? env : "");
+    if (forced == "1") return 1;
+    if (forced == "2") return 2;
+    return nb >= 48 ? 2 : 1;
   }
 }
 
@@ -94,7 +96,7 @@ absl::Status run_rounds(const Context& ctx, typename Ops::T* d, int* nxt, int* h
   if (absl::Status s = prepare_minplus<Ops, kTy, kRm, kNext>(smem); !s.ok()) return s;
   const int nb = static_cast<int>(npad / kTile);
   const int ld = static_cast<int>(npad);
-  const int max_depth = round_depth<kNext>();
+  const int max_depth = round_depth<kNext>(nb);
 
   // The critical path (closing the next round's band) runs on the higher-priority stream, the
   // bulk of each round on the lane's stream; one stream does both in order when the caller has

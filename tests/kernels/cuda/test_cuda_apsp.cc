@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -411,26 +412,39 @@ TEST(CudaApsp, DeterministicAcrossRuns) {
   EXPECT_EQ(a.next, b.next);
 }
 
+/// Sets GCOMPUTE_APSP_DEPTH (pivot blocks per round for distances) for one scope.
+class ForcedRoundDepth {
+ public:
+  explicit ForcedRoundDepth(const char* depth) { setenv("GCOMPUTE_APSP_DEPTH", depth, 1); }
+  ~ForcedRoundDepth() { unsetenv("GCOMPUTE_APSP_DEPTH"); }
+};
+
 TEST(CudaApsp, OneStreamAndLookAheadStreamsAgreeWithTheOracle) {
   GC_REQUIRE_GPU();
-  // 5 to 7 pivot blocks: rounds whose look-ahead has zero, one and several bulk tiles.
-  for (std::int64_t n : {129, 300, 640, 777}) {
-    Graph g = random_graph(n, 0.3, 1, 50, true);
-    apply_potentials(g, 40);  // negative edges, no negative cycle
-    const Oracle o = floyd_warshall(g);
-    ASSERT_FALSE(o.negative_cycle);
-    const std::vector<double>& want = o.d;
-    for (DType dtype : {DType::kF32, DType::kI32}) {
-      const GpuResult one = run_gpu(g, dtype, false, {}, false);
-      const GpuResult two = run_gpu(g, dtype, false, {}, true);
-      ASSERT_TRUE(one.info.ok()) << n << ": " << one.info.status();
-      ASSERT_TRUE(two.info.ok()) << n << ": " << two.info.status();
-      expect_distances(g, want, one.d, 0, "one stream");
-      expect_distances(g, want, two.d, 0, "two streams");
-      const GpuResult hops = run_gpu(g, dtype, true, {}, true);
-      ASSERT_TRUE(hops.info.ok()) << n << ": " << hops.info.status();
-      expect_distances(g, want, hops.d, 0, "two streams, next-hop");
-      expect_paths(g, hops, 0);
+  // 1 to 7 pivot blocks, one- and two-block rounds (small graphs take one-block rounds by
+  // default, so both are forced): rounds whose look-ahead has zero, one and several bulk
+  // tiles, and an odd number of blocks that leaves a last one-block round.
+  for (const char* depth : {"1", "2"}) {
+    SCOPED_TRACE(::testing::Message() << "GCOMPUTE_APSP_DEPTH=" << depth);
+    ForcedRoundDepth forced(depth);
+    for (std::int64_t n : {100, 129, 300, 640, 777}) {
+      Graph g = random_graph(n, 0.3, 1, 50, true);
+      apply_potentials(g, 40);  // negative edges, no negative cycle
+      const Oracle o = floyd_warshall(g);
+      ASSERT_FALSE(o.negative_cycle);
+      const std::vector<double>& want = o.d;
+      for (DType dtype : {DType::kF32, DType::kI32}) {
+        const GpuResult one = run_gpu(g, dtype, false, {}, false);
+        const GpuResult two = run_gpu(g, dtype, false, {}, true);
+        ASSERT_TRUE(one.info.ok()) << n << ": " << one.info.status();
+        ASSERT_TRUE(two.info.ok()) << n << ": " << two.info.status();
+        expect_distances(g, want, one.d, 0, "one stream");
+        expect_distances(g, want, two.d, 0, "two streams");
+        const GpuResult hops = run_gpu(g, dtype, true, {}, true);
+        ASSERT_TRUE(hops.info.ok()) << n << ": " << hops.info.status();
+        expect_distances(g, want, hops.d, 0, "two streams, next-hop");
+        expect_paths(g, hops, 0);
+      }
     }
   }
 }
