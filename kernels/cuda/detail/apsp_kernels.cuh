@@ -516,13 +516,11 @@ __global__ void __launch_bounds__(16 * kTy, (minblocks<kTy, kRm>()))
   const int chunks = depth * (kTile / kBk);  // A and B span `depth` adjacent pivot blocks
 #pragma unroll 1
   for (int ch = 0; ch < chunks; ++ch) {
-    if (ch + 1 < chunks) {
-      load_stage((ch + 1) & 1, (ch + 1) * kBk);
-      cp_async_wait<1>();
-    } else {
-      cp_async_wait<0>();
-    }
+    // One barrier per stage: it publishes stage ch and also tells every thread that all reads of
+    // stage ch-1 are done, so the next stage may go into that buffer while stage ch is computed.
+    cp_async_wait<0>();
     __syncthreads();
+    if (ch + 1 < chunks) load_stage((ch + 1) & 1, (ch + 1) * kBk);
     const T* as = smem + (ch & 1) * L::kStageElems;
     const T* bs = as + L::kOffB;
     const int* nas = reinterpret_cast<const int*>(as + L::kOffNa);
@@ -587,7 +585,6 @@ __global__ void __launch_bounds__(16 * kTy, (minblocks<kTy, kRm>()))
         }
       }
     }
-    __syncthreads();
   }
 
 #pragma unroll
