@@ -67,11 +67,8 @@ struct TiledShape {
 
 /// Tile indices (tile row, tile column) are walked with grid-stride loops over all three grid
 /// dimensions so that any int64 shape fits the grid limits. kRowTilesInX puts the tile row
-/// (instead of the tile column) in blockIdx.x, changing which tiles run side by side. With
-/// kGroup > 0 the grid is one-dimensional instead and walks bands of kGroup tile rows, down each
-/// tile column of the band before the next: the tiles in flight at once then cover a compact
-/// region of the input and of the output (fewer DRAM pages and TLB entries at a time).
-template <typename T, int V, int TE, int NT, bool kRowTilesInX, int kChunkRequested, int kGroup = 0>
+/// (instead of the tile column) in blockIdx.x, changing which tiles run side by side.
+template <typename T, int V, int TE, int NT, bool kRowTilesInX, int kChunkRequested>
 __global__ void __launch_bounds__(NT, (TiledShape<T, V, TE, NT, kChunkRequested>::kMinBlocks))
     transpose_tiled_kernel(const T* __restrict__ in, T* __restrict__ out, std::int64_t batch,
                            std::int64_t rows, std::int64_t cols) {
@@ -88,78 +85,63 @@ __global__ void __launch_bounds__(NT, (TiledShape<T, V, TE, NT, kChunkRequested>
   const std::int64_t matrix = rows * cols;
   const int t = static_cast<int>(threadIdx.x);
 
-  auto move_tile = [&](std::int64_t b, std::int64_t r0, std::int64_t c0) {
-    // Valid rows and columns of this tile; both multiples of V.
-    const int nr = static_cast<int>(rows - r0 < TE ? rows - r0 : TE);
-    const int nc = static_cast<int>(cols - c0 < TE ? cols - c0 : TE);
+  for (std::int64_t b = blockIdx.z; b < batch; b += gridDim.z) {
+    for (std::int64_t ty = blockIdx.y; ty < y_tiles; ty += gridDim.y) {
+      for (std::int64_t tx = blockIdx.x; tx < x_tiles; tx += gridDim.x) {
+        const std::int64_t r0 = (kRowTilesInX ? tx : ty) * TE;
+        const std::int64_t c0 = (kRowTilesInX ? ty : tx) * TE;
+        // Valid rows and columns of this tile; both multiples of V.
+        const int nr = static_cast<int>(rows - r0 < TE ? rows - r0 : TE);
+        const int nc = static_cast<int>(cols - c0 < TE ? cols - c0 : TE);
 
-    // Phase 1: a chunk of loads in flight, then into shared memory.
-    const T* src = in + b * matrix + r0 * cols + c0;
+        // Phase 1: a chunk of loads in flight, then into shared memory.
+        const T* src = in + b * matrix + r0 * cols + c0;
 #pragma unroll 1
-    for (int c = 0; c < S::kLoads; c += S::kChunk) {
-      Vec buf[S::kChunk];
+        for (int c = 0; c < S::kLoads; c += S::kChunk) {
+          Vec buf[S::kChunk];
 #pragma unroll
-      for (int u = 0; u < S::kChunk; ++u) {
-        const int idx = (c + u) * NT + t;
-        const int r = idx / kTV;
-        const int p = idx % kTV;
-        if (r < nr && p * V < nc) {
-          buf[u] = *reinterpret_cast<const Vec*>(src + static_cast<std::int64_t>(r) * cols + p * V);
+          for (int u = 0; u < S::kChunk; ++u) {
+            const int idx = (c + u) * NT + t;
+            const int r = idx / kTV;
+            const int p = idx % kTV;
+            if (r < nr && p * V < nc) {
+              buf[u] =
+                  *reinterpret_cast<const Vec*>(src + static_cast<std::int64_t>(r) * cols + p * V);
+            }
+          }
+#pragma unroll
+          for (int u = 0; u < S::kChunk; ++u) {
+            const int idx = (c + u) * NT + t;
+            const int r = idx / kTV;
+            const int p = idx % kTV;
+            if (r < nr && p * V < nc) tile[r][p ^ ((r / V) % kG)] = buf[u];
+          }
         }
-      }
-#pragma unroll
-      for (int u = 0; u < S::kChunk; ++u) {
-        const int idx = (c + u) * NT + t;
-        const int r = idx / kTV;
-        const int p = idx % kTV;
-        if (r < nr && p * V < nc) tile[r][p ^ ((r / V) % kG)] = buf[u];
-      }
-    }
-    __syncthreads();
+        __syncthreads();
 
-    // Phase 2: micro-tile (q, p) = input rows q*V.., input columns p*V..; consecutive
-    // threads take consecutive q so that their output vectors are contiguous.
-    T* dst = out + b * matrix + c0 * rows + r0;
+        // Phase 2: micro-tile (q, p) = input rows q*V.., input columns p*V..; consecutive
+        // threads take consecutive q so that their output vectors are contiguous.
+        T* dst = out + b * matrix + c0 * rows + r0;
 #pragma unroll 2
-    for (int it = 0; it < S::kMicro; ++it) {
-      const int idx = it * NT + t;
-      const int q = idx % kTV;
-      const int p = idx / kTV;
-      if (q * V < nr && p * V < nc) {
-        Pack<T, V> a[V];
+        for (int it = 0; it < S::kMicro; ++it) {
+          const int idx = it * NT + t;
+          const int q = idx % kTV;
+          const int p = idx / kTV;
+          if (q * V < nr && p * V < nc) {
+            Pack<T, V> a[V];
 #pragma unroll
-        for (int i = 0; i < V; ++i) a[i].v = tile[q * V + i][p ^ (q % kG)];
-        T* col = dst + static_cast<std::int64_t>(p * V) * rows + q * V;
+            for (int i = 0; i < V; ++i) a[i].v = tile[q * V + i][p ^ (q % kG)];
+            T* col = dst + static_cast<std::int64_t>(p * V) * rows + q * V;
 #pragma unroll
-        for (int j = 0; j < V; ++j) {
-          Pack<T, V> o;  // output row p*V+j: element j of every input vector
+            for (int j = 0; j < V; ++j) {
+              Pack<T, V> o;  // output row p*V+j: element j of every input vector
 #pragma unroll
-          for (int i = 0; i < V; ++i) o.e[i] = a[i].e[j];
-          *reinterpret_cast<Vec*>(col + j * rows) = o.v;
+              for (int i = 0; i < V; ++i) o.e[i] = a[i].e[j];
+              *reinterpret_cast<Vec*>(col + j * rows) = o.v;
+            }
+          }
         }
-      }
-    }
-    __syncthreads();
-  };
-
-  if constexpr (kGroup > 0) {
-    const std::int64_t per_matrix = row_tiles * col_tiles;
-    const std::int64_t band_tiles = kGroup * col_tiles;
-    for (std::int64_t lin = blockIdx.x; lin < batch * per_matrix; lin += gridDim.x) {
-      const std::int64_t b = lin / per_matrix;
-      const std::int64_t t = lin - b * per_matrix;
-      const std::int64_t band = t / band_tiles;
-      const std::int64_t left = row_tiles - band * kGroup;
-      const std::int64_t band_rows = left < kGroup ? left : kGroup;
-      const std::int64_t local = t - band * band_tiles;
-      move_tile(b, (band * kGroup + local % band_rows) * TE, (local / band_rows) * TE);
-    }
-  } else {
-    for (std::int64_t b = blockIdx.z; b < batch; b += gridDim.z) {
-      for (std::int64_t ty = blockIdx.y; ty < y_tiles; ty += gridDim.y) {
-        for (std::int64_t tx = blockIdx.x; tx < x_tiles; tx += gridDim.x) {
-          move_tile(b, (kRowTilesInX ? tx : ty) * TE, (kRowTilesInX ? ty : tx) * TE);
-        }
+        __syncthreads();
       }
     }
   }
@@ -210,17 +192,14 @@ inline unsigned int grid_dim(std::int64_t tiles, std::int64_t cap) {
 }
 
 /// Launches the tiled kernel; the caller has checked V divisibility and alignment.
-template <typename T, int V, int TE, int NT, bool kRowTilesInX = false, int kChunkRequested = 0,
-          int kGroup = 0>
+template <typename T, int V, int TE, int NT, bool kRowTilesInX = false, int kChunkRequested = 0>
 cudaError_t launch_tiled(cudaStream_t stream, const void* in, void* out, std::int64_t batch,
                          std::int64_t rows, std::int64_t cols) {
   const std::int64_t row_tiles = (rows + TE - 1) / TE;
   const std::int64_t col_tiles = (cols + TE - 1) / TE;
-  const dim3 grid = kGroup > 0 ? dim3(grid_dim(batch * row_tiles * col_tiles, 0x7fffffff))
-                               : dim3(grid_dim(kRowTilesInX ? row_tiles : col_tiles, 0x7fffffff),
-                                      grid_dim(kRowTilesInX ? col_tiles : row_tiles, 65535),
-                                      grid_dim(batch, 65535));
-  transpose_tiled_kernel<T, V, TE, NT, kRowTilesInX, kChunkRequested, kGroup>
+  const dim3 grid(grid_dim(kRowTilesInX ? row_tiles : col_tiles, 0x7fffffff),
+                  grid_dim(kRowTilesInX ? col_tiles : row_tiles, 65535), grid_dim(batch, 65535));
+  transpose_tiled_kernel<T, V, TE, NT, kRowTilesInX, kChunkRequested>
       <<<grid, NT, 0, stream>>>(static_cast<const T*>(in), static_cast<T*>(out), batch, rows, cols);
   return cudaPeekAtLastError();
 }
