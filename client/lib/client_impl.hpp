@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: Apache-2.0
+// Client::Impl: the options and replicas of a Client, and the one shape every operation
+// shares (route, stage operands, call, convert the response), so that each operation only
+// fills its request and reads its response.
+#pragma once
+
+#include <cstddef>
+#include <type_traits>
+#include <utility>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "gcompute/client/client.hpp"
+#include "matrix_transfer.hpp"
+#include "operand_stager.hpp"
+#include "replicas.hpp"
+#include "unary_rpc.hpp"
+
+namespace gcompute::client {
+
+/// The deadline and progress callback of one Client call, fixed when the call starts.
+struct CallScope {
+  absl::Time deadline;
+  const ProgressCallback& progress;
+};
+
+/// One attempt of a call, on one replica; stored results are fetched through `transfer`.
+struct Attempt {
+  std::size_t replica_index;
+  TransferTarget transfer;
+};
+
+/// What an operation returns for a converter that returns T: T itself when it already
+/// carries a status (absl::Status, absl::StatusOr<U>), else absl::StatusOr<T>.
+template <typename T>
+struct WithStatus {
+  using type = absl::StatusOr<T>;
+};
+template <typename T>
+struct WithStatus<absl::StatusOr<T>> {
+  using type = absl::StatusOr<T>;
+};
+template <>
+struct WithStatus<absl::Status> {
+  using type = absl::Status;
+};
+
+/// Converts a response with `convert(response, attempt)`, or `convert(response)` when the
+/// converter needs no replica (nothing to download).
+template <typename Convert, typename Response>
+decltype(auto) convert_response(Convert& convert, Response& response, const Attempt& attempt) {
+  if constexpr (std::is_invocable_v<Convert&, Response&, const Attempt&>) {
+    return convert(response, attempt);
+  } else {
+    return convert(response);
+  }
+}
+
+template <typename Convert, typename Response>
+using ConvertedResult = typename WithStatus<std::decay_t<decltype(convert_response(
+    std::declval<Convert&>(), std::declval<Response&>(), std::declval<const Attempt&>()))>>::type;
+
+struct Client::Impl {
+  ClientOptions options;  // chunk_bytes already clamped to what one message can carry
+  ReplicaSet replicas;
+
+  explicit Impl(ClientOptions client_options);
+
+  CallScope call_scope(const CallOptions& call) const {
+    return CallScope{absl::Now() + call.timeout.value_or(options.default_timeout),
+                     call.progress ? call.progress : options.progress};
+  }
+  TransferTarget transfer_on(Replica& replica, const CallScope& scope) const {
+    return TransferTarget{replica, scope.deadline, options.chunk_bytes, scope.progress};
+  }
+
+  /// Calls `method` with `request` on the route (retrying stateless calls elsewhere while
+  /// replicas are UNAVAILABLE) and returns `convert` of the response. A route that could not
+  /// be chosen is returned as is.
+  template <typename Request, typename Response, typename Convert>
+  ConvertedResult<Convert, Response> rpc(const absl::StatusOr<Route>& route, const CallScope& scope,
+                                         UnaryMethod<Request, Response> method,
+                                         const Request& request, Convert&& convert) {
+    if (!route.ok()) return route.status();
+    return replicas.run(*route, scope.deadline, [&](Replica& replica, std::size_t index) {
+      const Attempt attempt{index, transfer_on(replica, scope)};
+      return call_and_convert(attempt, method, request, convert);
+    });
+  }
+
+  /// As rpc(), but the request is built anew for each replica tried by `fill(stager,
+  /// request)`, whose operands are placed inline or uploaded to that replica first; the
+  /// uploads are deleted when the attempt ends.
+  template <typename Request, typename Response, typename Fill, typename Convert>
+  ConvertedResult<Convert, Response> rpc_with_operands(const absl::StatusOr<Route>& route,
+                                                       const CallScope& scope,
+                                                       UnaryMethod<Request, Response> method,
+                                                       Fill&& fill, Convert&& convert) {
+    using Result = ConvertedResult<Convert, Response>;
+    if (!route.ok()) return route.status();
+    return replicas.run(*route, scope.deadline, [&](Replica& replica, std::size_t index) -> Result {
+      const Attempt attempt{index, transfer_on(replica, scope)};
+      OperandStager stager(attempt.transfer, effective_inline_limit(options));
+      Request request;
+      fill(stager, request);
+      if (absl::Status s = stager.place(); !s.ok()) return s;
+      return call_and_convert(attempt, method, request, convert);
+    });
+  }
+
+ private:
+  template <typename Request, typename Response, typename Convert>
+  static ConvertedResult<Convert, Response> call_and_convert(const Attempt& attempt,
+                                                             UnaryMethod<Request, Response> method,
+                                                             const Request& request,
+                                                             Convert& convert) {
+    absl::StatusOr<Response> response =
+        unary_rpc(attempt.transfer.replica, method, request, attempt.transfer.deadline);
+    if (!response.ok()) return response.status();
+    return convert_response(convert, *response, attempt);
+  }
+};
+
+}  // namespace gcompute::client

@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "matrix_transfer.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "gcompute/client/grpc_status.hpp"
+#include "proto_convert.hpp"
+#include "unary_rpc.hpp"
+
+namespace gcompute::client {
+
+absl::StatusOr<StoredMatrix> upload_in_chunks(const TransferTarget& target, const HostMatrix& m,
+                                              int64_t ttl_seconds) {
+  if (m.data.size() != m.expected_bytes()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "matrix data has ", m.data.size(), " bytes but its shape ",
+        shape_string(m.batch, m.rows, m.cols, m.dtype), " needs ", m.expected_bytes()));
+  }
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(target.deadline));
+  pb::UploadMatrixResponse response;
+  auto writer = target.replica.stub->UploadMatrix(&context, &response);
+  pb::UploadMatrixRequest header;
+  auto* shape = header.mutable_header()->mutable_shape();
+  shape->set_batch(m.batch);
+  shape->set_rows(m.rows);
+  shape->set_cols(m.cols);
+  shape->set_dtype(static_cast<pb::DType>(m.dtype));
+  header.mutable_header()->set_ttl_seconds(ttl_seconds);
+  bool ok = writer->Write(header);
+  const uint64_t total = m.data.size();
+  const ProgressCallback& progress = target.progress;
+  if (progress) progress(0, total);
+  for (uint64_t offset = 0; ok && offset < total; offset += target.chunk_bytes) {
+    const uint64_t n = std::min<uint64_t>(target.chunk_bytes, total - offset);
+    pb::UploadMatrixRequest chunk;
+    chunk.mutable_chunk()->set_offset(offset);
+    chunk.mutable_chunk()->set_data(m.data.data() + offset, n);
+    ok = writer->Write(chunk);
+    if (ok && progress) progress(offset + n, total);
+  }
+  if (ok) writer->WritesDone();
+  absl::Status status = from_grpc_status(writer->Finish());
+  if (!status.ok()) return status;
+  if (!ok) return absl::UnavailableError("upload stream closed before all chunks were sent");
+  return from_proto(response.matrix());
+}
+
+absl::StatusOr<HostMatrix> download_in_chunks(const TransferTarget& target, const MatrixRef& ref) {
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(target.deadline));
+  pb::DownloadMatrixRequest request;
+  request.mutable_ref()->set_id(ref.id);
+  request.set_chunk_bytes(target.chunk_bytes);
+  auto reader = target.replica.stub->DownloadMatrix(&context, request);
+  const ProgressCallback& progress = target.progress;
+  pb::DownloadMatrixResponse part;
+  HostMatrix out;
+  bool have_header = false;
+  uint64_t received = 0;
+  absl::Status protocol_error;
+  while (reader->Read(&part)) {
+    if (part.has_header()) {
+      if (have_header) {
+        protocol_error = absl::InternalError("download stream sent a second header");
+        break;
+      }
+      const StoredMatrix s = from_proto(part.header());
+      out.batch = s.batch;
+      out.rows = s.rows;
+      out.cols = s.cols;
+      out.dtype = s.dtype;
+      if (out.batch < 0 || out.rows < 0 || out.cols < 0 || dtype_size(out.dtype) == 0) {
+        protocol_error = absl::InternalError(
+            absl::StrCat("download header describes an invalid matrix: ",
+                         shape_string(out.batch, out.rows, out.cols, out.dtype)));
+        break;
+      }
+      out.data.resize(out.expected_bytes());
+      have_header = true;
+      if (progress) progress(0, out.data.size());
+    } else if (part.has_chunk()) {
+      const auto& chunk = part.chunk();
+      if (!have_header || chunk.offset() != received ||
+          chunk.data().size() > out.data.size() - received) {
+        protocol_error = absl::InternalError(
+            absl::StrCat("download chunk at offset ", chunk.offset(), " of ", chunk.data().size(),
+                         " bytes does not follow byte ", received, " of ", out.data.size()));
+        break;
+      }
+      std::memcpy(out.data.data() + received, chunk.data().data(), chunk.data().size());
+      received += chunk.data().size();
+      if (progress) progress(received, out.data.size());
+    }
+  }
+  if (!protocol_error.ok()) {
+    context.TryCancel();
+    reader->Finish();
+    return protocol_error;
+  }
+  absl::Status status = from_grpc_status(reader->Finish());
+  if (!status.ok()) return status;
+  if (!have_header) return absl::InternalError("download stream ended without a header");
+  if (received != out.data.size()) {
+    return absl::InternalError(
+        absl::StrCat("download stream ended after ", received, " of ", out.data.size(), " bytes"));
+  }
+  return out;
+}
+
+absl::Status delete_stored_matrix(Replica& replica, const MatrixRef& ref, absl::Time deadline) {
+  pb::DeleteMatrixRequest request;
+  request.mutable_ref()->set_id(ref.id);
+  return unary_rpc(replica, &pb::Compute::Stub::DeleteMatrix, request, deadline).status();
+}
+
+absl::StatusOr<HostMatrix> take_result_matrix(const TransferTarget& target,
+                                              pb::MatrixResult* result, const char* what) {
+  if (result->has_inline_()) return from_proto(result->mutable_inline_());
+  if (result->has_stored()) {
+    const MatrixRef ref{result->stored().ref().id()};
+    absl::StatusOr<HostMatrix> m = download_in_chunks(target, ref);
+    // Best effort: the result has a TTL on the server anyway.
+    (void)delete_stored_matrix(target.replica, ref, absl::Now() + kCleanupTimeout);
+    return m;
+  }
+  return absl::InternalError(absl::StrCat("server response has no ", what));
+}
+
+}  // namespace gcompute::client
