@@ -235,7 +235,7 @@ class Client {
   /// The replica that created a stored matrix, if this client knows it.
   std::optional<std::size_t> replica_for_matrix(const MatrixRef& ref) const;
 
-  /// Opaque implementation (gRPC channel and stub); named here only for client.cc.
+  /// Opaque implementation (replicas, channels, stubs); defined in client/lib/client_impl.hpp.
   struct Impl;
 
  private:
