@@ -54,6 +54,11 @@ absl::StatusOr<std::unique_ptr<Server>> Server::create(const ServerOptions& opti
   }
   s->matrices_ = std::make_unique<MatrixStore>(MatrixStore::Options{
       options.stored_matrix_quota_bytes, options.default_ttl, absl::Hours(24)});
+  // Expired matrices go within a second, not at the next upload that needs their quota.
+  s->matrix_sweeper_ = std::make_unique<ExpirySweeper>(
+      *s->matrices_, absl::Seconds(1), [metrics = s->metrics_.get(), store = s->matrices_.get()] {
+        metrics->set_stored_matrix_bytes(store->used_bytes());
+      });
   GraphStore::Options go;
   go.limits = options.graph_limits;
   go.max_graphs = options.max_graphs;

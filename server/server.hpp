@@ -15,6 +15,7 @@
 #include "api/call.hpp"
 #include "api/compute_service.hpp"
 #include "store/apsp_cache.hpp"
+#include "store/expiry_sweeper.hpp"
 #include "store/graph_mirror.hpp"  // [graph mirror]
 #include "store/graph_wal.hpp"
 
@@ -81,6 +82,7 @@ class Server {
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<MatrixStore> matrices_;
+  std::unique_ptr<ExpirySweeper> matrix_sweeper_;  ///< uses matrices_ and metrics_
   std::unique_ptr<GraphWal> graph_wal_;  // [graph persistence] the store's listener: outlives it
   // [graph mirror] Device copies (CUDA backend), then the fan-out mirror -> log: both outlive
   // the store; the copies' factory outlives the mirror.

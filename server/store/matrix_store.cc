@@ -36,15 +36,25 @@ void MatrixStore::release(std::uint64_t bytes) {
   used_ -= bytes;
 }
 
-void MatrixStore::evict_expired_locked(absl::Time now) {
+void MatrixStore::evict_expired_locked(absl::Time now, std::vector<Matrix>* dropped) {
   for (auto it = entries_.begin(); it != entries_.end();) {
     if (it->second.expires_at <= now) {
       used_ -= it->second.matrix.desc.bytes();
+      if (dropped != nullptr) dropped->push_back(std::move(it->second.matrix));
       it = entries_.erase(it);
     } else {
       ++it;
     }
   }
+}
+
+std::size_t MatrixStore::evict_expired() {
+  std::vector<Matrix> dropped;
+  {
+    std::lock_guard lock(mu_);
+    evict_expired_locked(absl::Now(), &dropped);
+  }
+  return dropped.size();  // freed here, outside the lock
 }
 
 absl::StatusOr<MatrixStore::Reservation> MatrixStore::reserve(std::uint64_t bytes) {

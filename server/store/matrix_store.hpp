@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -65,6 +66,10 @@ class MatrixStore {
   /// Checks a requested TTL (seconds, 0 = default) and turns it into a duration.
   absl::StatusOr<absl::Duration> ttl_from_seconds(std::int64_t seconds, const char* field) const;
 
+  /// Drops every expired entry now and returns how many went. Their memory (host or GPU) is
+  /// freed outside the store's lock, or later by a job still holding the matrix.
+  std::size_t evict_expired();
+
   std::uint64_t used_bytes() const;
   std::uint64_t quota_bytes() const { return options_.quota_bytes; }
   absl::Duration default_ttl() const { return options_.default_ttl; }
@@ -74,7 +79,8 @@ class MatrixStore {
     Matrix matrix;
     absl::Time expires_at;
   };
-  void evict_expired_locked(absl::Time now);
+  /// Moves expired entries into `dropped` (destroyed by the caller after unlocking).
+  void evict_expired_locked(absl::Time now, std::vector<Matrix>* dropped = nullptr);
   void release(std::uint64_t bytes);
 
   Options options_;
