@@ -62,9 +62,10 @@ struct AddI32Negative {    // a < 0: only the bottom can be passed; b = kI32NoEd
   }
 };
 
-// Hop counts are capped so that the sum of two never overflows (they only grow past n
-// through a negative cycle, when the outputs are unspecified anyway).
-constexpr std::int32_t kHopCap = 1 << 30;
+// Hop counts are capped so that the sum of two never overflows: 2 * (2^30 - 1) < 2^31 (they
+// only grow past n through a negative cycle, when the outputs are unspecified anyway; a cap
+// of 2^30 itself overflowed there, found by UBSan on a random graph).
+constexpr std::int32_t kHopCap = (1 << 30) - 1;
 
 // One relaxation row: D[i][j] = min(D[i][j], D[i][k] + D[k][j]) over a tile's columns.
 // kWidth > 0 fixes the trip count (a full tile) so that the compiler vectorises it at -O2.

@@ -249,6 +249,24 @@ TEST(CpuApsp, ResultsDoNotDependOnThreadCount) {
   }
 }
 
+TEST(CpuApsp, HopCountsStayInRangeThroughDenseNegativeCycles) {
+  // Every edge -1: negative cycles everywhere, so hop counts grow far past n within a round.
+  // They saturate below 2^30 (under UBSan a hop-count overflow aborts the test).
+  const std::int64_t n = 200;
+  Graph g = empty_graph(n);
+  for (std::int64_t i = 0; i < n; ++i) {
+    for (std::int64_t j = 0; j < n; ++j) {
+      if (i != j) g.w[i * n + j] = -1;
+    }
+  }
+  for (const DType t : {DType::kF32, DType::kI32}) {
+    for (const int threads : {1, 3}) {
+      const ApspRun r = run_apsp(g, t, true, threads);
+      EXPECT_TRUE(r.info.negative_cycle) << dtype_name(t) << ", " << threads << " threads";
+    }
+  }
+}
+
 // Vertices that reach `c` and are reached from it, by BFS over edges of g.
 std::vector<bool> on_closed_walk_with(const Graph& g, std::int64_t c) {
   const std::int64_t n = g.n;
