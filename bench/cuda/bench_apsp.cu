@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "exit_on_error.hpp"
 #include "gcompute/kernels/cuda/apsp.hpp"
 
 namespace {
@@ -24,16 +25,6 @@ namespace {
 using gcompute::kernels::ApspShape;
 using gcompute::kernels::DType;
 namespace gk = gcompute::kernels::cuda;
-
-#define CHECK_CUDA(call)                                                                       \
-  do {                                                                                         \
-    cudaError_t e_ = (call);                                                                   \
-    if (e_ != cudaSuccess) {                                                                   \
-      std::fprintf(stderr, "%s failed: %s (%s:%d)\n", #call, cudaGetErrorString(e_), __FILE__, \
-                   __LINE__);                                                                  \
-      std::exit(1);                                                                            \
-    }                                                                                          \
-  } while (0)
 
 __device__ unsigned hash3(unsigned long long e, unsigned seed) {
   unsigned long long x = e * 0x9E3779B97F4A7C15ull + seed;

@@ -32,6 +32,7 @@
 #include <thread>
 #include <vector>
 
+#include "exit_on_error.hpp"
 #include "gcompute/kernels/cpu/graph_batch.hpp"
 #include "gcompute/kernels/cuda/graph_device.hpp"
 
@@ -42,16 +43,6 @@ using gcompute::kernels::GraphEdge;
 using gcompute::kernels::HostCsr;
 namespace gk = gcompute::kernels::cuda;
 namespace gc = gcompute::kernels::cpu;
-
-#define CHECK_CUDA(call)                                                                       \
-  do {                                                                                         \
-    cudaError_t e_ = (call);                                                                   \
-    if (e_ != cudaSuccess) {                                                                   \
-      std::fprintf(stderr, "%s failed: %s (%s:%d)\n", #call, cudaGetErrorString(e_), __FILE__, \
-                   __LINE__);                                                                  \
-      std::exit(1);                                                                            \
-    }                                                                                          \
-  } while (0)
 
 template <class T>
 T check(absl::StatusOr<T> r, const char* what) {

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "exit_on_error.hpp"
 #include "gcompute/kernels/cuda/svd.hpp"
 
 namespace {
@@ -28,15 +29,6 @@ using gcompute::kernels::SvdInfo;
 using gcompute::kernels::SvdShape;
 namespace gk = gcompute::kernels::cuda;
 
-#define CHECK_CUDA(call)                                                                       \
-  do {                                                                                         \
-    cudaError_t e_ = (call);                                                                   \
-    if (e_ != cudaSuccess) {                                                                   \
-      std::fprintf(stderr, "%s failed: %s (%s:%d)\n", #call, cudaGetErrorString(e_), __FILE__, \
-                   __LINE__);                                                                  \
-      std::exit(1);                                                                            \
-    }                                                                                          \
-  } while (0)
 #define CHECK_LIB(call)                                                                      \
   do {                                                                                       \
     const int e_ = static_cast<int>(call);                                                   \

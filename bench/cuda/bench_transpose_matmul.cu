@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "../../kernels/cuda/detail/transpose_tiled.cuh"
+#include "exit_on_error.hpp"
 #include "gcompute/kernels/cuda/matmul.hpp"
 #include "gcompute/kernels/cuda/transpose.hpp"
 
@@ -30,14 +31,6 @@ namespace gc = gcompute::kernels::cuda;
 
 namespace {
 
-#define CHECK_CUDA(call)                                                                          \
-  do {                                                                                            \
-    const cudaError_t e_ = (call);                                                                \
-    if (e_ != cudaSuccess) {                                                                      \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                               \
-    }                                                                                             \
-  } while (0)
 #define CHECK_CUBLAS(call)                                                                         \
   do {                                                                                             \
     const cublasStatus_t s_ = (call);                                                              \
