@@ -36,11 +36,11 @@ void MatrixStore::release(std::uint64_t bytes) {
   used_ -= bytes;
 }
 
-void MatrixStore::evict_expired_locked(absl::Time now, std::vector<Matrix>* dropped) {
+void MatrixStore::evict_expired_locked(absl::Time now, std::vector<Matrix>& dropped) {
   for (auto it = entries_.begin(); it != entries_.end();) {
     if (it->second.expires_at <= now) {
       used_ -= it->second.matrix.desc.bytes();
-      if (dropped != nullptr) dropped->push_back(std::move(it->second.matrix));
+      dropped.push_back(std::move(it->second.matrix));
       it = entries_.erase(it);
     } else {
       ++it;
@@ -52,14 +52,15 @@ std::size_t MatrixStore::evict_expired() {
   std::vector<Matrix> dropped;
   {
     std::lock_guard lock(mu_);
-    evict_expired_locked(absl::Now(), &dropped);
+    evict_expired_locked(absl::Now(), dropped);
   }
   return dropped.size();  // freed here, outside the lock
 }
 
 absl::StatusOr<MatrixStore::Reservation> MatrixStore::reserve(std::uint64_t bytes) {
+  std::vector<Matrix> dropped;  // declared first: freed after the lock is released
   std::lock_guard lock(mu_);
-  evict_expired_locked(absl::Now());
+  evict_expired_locked(absl::Now(), dropped);
   if (bytes > options_.quota_bytes - used_) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "stored-matrix quota exceeded: ", bytes, " bytes requested, ", used_, " of ",

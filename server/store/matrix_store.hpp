@@ -79,8 +79,8 @@ class MatrixStore {
     Matrix matrix;
     absl::Time expires_at;
   };
-  /// Moves expired entries into `dropped` (destroyed by the caller after unlocking).
-  void evict_expired_locked(absl::Time now, std::vector<Matrix>* dropped = nullptr);
+  /// Moves expired entries into `dropped`, which the caller destroys after unlocking.
+  void evict_expired_locked(absl::Time now, std::vector<Matrix>& dropped);
   void release(std::uint64_t bytes);
 
   Options options_;
