@@ -14,10 +14,10 @@
 #include "absl/time/time.h"
 #include "api/call.hpp"
 #include "api/compute_service.hpp"
-#include "store/apsp_cache.hpp"
-#include "store/expiry_sweeper.hpp"
-#include "store/graph_mirror.hpp"  // [graph mirror]
-#include "store/graph_wal.hpp"
+#include "ops/apsp_cache.hpp"
+#include "ops/graph_mirror.hpp"  // [graph mirror]
+#include "store/graphs/graph_wal.hpp"
+#include "store/matrices/expiry_sweeper.hpp"
 
 namespace gcompute::server {
 

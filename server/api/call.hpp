@@ -16,9 +16,9 @@
 #include "engine/backend.hpp"
 #include "engine/engine.hpp"
 #include "metrics/metrics.hpp"
-#include "store/apsp_cache.hpp"
-#include "store/graph_store.hpp"
-#include "store/matrix_store.hpp"
+#include "ops/apsp_cache.hpp"
+#include "store/graphs/graph_store.hpp"
+#include "store/matrices/matrix_store.hpp"
 
 namespace gcompute::server {
 

@@ -7,10 +7,10 @@
 
 #include "absl/status/statusor.h"
 #include "api/limits.hpp"
+#include "common/matrix.hpp"
 #include "engine/backend.hpp"
-#include "engine/matrix.hpp"
 #include "gcompute/v1/types.pb.h"
-#include "store/matrix_store.hpp"
+#include "store/matrices/matrix_store.hpp"
 
 namespace gcompute::server {
 

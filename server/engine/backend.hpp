@@ -12,7 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "engine/matrix.hpp"
+#include "common/matrix.hpp"
 #include "gcompute/kernels/apsp_types.hpp"
 #include "gcompute/kernels/matmul_types.hpp"
 #include "gcompute/kernels/stop_token.hpp"

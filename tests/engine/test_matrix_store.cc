@@ -6,8 +6,8 @@
 #include <chrono>
 #include <thread>
 
-#include "store/expiry_sweeper.hpp"
-#include "store/matrix_store.hpp"
+#include "store/matrices/expiry_sweeper.hpp"
+#include "store/matrices/matrix_store.hpp"
 
 namespace gcompute::server {
 namespace {

@@ -12,7 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "gcompute/kernels/apsp_types.hpp"
-#include "store/graph_store.hpp"
+#include "store/graphs/graph_store.hpp"
 
 namespace gcompute::server {
 namespace {

@@ -18,7 +18,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gcompute/kernels/apsp_types.hpp"
-#include "store/graph_store.hpp"
+#include "store/graphs/graph_store.hpp"
 
 namespace gcompute::server {
 namespace {

@@ -18,9 +18,9 @@
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
-#include "store/graph_codec.hpp"
-#include "store/graph_store.hpp"
-#include "store/graph_wal.hpp"
+#include "store/graphs/graph_codec.hpp"
+#include "store/graphs/graph_store.hpp"
+#include "store/graphs/graph_wal.hpp"
 
 namespace gcompute::server {
 namespace {

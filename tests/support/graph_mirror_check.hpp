@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "store/graph_mirror.hpp"
-#include "store/graph_store.hpp"
+#include "ops/graph_mirror.hpp"
+#include "store/graphs/graph_store.hpp"
 
 namespace gcompute::testing {
 

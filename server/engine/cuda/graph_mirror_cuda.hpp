@@ -13,7 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/cuda/cuda_backend.hpp"
-#include "store/graph_mirror.hpp"
+#include "ops/graph_mirror.hpp"
 
 namespace gcompute::server::cuda {
 

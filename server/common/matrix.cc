@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "engine/matrix.hpp"
+#include "common/matrix.hpp"
 
 #include <new>
 

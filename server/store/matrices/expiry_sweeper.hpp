@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "absl/time/time.h"
-#include "store/matrix_store.hpp"
+#include "store/matrices/matrix_store.hpp"
 
 namespace gcompute::server {
 

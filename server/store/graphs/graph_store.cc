@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "store/graph_store.hpp"
+#include "store/graphs/graph_store.hpp"
 
 #include <utility>
 

@@ -29,8 +29,8 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "gcompute/kernels/dtype.hpp"
-#include "store/graph_model.hpp"
-#include "store/graph_state.hpp"
+#include "store/graphs/graph_model.hpp"
+#include "store/graphs/graph_state.hpp"
 
 namespace gcompute::server {
 

@@ -12,7 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "engine/matrix.hpp"
+#include "common/matrix.hpp"
 
 namespace gcompute::server {
 

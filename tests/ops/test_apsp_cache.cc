@@ -12,8 +12,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "store/apsp_cache.hpp"
-#include "store/graph_store.hpp"
+#include "ops/apsp_cache.hpp"
+#include "store/graphs/graph_store.hpp"
 
 namespace gcompute::server {
 namespace {

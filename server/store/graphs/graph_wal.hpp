@@ -36,7 +36,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "store/graph_store.hpp"
+#include "store/graphs/graph_store.hpp"
 
 namespace gcompute::server {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "store/graph_mirror.hpp"
+#include "ops/graph_mirror.hpp"
 
 #include <algorithm>
 #include <bit>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "store/graph_state.hpp"
+#include "store/graphs/graph_state.hpp"
 
 #include <algorithm>
 #include <charconv>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "store/apsp_cache.hpp"
+#include "ops/apsp_cache.hpp"
 
 #include <algorithm>
 #include <cmath>

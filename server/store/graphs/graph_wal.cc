@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "store/graph_wal.hpp"
+#include "store/graphs/graph_wal.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "store/graph_codec.hpp"
-#include "store/snapshot.hpp"
+#include "store/graphs/graph_codec.hpp"
+#include "store/graphs/snapshot.hpp"
 
 namespace gcompute::server {
 namespace {

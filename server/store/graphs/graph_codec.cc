@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "store/graph_codec.hpp"
+#include "store/graphs/graph_codec.hpp"
 
 #include <array>
 #include <bit>

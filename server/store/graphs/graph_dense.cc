@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gcompute/kernels/apsp_types.hpp"
-#include "store/graph_state.hpp"
+#include "store/graphs/graph_state.hpp"
 
 namespace gcompute::server {
 namespace {

@@ -24,7 +24,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "store/graph_model.hpp"
+#include "store/graphs/graph_model.hpp"
 
 namespace gcompute::server {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "store/expiry_sweeper.hpp"
+#include "store/matrices/expiry_sweeper.hpp"
 
 namespace gcompute::server {
 

@@ -4,7 +4,7 @@
 // every edit kind into a std::map copy, compared after each batch with the pairwise
 // least-weight edge set of GraphStore::get. The CUDA copies:
 // tests/engine/test_cuda_graph_mirror.cc.
-#include "store/graph_mirror.hpp"
+#include "ops/graph_mirror.hpp"
 
 #include <gtest/gtest.h>
 

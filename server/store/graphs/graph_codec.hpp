@@ -17,7 +17,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "store/graph_model.hpp"
+#include "store/graphs/graph_model.hpp"
 
 namespace gcompute::server::codec {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "store/matrix_store.hpp"
+#include "store/matrices/matrix_store.hpp"
 
 #include <random>
 

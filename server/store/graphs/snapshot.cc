@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "store/snapshot.hpp"
+#include "store/graphs/snapshot.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -11,7 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "store/graph_codec.hpp"
+#include "store/graphs/graph_codec.hpp"
 
 namespace gcompute::server {
 

@@ -43,7 +43,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "gcompute/kernels/graph_batch_types.hpp"
-#include "store/graph_store.hpp"
+#include "store/graphs/graph_store.hpp"
 
 namespace gcompute::server {
 

@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: Apache-2.0
+// Early returns for absl::Status and absl::StatusOr, used by every layer (kernels, server,
+// client). They keep the error path one line long without hiding what is returned.
+#pragma once
+
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+#define GC_STATUS_CONCAT_INNER_(a, b) a##b
+#define GC_STATUS_CONCAT_(a, b) GC_STATUS_CONCAT_INNER_(a, b)
+
+/// Evaluates `expr` (an absl::Status) once and returns it from the enclosing function when it
+/// is not OK.
+#define GC_RETURN_IF_ERROR(expr)                                \
+  do {                                                          \
+    if (::absl::Status gc_status_ = (expr); !gc_status_.ok()) { \
+      return gc_status_;                                        \
+    }                                                           \
+  } while (0)
+
+/// `GC_ASSIGN_OR_RETURN(auto x, f());` or `GC_ASSIGN_OR_RETURN(x, f());`: evaluates the
+/// absl::StatusOr once; returns its status when not OK, else moves its value into the lhs.
+#define GC_ASSIGN_OR_RETURN(lhs, expr) \
+  GC_ASSIGN_OR_RETURN_IMPL_(GC_STATUS_CONCAT_(gc_status_or_, __LINE__), lhs, expr)
+
+#define GC_ASSIGN_OR_RETURN_IMPL_(statusor, lhs, expr)     \
+  auto statusor = (expr);                                  \
+  if (!statusor.ok()) return std::move(statusor).status(); \
+  lhs = *std::move(statusor)
