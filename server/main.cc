@@ -31,7 +31,7 @@ ABSL_FLAG(uint64_t, stored_matrix_quota_bytes, 4ull << 30,
           "Bytes all server-resident matrices may hold together");
 ABSL_FLAG(int64_t, default_ttl_seconds, 600, "Lifetime of stored matrices unless a call says");
 ABSL_FLAG(int64_t, drain_seconds, 30, "On SIGTERM/SIGINT: how long in-flight calls may finish");
-// [graph persistence] docs/graphs.md
+// docs/graphs.md
 ABSL_FLAG(std::string, data_dir, "",
           "Directory for the graph store's write-ahead log and snapshots; empty: in memory only");
 ABSL_FLAG(std::string, fsync, "always",
@@ -91,7 +91,7 @@ int main(int argc, char** argv) {
   options.pinned_pool_bytes = absl::GetFlag(FLAGS_pinned_pool_bytes);
   options.stored_matrix_quota_bytes = absl::GetFlag(FLAGS_stored_matrix_quota_bytes);
   options.default_ttl = absl::Seconds(absl::GetFlag(FLAGS_default_ttl_seconds));
-  // [graph persistence]
+
   options.graph_data_dir = absl::GetFlag(FLAGS_data_dir);
   auto fsync_policy = gcompute::server::parse_fsync_policy(absl::GetFlag(FLAGS_fsync));
   if (!fsync_policy.ok()) {
@@ -114,7 +114,7 @@ int main(int argc, char** argv) {
     std::cerr << ", metrics on port " << (*server)->metrics_port();
   }
   std::cerr << std::endl;
-  if (const auto* wal = (*server)->graph_wal()) {  // [graph persistence]
+  if (const auto* wal = (*server)->graph_wal()) {
     const auto& r = wal->report();
     std::cerr << "gcompute-server: graphs recovered from " << wal->dir() << " (snapshot LSN "
               << r.snapshot_lsn << ", " << r.records_replayed << " log records replayed, "

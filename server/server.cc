@@ -1,23 +1,26 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server.hpp"
 
+#include <google/protobuf/descriptor.h>
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
 
 #include "absl/strings/str_cat.h"
 #include "engine/backend_factory.hpp"
-#ifdef GCOMPUTE_HAVE_CUDA
-#include "engine/cuda/graph_mirror_cuda.hpp"  // [graph mirror]
-#endif
+#include "gcompute/kernels/status_macros.hpp"
 
 namespace gcompute::server {
 namespace {
 
-const std::vector<std::string>& method_names() {
-  static const std::vector<std::string> names = {
-      "Transpose",    "MatMul",         "Svd",          "BatchedSvd",  "Apsp",     "ShortestPath",
-      "UploadMatrix", "DownloadMatrix", "DeleteMatrix", "CreateGraph", "GetGraph", "ListGraphs",
-      "DeleteGraph",  "ApplyEdits",     "GetServerInfo"};
+/// Every RPC of gcompute.v1.Compute, from the service's descriptor.
+std::vector<std::string> method_names() {
+  const google::protobuf::ServiceDescriptor* service =
+      google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(
+          v1::Compute::service_full_name());
+  std::vector<std::string> names;
+  for (int i = 0; service != nullptr && i < service->method_count(); ++i) {
+    names.push_back(service->method(i)->name());
+  }
   return names;
 }
 
@@ -62,8 +65,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::create(const ServerOptions& opti
   GraphStore::Options go;
   go.limits = options.graph_limits;
   go.max_graphs = options.max_graphs;
-  // [graph persistence] With a data directory every change is logged before it is
-  // acknowledged, and the store is rebuilt from the directory before serving.
+  // With a data directory every change is logged before it is acknowledged, and the store is
+  // rebuilt from the directory before serving.
   if (!options.graph_data_dir.empty()) {
     GraphWalOptions wo;
     wo.dir = options.graph_data_dir;
@@ -74,16 +77,13 @@ absl::StatusOr<std::unique_ptr<Server>> Server::create(const ServerOptions& opti
     s->graph_wal_ = *std::move(wal);
     go.listener = s->graph_wal_.get();
   }
-  // [graph mirror] On the CUDA backend every stored graph also lives on a GPU. The mirror runs
-  // before the log (which must be last: a listener failing after it would leave a logged but
-  // rolled-back batch); the mirror itself never fails a change (graph_mirror.hpp).
-#ifdef GCOMPUTE_HAVE_CUDA
-  if (auto* cuda_backend = dynamic_cast<cuda::CudaBackend*>(backend); cuda_backend != nullptr) {
-    auto targets = cuda::make_cuda_mirror_targets(*cuda_backend);
-    if (!targets.ok()) return targets.status();
-    s->graph_mirror_targets_ = *std::move(targets);
-    s->graph_mirror_ = std::make_unique<DeviceGraphMirror>(s->graph_mirror_targets_.get(),
-                                                           DeviceGraphMirror::Options{});
+  // Backends that keep stored graphs on a device get a mirror. It runs before the log (which
+  // must be last: a listener failing after it would leave a logged but rolled-back batch);
+  // the mirror itself never fails a change (ops/graph_mirror.hpp).
+  GC_ASSIGN_OR_RETURN(s->graph_copies_, backend->make_graph_copies());
+  if (s->graph_copies_) {
+    s->graph_mirror_ =
+        std::make_unique<DeviceGraphMirror>(s->graph_copies_.get(), DeviceGraphMirror::Options{});
     if (go.listener == nullptr) {
       go.listener = s->graph_mirror_.get();
     } else {
@@ -92,9 +92,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::create(const ServerOptions& opti
       go.listener = s->graph_listeners_.get();
     }
   }
-#endif
   s->graphs_ = std::make_unique<GraphStore>(go);
-  if (s->graph_mirror_) s->graph_mirror_->attach(s->graphs_.get());  // [graph mirror]
+  if (s->graph_mirror_) s->graph_mirror_->attach(s->graphs_.get());
   if (s->graph_wal_) {
     if (auto st = s->graph_wal_->recover(*s->graphs_); !st.ok()) return st;
   }
@@ -113,14 +112,15 @@ absl::StatusOr<std::unique_ptr<Server>> Server::create(const ServerOptions& opti
   Server* raw = s.get();
   backend->set_fatal_handler([raw](const absl::Status& status) { raw->on_fatal(status); });
 
-  s->svc_.reset(new ServiceContext{*s->engine_,
-                                   *s->matrices_,
-                                   *s->graphs_,
-                                   *s->metrics_,
-                                   options.limits,
-                                   {},
-                                   choice->note,
-                                   s->apsp_cache_.get()});
+  s->backend_note_ = choice->note;
+  s->ops_ = std::make_unique<ops::Operations>(
+      *s->engine_, ops::OpEnv{*s->matrices_, *s->graphs_, s->apsp_cache_.get(), options.limits},
+      choice->note);
+  // Store work is short but may wait for an fsync; a few threads keep one slow disk from
+  // serialising every graph RPC, and the queue bounds what waits.
+  s->store_executor_ = std::make_unique<Executor>("graph store", 4, options.queue_depth);
+  s->svc_.reset(
+      new ServiceContext{*s->ops_, *s->metrics_, *s->store_executor_, options.limits, {}});
   s->service_ = std::make_unique<ComputeService>(*s->svc_);
 
   grpc::EnableDefaultHealthCheckService(true);
@@ -169,7 +169,7 @@ Server::~Server() {
     drain(absl::Seconds(5));
     grpc_server_->Wait();
   }
-  if (graph_wal_) graph_wal_->stop();  // [graph persistence] no snapshot of a dying store
+  if (graph_wal_) graph_wal_->stop();  // no snapshot of a dying store
 }
 
 }  // namespace gcompute::server

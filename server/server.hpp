@@ -15,7 +15,7 @@
 #include "api/call.hpp"
 #include "api/compute_service.hpp"
 #include "ops/apsp_cache.hpp"
-#include "ops/graph_mirror.hpp"  // [graph mirror]
+#include "ops/graph_mirror.hpp"
 #include "store/graphs/graph_wal.hpp"
 #include "store/matrices/expiry_sweeper.hpp"
 
@@ -34,7 +34,7 @@ struct ServerOptions {
   absl::Duration default_ttl = absl::Minutes(10);
   GraphLimits graph_limits;
   std::uint64_t max_graphs = 1024;
-  // [graph persistence] docs/graphs.md. Empty data_dir: graphs live in memory only.
+  /// docs/graphs.md. Empty: graphs live in memory only.
   std::string graph_data_dir;
   FsyncPolicy graph_fsync = FsyncPolicy::kAlways;
   std::uint64_t graph_snapshot_after_bytes = 64ull << 20;
@@ -51,10 +51,10 @@ class Server {
   int port() const { return port_; }
   int metrics_port() const { return metrics_->port(); }
   const std::string& backend_name() const { return backend_name_; }
-  const std::string& backend_note() const { return svc_->backend_note; }
-  /// [graph persistence] What start-up recovered from --data-dir; null without one.
+  const std::string& backend_note() const { return backend_note_; }
+  /// What start-up recovered from --data-dir; null without one.
   const GraphWal* graph_wal() const { return graph_wal_.get(); }
-  /// [graph mirror] Device copies of the stored graphs (CUDA backend only); null otherwise.
+  /// Device copies of the stored graphs (backends that keep them); null otherwise.
   DeviceGraphMirror* graph_mirror() const { return graph_mirror_.get(); }
 
   /// Graceful stop: health NOT_SERVING, new calls UNAVAILABLE, queued and running work
@@ -77,20 +77,23 @@ class Server {
   std::function<void(const absl::Status&)> fatal_callback_;
   int port_ = 0;
   std::string backend_name_;
+  std::string backend_note_;
   // Members die in reverse order. The engine owns the backend, which stored device copies
   // and the metrics collector use, so it is declared first and destroyed last.
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<MatrixStore> matrices_;
   std::unique_ptr<ExpirySweeper> matrix_sweeper_;  ///< uses matrices_ and metrics_
-  std::unique_ptr<GraphWal> graph_wal_;  // [graph persistence] the store's listener: outlives it
-  // [graph mirror] Device copies (CUDA backend), then the fan-out mirror -> log: both outlive
-  // the store; the copies' factory outlives the mirror.
-  std::unique_ptr<MirrorTargetFactory> graph_mirror_targets_;
+  std::unique_ptr<GraphWal> graph_wal_;            // the store's listener: outlives it
+  // Device copies (backends that keep them), then the fan-out mirror -> log: both outlive the
+  // store; the copies' factory outlives the mirror.
+  std::unique_ptr<MirrorTargetFactory> graph_copies_;
   std::unique_ptr<DeviceGraphMirror> graph_mirror_;
   std::unique_ptr<GraphListenerFanout> graph_listeners_;
   std::unique_ptr<GraphStore> graphs_;
   std::unique_ptr<ApspCache> apsp_cache_;
+  std::unique_ptr<ops::Operations> ops_;
+  std::unique_ptr<Executor> store_executor_;  ///< outlives the gRPC server: it finishes calls
   std::unique_ptr<ServiceContext> svc_;
   std::unique_ptr<ComputeService> service_;
   std::unique_ptr<grpc::Server> grpc_server_;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Per-call plumbing shared by every handler: a unary reactor that is completed exactly once,
-// records metrics, and turns client cancellation into the job's stop flag.
+// Per-call plumbing shared by every RPC: one reactor base that counts the call in flight,
+// refuses new calls while the server drains, finishes exactly once and records the call's
+// metrics; and the unary reactor that runs an operation through the ops layer.
 #pragma once
 
 #include <google/protobuf/message.h>
@@ -12,64 +13,121 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "api/limits.hpp"
-#include "engine/backend.hpp"
-#include "engine/engine.hpp"
+#include "api/status.hpp"
+#include "engine/executor.hpp"
 #include "metrics/metrics.hpp"
-#include "ops/apsp_cache.hpp"
-#include "store/graphs/graph_store.hpp"
-#include "store/matrices/matrix_store.hpp"
+#include "ops/operations.hpp"
 
 namespace gcompute::server {
 
 /// What the handlers share. Owned by the Server; outlives every call.
 struct ServiceContext {
-  Engine& engine;
-  MatrixStore& matrices;
-  GraphStore& graphs;
+  ops::Operations& ops;
   Metrics& metrics;
+  /// Runs store work (graph changes and reads) off gRPC's callback threads.
+  Executor& store_executor;
   Limits limits;
   std::atomic<bool> draining{false};
-  std::string backend_note;
-  ApspCache* apsp_cache = nullptr;  ///< [graph persistence] last APSP of stored graphs; null: off
 };
 
-class UnaryCall final : public grpc::ServerUnaryReactor {
+/// The base of every reactor (unary, client-streaming, server-streaming).
+template <typename GrpcReactor>
+class CallReactor : public GrpcReactor {
  public:
-  UnaryCall(ServiceContext& svc, const char* method, grpc::CallbackServerContext* ctx,
-            const google::protobuf::Message& request, google::protobuf::Message* response);
+  void OnDone() override {
+    svc_.metrics.add_inflight(-1);
+    delete this;
+  }
+
+ protected:
+  CallReactor(ServiceContext& svc, const char* method)
+      : svc_(svc), method_(method), start_(std::chrono::steady_clock::now()) {
+    svc_.metrics.add_inflight(1);
+  }
+
+  /// False (after finishing the call UNAVAILABLE) when the server is draining.
+  bool accept() {
+    if (!svc_.draining.load()) return true;
+    finish_call(absl::UnavailableError("server is draining; retry on another replica"));
+    return false;
+  }
+
+  /// Finishes the RPC with `status` once; later calls are ignored. Records the call.
+  void finish_call(absl::Status status) {
+    if (finished_.exchange(true)) return;
+    on_finish(status);
+    svc_.metrics.observe_request(method_, code_name(status.code()), elapsed_seconds(),
+                                 received_bytes_, sent_bytes_);
+    this->Finish(to_grpc(status));
+  }
+  /// Runs inside finish_call, before the metrics (e.g. to count the response's bytes).
+  virtual void on_finish(absl::Status& status) { (void)status; }
+
+  bool finished() const { return finished_.load(); }
+  double elapsed_seconds() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+
+  ServiceContext& svc_;
+  const std::string method_;
+  std::uint64_t received_bytes_ = 0;
+  std::uint64_t sent_bytes_ = 0;
+
+ private:
+  const std::chrono::steady_clock::time_point start_;
+  std::atomic<bool> finished_{false};
+};
+
+class UnaryCall final : public CallReactor<grpc::ServerUnaryReactor> {
+ public:
+  /// Starts a unary call: `body(call)` runs unless the server is draining, and must lead to
+  /// exactly one complete().
+  template <typename Body>
+  static grpc::ServerUnaryReactor* start(ServiceContext& svc, const char* method,
+                                         grpc::CallbackServerContext* ctx,
+                                         const google::protobuf::Message& request,
+                                         google::protobuf::Message* response, Body body) {
+    auto* call = new UnaryCall(svc, method, ctx, request, response);
+    if (call->accept()) body(*call);
+    return call;
+  }
 
   /// Finishes the RPC with `status` (response already filled when OK). Exactly once.
-  void complete(absl::Status status);
+  void complete(absl::Status status) { finish_call(std::move(status)); }
 
-  /// Runs `work(backend, job)` on an engine worker, then completes with its status.
+  /// Runs a prepared operation on the engine and completes with encode(result) (which fills
+  /// the response and returns a status).
+  template <typename Result, typename Encode>
+  void run(absl::StatusOr<ops::PreparedOp> op, Encode encode) {
+    if (!op.ok()) return complete(op.status());
+    svc_.ops.submit(*std::move(op), job_,
+                    [this, encode = std::move(encode)](absl::StatusOr<ops::OpResult> r) mutable {
+                      if (!r.ok()) return complete(r.status());
+                      complete(encode(std::get<Result>(*std::move(r))));
+                    });
+  }
+
+  /// Runs `work()` (which fills the response and returns a status) on the store executor and
+  /// completes with its status; RESOURCE_EXHAUSTED when that queue is full.
   template <typename Work>
-  void run_on_engine(Work work) {
-    absl::Status queued = svc_.engine.submit(
-        method_, job_, [this, work = std::move(work)](absl::Status start) mutable {
-          if (!start.ok()) return complete(std::move(start));
-          complete(work(svc_.engine.backend(), *job_));
-        });
+  void run_on_store(Work work) {
+    absl::Status queued =
+        svc_.store_executor.post([this, work = std::move(work)]() mutable { complete(work()); });
     if (!queued.ok()) complete(std::move(queued));
   }
 
   const std::shared_ptr<JobContext>& job() const { return job_; }
-  const std::string& method() const { return method_; }
-  double elapsed_seconds() const;
-  /// UNAVAILABLE when the server is draining.
-  absl::Status check_accepting() const;
+  double elapsed() const { return elapsed_seconds(); }
 
   void OnCancel() override { job_->cancelled.store(true); }
-  void OnDone() override;
 
  private:
-  ServiceContext& svc_;
-  std::string method_;
+  UnaryCall(ServiceContext& svc, const char* method, grpc::CallbackServerContext* ctx,
+            const google::protobuf::Message& request, google::protobuf::Message* response);
+  void on_finish(absl::Status& status) override;
+
   google::protobuf::Message* response_;
   std::shared_ptr<JobContext> job_;
-  std::chrono::steady_clock::time_point start_;
-  std::uint64_t request_bytes_;
-  std::atomic<bool> completed_{false};
 };
 
 }  // namespace gcompute::server

@@ -1,13 +1,80 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "api/convert.hpp"
 
-#include <cmath>
-#include <limits>
-
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "gcompute/kernels/status_macros.hpp"
 
 namespace gcompute::server {
+namespace {
+
+absl::StatusOr<kernels::Precision> decode_precision(v1::Precision p) {
+  switch (p) {
+    case v1::PRECISION_DEFAULT:
+      return kernels::Precision::kDefault;
+    case v1::PRECISION_F32:
+      return kernels::Precision::kF32;
+    case v1::PRECISION_F64:
+      return kernels::Precision::kF64;
+    case v1::PRECISION_TF32:
+      return kernels::Precision::kTF32;
+    case v1::PRECISION_BF16:
+      return kernels::Precision::kBF16;
+    case v1::PRECISION_F16:
+      return kernels::Precision::kF16;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("precision = ", static_cast<int>(p), " is not a known Precision"));
+  }
+}
+
+absl::StatusOr<ops::OutputOptions> decode_output(const v1::OutputOptions& o) {
+  ops::OutputOptions out;
+  switch (o.placement()) {
+    case v1::OutputOptions::PLACEMENT_AUTO:
+      out.placement = ops::OutputOptions::Placement::kAuto;
+      break;
+    case v1::OutputOptions::PLACEMENT_INLINE:
+      out.placement = ops::OutputOptions::Placement::kInline;
+      break;
+    case v1::OutputOptions::PLACEMENT_STORED:
+      out.placement = ops::OutputOptions::Placement::kStored;
+      break;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat(
+          "output.placement = ", static_cast<int>(o.placement()),
+          " is not a known Placement (PLACEMENT_AUTO, PLACEMENT_INLINE or PLACEMENT_STORED)"));
+  }
+  out.ttl_seconds = o.ttl_seconds();
+  return out;
+}
+
+absl::StatusOr<ops::MatrixInput> decode_matrix(v1::Matrix& m, const std::string& field) {
+  ops::MatrixInput out;
+  GC_ASSIGN_OR_RETURN(out.dtype, decode_dtype(m.dtype(), field + ".dtype"));
+  out.batch = m.batch();
+  out.rows = m.rows();
+  out.cols = m.cols();
+  out.data.swap(*m.mutable_data());
+  return out;
+}
+
+absl::StatusOr<ops::OperandInput> decode_operand(v1::Operand& op, const std::string& field) {
+  switch (op.source_case()) {
+    case v1::Operand::kInline: {
+      GC_ASSIGN_OR_RETURN(ops::MatrixInput m,
+                          decode_matrix(*op.mutable_inline_(), field + ".inline"));
+      return ops::OperandInput{std::move(m)};
+    }
+    case v1::Operand::kRef:
+      return ops::OperandInput{ops::RefInput{op.ref().id()}};
+    case v1::Operand::SOURCE_NOT_SET:
+      break;
+  }
+  return ops::OperandInput{};
+}
+
+}  // namespace
 
 absl::StatusOr<DType> decode_dtype(v1::DType dtype, const std::string& field) {
   switch (dtype) {
@@ -45,98 +112,159 @@ v1::DType encode_dtype(DType dtype) {
   return v1::DTYPE_UNSPECIFIED;
 }
 
-absl::StatusOr<MatrixDesc> decode_desc(std::int64_t batch, std::int64_t rows, std::int64_t cols,
-                                       v1::DType dtype, const std::string& field,
-                                       const Limits& limits) {
-  if (rows < 0 || cols < 0 || batch < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(field, " has a negative dimension: rows=", rows,
-                                                   " cols=", cols, " batch=", batch));
-  }
-  auto dt = decode_dtype(dtype, field + ".dtype");
-  if (!dt.ok()) return dt.status();
-  MatrixDesc d{*dt, batch == 0 ? 1 : batch, rows, cols};
-  // Overflow-safe element count check.
-  const std::uint64_t max = limits.max_matrix_elements;
-  const auto b = static_cast<std::uint64_t>(d.batch), r = static_cast<std::uint64_t>(rows),
-             c = static_cast<std::uint64_t>(cols);
-  if ((r != 0 && c > max / r) || (r * c != 0 && b > max / (r * c))) {
-    return absl::ResourceExhaustedError(absl::StrCat(field, " is ", describe(d), ": more than ",
-                                                     max, " elements (--max-matrix-elements)"));
-  }
-  return d;
-}
-
-absl::StatusOr<Matrix> take_matrix(v1::Matrix* m, const std::string& field, const Limits& limits) {
-  auto desc = decode_desc(m->batch(), m->rows(), m->cols(), m->dtype(), field, limits);
-  if (!desc.ok()) return desc.status();
-  if (m->data().size() != desc->bytes()) {
-    return absl::InvalidArgumentError(absl::StrCat(field, ".data has ", m->data().size(),
-                                                   " bytes but ", describe(*desc), " needs ",
-                                                   desc->bytes()));
-  }
-  Matrix out{*desc, std::make_shared<std::string>()};
-  out.data->swap(*m->mutable_data());
+absl::StatusOr<ops::TransposeRequest> decode(v1::TransposeRequest& request) {
+  ops::TransposeRequest out;
+  GC_ASSIGN_OR_RETURN(out.a, decode_operand(*request.mutable_a(), "a"));
+  GC_ASSIGN_OR_RETURN(out.output, decode_output(request.output()));
   return out;
 }
 
-absl::StatusOr<Matrix> take_operand(v1::Operand* op, const std::string& field,
-                                    const MatrixStore& store, const Limits& limits) {
-  switch (op->source_case()) {
-    case v1::Operand::kInline:
-      return take_matrix(op->mutable_inline_(), field + ".inline", limits);
-    case v1::Operand::kRef:
-      return store.get(op->ref().id(), (field + ".ref.id").c_str());
-    case v1::Operand::SOURCE_NOT_SET:
+absl::StatusOr<ops::MatMulRequest> decode(v1::MatMulRequest& request) {
+  ops::MatMulRequest out;
+  GC_ASSIGN_OR_RETURN(out.a, decode_operand(*request.mutable_a(), "a"));
+  GC_ASSIGN_OR_RETURN(out.b, decode_operand(*request.mutable_b(), "b"));
+  GC_ASSIGN_OR_RETURN(out.c, decode_operand(*request.mutable_c(), "c"));
+  GC_ASSIGN_OR_RETURN(out.precision, decode_precision(request.precision()));
+  out.transpose_a = request.transpose_a();
+  out.transpose_b = request.transpose_b();
+  if (request.has_alpha()) out.alpha = request.alpha();
+  if (request.has_beta()) out.beta = request.beta();
+  GC_ASSIGN_OR_RETURN(out.output, decode_output(request.output()));
+  return out;
+}
+
+absl::StatusOr<ops::SvdRequest> decode(v1::SvdRequest& request, bool batched) {
+  ops::SvdRequest out;
+  GC_ASSIGN_OR_RETURN(out.a, decode_operand(*request.mutable_a(), "a"));
+  out.batched = batched;
+  out.compute_uv = request.has_compute_uv() ? request.compute_uv() : true;
+  out.full_matrices = request.full_matrices();
+  out.tolerance = request.tolerance();
+  out.max_sweeps = request.max_sweeps();
+  GC_ASSIGN_OR_RETURN(out.output, decode_output(request.output()));
+  return out;
+}
+
+absl::StatusOr<ops::ApspRequest> decode(v1::ApspRequest& request, const std::string& prefix) {
+  ops::ApspRequest out;
+  out.field_prefix = prefix;
+  switch (request.graph_case()) {
+    case v1::ApspRequest::kDense: {
+      GC_ASSIGN_OR_RETURN(ops::MatrixInput m,
+                          decode_matrix(*request.mutable_dense(), prefix + "dense"));
+      out.graph = std::move(m);
+      break;
+    }
+    case v1::ApspRequest::kDenseRef:
+      out.graph = ops::RefInput{request.dense_ref().id()};
+      break;
+    case v1::ApspRequest::kEdges: {
+      v1::EdgeList& e = *request.mutable_edges();
+      ops::EdgeListInput edges;
+      edges.num_vertices = e.num_vertices();
+      const v1::DType dt = e.dtype() == v1::DTYPE_UNSPECIFIED ? v1::DTYPE_F32 : e.dtype();
+      GC_ASSIGN_OR_RETURN(edges.dtype, decode_dtype(dt, prefix + "edges.dtype"));
+      edges.src.assign(e.src().begin(), e.src().end());
+      edges.dst.assign(e.dst().begin(), e.dst().end());
+      edges.weight.assign(e.weight().begin(), e.weight().end());
+      out.graph = std::move(edges);
+      break;
+    }
+    case v1::ApspRequest::kGraphId:
+      out.graph = ops::GraphIdInput{request.graph_id()};
+      break;
+    case v1::ApspRequest::GRAPH_NOT_SET:
       break;
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat(field, " is missing: set ", field, ".inline or ", field, ".ref"));
+  out.next_hop = request.next_hop();
+  GC_ASSIGN_OR_RETURN(out.output, decode_output(request.output()));
+  return out;
 }
 
-namespace {
-std::uint64_t inline_budget(const Limits& limits) {
-  return limits.max_message_bytes > limits.response_overhead_bytes
-             ? limits.max_message_bytes - limits.response_overhead_bytes
-             : 0;
+absl::StatusOr<ops::ShortestPathRequest> decode(v1::ShortestPathRequest& request) {
+  ops::ShortestPathRequest out;
+  out.source = request.source();
+  out.target = request.target();
+  switch (request.from_case()) {
+    case v1::ShortestPathRequest::kStored:
+      out.from =
+          ops::StoredApspInput{request.stored().distances().id(), request.stored().next_hop().id()};
+      break;
+    case v1::ShortestPathRequest::kGraph: {
+      GC_ASSIGN_OR_RETURN(ops::ApspRequest graph, decode(*request.mutable_graph(), "graph."));
+      out.from = std::move(graph);
+      break;
+    }
+    case v1::ShortestPathRequest::FROM_NOT_SET:
+      break;
+  }
+  return out;
 }
-}  // namespace
 
-bool results_stay_on_server(const v1::OutputOptions& options, std::uint64_t output_bytes,
-                            const Limits& limits) {
-  switch (options.placement()) {
-    case v1::OutputOptions::PLACEMENT_STORED:
-      return true;
-    case v1::OutputOptions::PLACEMENT_INLINE:
-      return false;
-    default:
-      return output_bytes > inline_budget(limits);
-  }
+absl::StatusOr<ops::UploadHeader> decode(const v1::UploadMatrixRequest::Header& header) {
+  ops::UploadHeader out;
+  GC_ASSIGN_OR_RETURN(out.dtype, decode_dtype(header.shape().dtype(), "header.shape.dtype"));
+  out.batch = header.shape().batch();
+  out.rows = header.shape().rows();
+  out.cols = header.shape().cols();
+  out.ttl_seconds = header.ttl_seconds();
+  return out;
 }
 
-ResultPlacer::ResultPlacer(const v1::OutputOptions& options, MatrixStore& store,
-                           const Limits& limits, Backend& backend)
-    : options_(options), store_(store), backend_(backend), inline_budget_(inline_budget(limits)) {}
+absl::StatusOr<std::vector<Edit>> decode_edits(const v1::ApplyEditsRequest& request) {
+  std::vector<Edit> edits;
+  edits.reserve(request.edits_size());
+  for (int i = 0; i < request.edits_size(); ++i) {
+    const v1::Edit& e = request.edits(i);
+    switch (e.op_case()) {
+      case v1::Edit::kAddVertex:
+        edits.push_back(AddVertex{});
+        break;
+      case v1::Edit::kDeleteVertex:
+        edits.push_back(DeleteVertex{e.delete_vertex().vertex_id()});
+        break;
+      case v1::Edit::kAddEdge: {
+        const auto& a = e.add_edge();
+        edits.push_back(AddEdge{{a.tails().begin(), a.tails().end()},
+                                {a.heads().begin(), a.heads().end()},
+                                a.weight()});
+        break;
+      }
+      case v1::Edit::kDeleteEdge:
+        edits.push_back(DeleteEdge{e.delete_edge().edge_id()});
+        break;
+      case v1::Edit::kSetWeight:
+        edits.push_back(SetWeight{e.set_weight().edge_id(), e.set_weight().weight()});
+        break;
+      case v1::Edit::kDecomposeVertex: {
+        const auto& d = e.decompose_vertex();
+        edits.push_back(DecomposeVertex{d.vertex_id(),
+                                        {d.move_edge_ids().begin(), d.move_edge_ids().end()},
+                                        d.joining_weight()});
+        break;
+      }
+      case v1::Edit::OP_NOT_SET:
+        return absl::InvalidArgumentError(absl::StrCat("edits[", i, "] has no operation set"));
+    }
+  }
+  return edits;
+}
 
-absl::Status ResultPlacer::place(Matrix m, const std::string& field, v1::MatrixResult* out) {
-  const std::uint64_t bytes = m.desc.bytes();
-  const auto placement = options_.placement();
-  const bool fits = bytes <= inline_budget_;
-  if (placement == v1::OutputOptions::PLACEMENT_INLINE && !fits) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "result ", field, " (", describe(m.desc), ", ", bytes,
-        " bytes) does not fit in a response under the max message size; use output.placement = "
-        "PLACEMENT_AUTO or PLACEMENT_STORED"));
+std::vector<Hyperedge> decode_edges(const v1::CreateGraphRequest& request) {
+  std::vector<Hyperedge> edges;
+  edges.reserve(request.edges_size());
+  for (const auto& e : request.edges()) {
+    edges.push_back(Hyperedge{
+        0, {e.tails().begin(), e.tails().end()}, {e.heads().begin(), e.heads().end()}, e.weight()});
   }
-  if (placement == v1::OutputOptions::PLACEMENT_STORED || !fits) {
-    auto ttl = store_.ttl_from_seconds(options_.ttl_seconds(), "output.ttl_seconds");
-    if (!ttl.ok()) return ttl.status();
-    auto info = store_.put(std::move(m), *ttl);
-    if (!info.ok()) return info.status();
-    encode_stored(*info, out->mutable_stored());
-    return absl::OkStatus();
+  return edges;
+}
+
+void encode(ops::ResultMatrix result, v1::MatrixResult* out) {
+  if (auto* stored = std::get_if<StoredMatrixInfo>(&result)) {
+    return encode_stored(*stored, out->mutable_stored());
   }
-  inline_budget_ -= bytes;
-  if (auto st = backend_.ensure_on_host(m); !st.ok()) return st;
+  Matrix& m = std::get<Matrix>(result);
   v1::Matrix* mat = out->mutable_inline_();
   mat->set_rows(m.desc.rows);
   mat->set_cols(m.desc.cols);
@@ -147,19 +275,15 @@ absl::Status ResultPlacer::place(Matrix m, const std::string& field, v1::MatrixR
   } else {
     *mat->mutable_data() = *m.data;
   }
-  return absl::OkStatus();
-}
-
-void encode_shape(const MatrixDesc& d, v1::MatrixShape* out) {
-  out->set_rows(d.rows);
-  out->set_cols(d.cols);
-  out->set_dtype(encode_dtype(d.dtype));
-  out->set_batch(d.batch);
 }
 
 void encode_stored(const StoredMatrixInfo& info, v1::StoredMatrix* out) {
   out->mutable_ref()->set_id(info.id);
-  encode_shape(info.desc, out->mutable_shape());
+  v1::MatrixShape* shape = out->mutable_shape();
+  shape->set_rows(info.desc.rows);
+  shape->set_cols(info.desc.cols);
+  shape->set_dtype(encode_dtype(info.desc.dtype));
+  shape->set_batch(info.desc.batch);
   out->set_expires_at_unix_ms(absl::ToUnixMillis(info.expires_at));
   out->set_size_bytes(info.desc.bytes());
 }
@@ -173,20 +297,34 @@ void encode_stats(const JobContext& job, double total_seconds, v1::ExecutionStat
   out->set_device(job.device);
 }
 
-std::int64_t first_non_finite(const Matrix& m) {
-  const std::uint64_t n = m.desc.elements();
-  if (m.desc.dtype == DType::kF32) {
-    const float* p = m.as<float>();
-    for (std::uint64_t i = 0; i < n; ++i) {
-      if (!std::isfinite(p[i])) return static_cast<std::int64_t>(i);
-    }
-  } else if (m.desc.dtype == DType::kF64) {
-    const double* p = m.as<double>();
-    for (std::uint64_t i = 0; i < n; ++i) {
-      if (!std::isfinite(p[i])) return static_cast<std::int64_t>(i);
-    }
+void encode(const GraphInfo& info, v1::GraphInfo* out) {
+  out->set_graph_id(info.graph_id);
+  out->set_version(info.version);
+  out->set_num_vertices(info.num_vertices);
+  out->set_num_edges(info.num_edges);
+}
+
+void encode(const GraphSnapshot& graph, v1::GetGraphResponse* out) {
+  encode(graph.info, out->mutable_info());
+  out->mutable_vertices()->Assign(graph.vertices.begin(), graph.vertices.end());
+  out->mutable_edges()->Reserve(static_cast<int>(graph.edges.size()));
+  for (const Hyperedge& e : graph.edges) {
+    v1::Hyperedge* edge = out->add_edges();
+    edge->set_id(e.id);
+    edge->mutable_tails()->Assign(e.tails.begin(), e.tails.end());
+    edge->mutable_heads()->Assign(e.heads.begin(), e.heads.end());
+    edge->set_weight(e.weight);
   }
-  return -1;
+}
+
+void encode(const ApplyResult& result, v1::ApplyEditsResponse* out) {
+  out->set_version(result.version);
+  for (const EditResult& r : result.results) {
+    v1::EditResult* e = out->add_results();
+    e->set_vertex_id(r.vertex_id);
+    e->set_edge_id(r.edge_id);
+    e->mutable_deleted_edge_ids()->Assign(r.deleted_edge_ids.begin(), r.deleted_edge_ids.end());
+  }
 }
 
 }  // namespace gcompute::server

@@ -1,60 +1,44 @@
 // SPDX-License-Identifier: Apache-2.0
-// Proto <-> engine conversions. Every check here happens before allocation and names the
-// field and values in its INVALID_ARGUMENT message.
+// Protos <-> ops types. Decoding checks only what the wire format defines (enum values, which
+// oneof case is set) and moves matrix bytes out of requests without copying; every other check
+// belongs to ops/. Encoding moves result bytes into responses without copying when possible.
 #pragma once
 
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "api/limits.hpp"
-#include "common/matrix.hpp"
 #include "engine/backend.hpp"
+#include "gcompute/v1/graphs.pb.h"
+#include "gcompute/v1/matrices.pb.h"
+#include "gcompute/v1/operations.pb.h"
 #include "gcompute/v1/types.pb.h"
-#include "store/matrices/matrix_store.hpp"
+#include "ops/requests.hpp"
+#include "ops/upload.hpp"
+#include "store/graphs/graph_model.hpp"
 
 namespace gcompute::server {
 
 absl::StatusOr<DType> decode_dtype(v1::DType dtype, const std::string& field);
 v1::DType encode_dtype(DType dtype);
 
-/// Validates a shape: non-negative dims, known dtype, element count within limits.
-absl::StatusOr<MatrixDesc> decode_desc(std::int64_t batch, std::int64_t rows, std::int64_t cols,
-                                       v1::DType dtype, const std::string& field,
-                                       const Limits& limits);
+// ---- requests (the request's matrix bytes are moved out: requests are not shared) ----------
+absl::StatusOr<ops::TransposeRequest> decode(v1::TransposeRequest& request);
+absl::StatusOr<ops::MatMulRequest> decode(v1::MatMulRequest& request);
+absl::StatusOr<ops::SvdRequest> decode(v1::SvdRequest& request, bool batched);
+/// `prefix` is prepended to field names ("graph." inside a ShortestPathRequest).
+absl::StatusOr<ops::ApspRequest> decode(v1::ApspRequest& request, const std::string& prefix);
+absl::StatusOr<ops::ShortestPathRequest> decode(v1::ShortestPathRequest& request);
+absl::StatusOr<ops::UploadHeader> decode(const v1::UploadMatrixRequest::Header& header);
+absl::StatusOr<std::vector<Edit>> decode_edits(const v1::ApplyEditsRequest& request);
+std::vector<Hyperedge> decode_edges(const v1::CreateGraphRequest& request);
 
-/// Validates `m` (shape and byte length) and moves its bytes out (no copy).
-absl::StatusOr<Matrix> take_matrix(v1::Matrix* m, const std::string& field, const Limits& limits);
-
-/// An operand, inline (moved out) or from the store. INVALID_ARGUMENT when unset.
-absl::StatusOr<Matrix> take_operand(v1::Operand* op, const std::string& field,
-                                    const MatrixStore& store, const Limits& limits);
-
-/// Whether results of `output_bytes` in total will be stored rather than sent inline, so the
-/// backend may leave them on the device.
-bool results_stay_on_server(const v1::OutputOptions& options, std::uint64_t output_bytes,
-                            const Limits& limits);
-
-/// Places results inline or in the store following OutputOptions, keeping the response
-/// under the max message size in total.
-class ResultPlacer {
- public:
-  ResultPlacer(const v1::OutputOptions& options, MatrixStore& store, const Limits& limits,
-               Backend& backend);
-  /// `field` names the result in errors ("distances").
-  absl::Status place(Matrix m, const std::string& field, v1::MatrixResult* out);
-
- private:
-  const v1::OutputOptions& options_;
-  MatrixStore& store_;
-  Backend& backend_;
-  std::uint64_t inline_budget_;
-};
-
-void encode_shape(const MatrixDesc& d, v1::MatrixShape* out);
+// ---- results ---------------------------------------------------------------------------
+/// Inline host bytes (moved when not shared) or a stored matrix.
+void encode(ops::ResultMatrix result, v1::MatrixResult* out);
 void encode_stored(const StoredMatrixInfo& info, v1::StoredMatrix* out);
 void encode_stats(const JobContext& job, double total_seconds, v1::ExecutionStats* out);
-
-/// Index of the first non-finite element of a float matrix, or -1.
-std::int64_t first_non_finite(const Matrix& m);
+void encode(const GraphInfo& info, v1::GraphInfo* out);
+void encode(const GraphSnapshot& graph, v1::GetGraphResponse* out);
+void encode(const ApplyResult& result, v1::ApplyEditsResponse* out);
 
 }  // namespace gcompute::server

@@ -13,8 +13,10 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/matrix.hpp"
+#include "engine/graph_copies.hpp"
 #include "gcompute/kernels/apsp_types.hpp"
 #include "gcompute/kernels/matmul_types.hpp"
+#include "gcompute/kernels/scan_types.hpp"
 #include "gcompute/kernels/stop_token.hpp"
 #include "gcompute/kernels/svd_types.hpp"
 
@@ -113,6 +115,17 @@ class Backend {
   virtual absl::StatusOr<std::unique_ptr<UploadSink>> begin_upload(const MatrixDesc& desc) = 0;
   /// Makes sure m.data holds the bytes (copies them from the device if needed).
   virtual absl::Status ensure_on_host(Matrix& m) = 0;
+
+  /// The first element of `m` that fails `check`, if any, scanned where the data lives.
+  /// This default scans host bytes, copying a device-only matrix back first.
+  virtual absl::StatusOr<kernels::ScanResult> first_violation(const Matrix& m,
+                                                              kernels::ValueCheck check);
+
+  /// Where device copies of stored graphs live, or null when the backend keeps none (CPU).
+  /// Called once at start-up; the backend must outlive the factory.
+  virtual absl::StatusOr<std::unique_ptr<MirrorTargetFactory>> make_graph_copies() {
+    return std::unique_ptr<MirrorTargetFactory>();
+  }
 
   /// Called once when the backend hits an error that leaves a device unusable (a sticky CUDA
   /// error): the server stops serving and exits non-zero so its supervisor restarts it.

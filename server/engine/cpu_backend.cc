@@ -50,21 +50,6 @@ absl::Status CpuBackend::ensure_on_host(Matrix& m) {
   return absl::InternalError("matrix has no host bytes and the CPU backend has no device copy");
 }
 
-MatrixDesc transpose_output(const MatrixDesc& a) {
-  return MatrixDesc{a.dtype, a.batch, a.cols, a.rows};
-}
-
-MatrixDesc matmul_output(const kernels::MatmulShape& s) {
-  return MatrixDesc{s.dtype, s.batch, s.m, s.n};
-}
-
-SvdOutputDescs svd_outputs(const kernels::SvdShape& s) {
-  const std::int64_t p = std::min(s.m, s.n);
-  return SvdOutputDescs{MatrixDesc{s.dtype, s.batch, 1, p},
-                        MatrixDesc{s.dtype, s.batch, s.m, kernels::svd_u_cols(s)},
-                        MatrixDesc{s.dtype, s.batch, kernels::svd_vt_rows(s), s.n}};
-}
-
 absl::StatusOr<Matrix> CpuBackend::transpose(const Matrix& a, JobContext& ctx) {
   auto out = allocate_matrix(transpose_output(a.desc));
   if (!out.ok()) return out.status();

@@ -2,6 +2,7 @@
 // The CPU backend: kernels/cpu behind the Backend interface.
 #pragma once
 
+#include "common/output_shapes.hpp"
 #include "engine/backend.hpp"
 
 namespace gcompute::server {
@@ -28,13 +29,5 @@ class CpuBackend final : public Backend {
  private:
   int workers_;
 };
-
-/// Output shapes shared by every backend.
-MatrixDesc transpose_output(const MatrixDesc& a);
-MatrixDesc matmul_output(const kernels::MatmulShape& shape);
-struct SvdOutputDescs {
-  MatrixDesc s, u, vt;
-};
-SvdOutputDescs svd_outputs(const kernels::SvdShape& shape);
 
 }  // namespace gcompute::server

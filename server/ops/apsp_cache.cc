@@ -17,7 +17,7 @@ std::uint64_t graph_bytes(const GraphSnapshot& g) {
   return b;
 }
 
-std::uint64_t result_bytes(const ApspResult& r) {
+std::uint64_t result_bytes(const CachedApsp& r) {
   return r.vertex_ids.size() * 8 + r.distances.size() * 4 + r.next_hop.size() * 4;
 }
 
@@ -115,11 +115,11 @@ absl::StatusOr<ApspCache::Answer> ApspCache::lookup(const GraphSnapshot& current
   }
 
   // Grow the matrices by the new vertices (rows and columns at the end), then relax.
-  auto next = std::make_shared<ApspResult>();
+  auto next = std::make_shared<CachedApsp>();
   next->version = current.info.version;
   next->vertex_ids = current.vertices;
   const std::size_t n_old = old.vertices.size();
-  const ApspResult& prev = *entry->result;
+  const CachedApsp& prev = *entry->result;
   const bool with_next = !prev.next_hop.empty();
   next->distances.assign(n * n, std::numeric_limits<float>::infinity());
   if (with_next) next->next_hop.assign(n * n, -1);
@@ -157,12 +157,12 @@ absl::StatusOr<ApspCache::Answer> ApspCache::lookup(const GraphSnapshot& current
   return answer;
 }
 
-void ApspCache::put(GraphSnapshot graph, ApspResult result) {
+void ApspCache::put(GraphSnapshot graph, CachedApsp result) {
   if (options_.max_bytes == 0) return;
   auto entry = std::make_shared<Entry>();
   entry->bytes = graph_bytes(graph) + result_bytes(result);
   entry->graph = std::move(graph);
-  entry->result = std::make_shared<const ApspResult>(std::move(result));
+  entry->result = std::make_shared<const CachedApsp>(std::move(result));
   if (entry->bytes > options_.max_bytes) return;
   const std::string id = entry->graph.info.graph_id;
   absl::MutexLock lock(&mu_);

@@ -29,7 +29,7 @@
 namespace gcompute::server {
 
 /// An APSP result of one version of a stored graph. Shared, immutable.
-struct ApspResult {
+struct CachedApsp {
   std::uint64_t version = 0;
   std::vector<std::uint64_t> vertex_ids;  ///< ascending; row/column i is vertex_ids[i]
   std::vector<float> distances;           ///< n*n, row-major (kernels' semantics)
@@ -49,7 +49,7 @@ class ApspCache {
   enum class Outcome { kMiss, kHit, kIncremental };
   struct Answer {
     Outcome outcome = Outcome::kMiss;
-    std::shared_ptr<const ApspResult> result;  ///< null on a miss
+    std::shared_ptr<const CachedApsp> result;  ///< null on a miss
     std::string why;                           ///< on a miss: why not incremental
   };
   struct Stats {
@@ -66,7 +66,7 @@ class ApspCache {
   absl::StatusOr<Answer> lookup(const GraphSnapshot& current, bool need_next_hop);
 
   /// Caches `result`, computed from `graph` (same version), replacing an older entry.
-  void put(GraphSnapshot graph, ApspResult result);
+  void put(GraphSnapshot graph, CachedApsp result);
 
   void erase(const std::string& graph_id);
   Stats stats() const;
@@ -74,7 +74,7 @@ class ApspCache {
  private:
   struct Entry {
     GraphSnapshot graph;
-    std::shared_ptr<const ApspResult> result;
+    std::shared_ptr<const CachedApsp> result;
     std::uint64_t bytes = 0;
     std::uint64_t last_used = 0;
   };

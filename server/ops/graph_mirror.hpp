@@ -42,6 +42,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "engine/graph_copies.hpp"
 #include "gcompute/kernels/graph_batch_types.hpp"
 #include "store/graphs/graph_store.hpp"
 
@@ -71,30 +72,6 @@ class GraphListenerFanout final : public GraphStoreListener {
   absl::Status run(const std::string& graph_id,
                    absl::FunctionRef<absl::Status(GraphStoreListener&)> call);
   std::vector<GraphStoreListener*> listeners_;  // `first` then `last`
-};
-
-/// One graph's copy (a device graph). Called by one thread at a time.
-class MirrorTarget {
- public:
-  virtual ~MirrorTarget() = default;
-  /// Appends `count` isolated vertices (slots).
-  virtual absl::Status add_vertices(std::uint32_t count) = 0;
-  /// Deletes the listed (src, dst) pairs; absent ones are ignored.
-  virtual absl::Status delete_edges(std::span<const kernels::GraphEdge> edges) = 0;
-  /// Inserts or overwrites the listed pairs (no duplicates within a call).
-  virtual absl::Status upsert_edges(std::span<const kernels::GraphEdge> edges) = 0;
-  /// The live edges as CSR over the slots, rows sorted by dst.
-  virtual absl::StatusOr<kernels::HostCsr> export_csr() = 0;
-  /// Where the copy lives, e.g. "cuda:0".
-  virtual std::string where() const = 0;
-};
-
-/// Makes copies. Thread-safe.
-class MirrorTargetFactory {
- public:
-  virtual ~MirrorTargetFactory() = default;
-  /// An edgeless copy of num_vertices slots.
-  virtual absl::StatusOr<std::unique_ptr<MirrorTarget>> create(std::uint32_t num_vertices) = 0;
 };
 
 /// The device graph of one stored graph as exported by DeviceGraphMirror::export_csr.

@@ -42,10 +42,10 @@ bool oracle(const std::vector<float>& w, std::size_t n, std::vector<double>& d) 
 }
 
 /// A full f32 result with next hops, as the kernels define them (the cache's seed).
-ApspResult full_result(GraphStore& store, const GraphSnapshot& snap) {
+CachedApsp full_result(GraphStore& store, const GraphSnapshot& snap) {
   const std::size_t n = snap.vertices.size();
   std::vector<float> w = dense_f32(store, snap.info.graph_id);
-  ApspResult r;
+  CachedApsp r;
   r.version = snap.info.version;
   r.vertex_ids = snap.vertices;
   r.distances = w;
@@ -70,7 +70,7 @@ ApspResult full_result(GraphStore& store, const GraphSnapshot& snap) {
 }
 
 /// Distances match the oracle, and every next-hop path is a loop-free shortest path.
-void check(const ApspResult& r, const std::vector<float>& w, const std::vector<double>& want,
+void check(const CachedApsp& r, const std::vector<float>& w, const std::vector<double>& want,
            std::size_t n) {
   ASSERT_EQ(r.distances.size(), n * n);
   for (std::size_t i = 0; i < n; ++i) {
@@ -201,7 +201,7 @@ TEST(ApspCache, MissesWithoutNextHopsAndForDeletedVertices) {
   ApspCache cache;
   ASSERT_TRUE(store.create("g", 3, {Hyperedge{0, {0}, {1}, 1}}).ok());
   GraphSnapshot snap = *store.get("g");
-  ApspResult r = full_result(store, snap);
+  CachedApsp r = full_result(store, snap);
   r.next_hop.clear();
   cache.put(snap, r);
   EXPECT_EQ(cache.lookup(snap, true)->outcome, ApspCache::Outcome::kMiss);

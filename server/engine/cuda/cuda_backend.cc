@@ -6,7 +6,8 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
-#include "engine/cpu_backend.hpp"
+#include "common/output_shapes.hpp"
+#include "engine/cuda/graph_mirror_cuda.hpp"
 #include "gcompute/kernels/cuda/apsp.hpp"
 #include "gcompute/kernels/cuda/check.hpp"
 #include "gcompute/kernels/cuda/matmul.hpp"
@@ -110,6 +111,10 @@ ResourceStats CudaBackend::resource_stats() const {
     s.devices.push_back({d->index, used, d->info.memory_bytes, !d->failed});
   }
   return s;
+}
+
+absl::StatusOr<std::unique_ptr<MirrorTargetFactory>> CudaBackend::make_graph_copies() {
+  return make_cuda_mirror_targets(*this);
 }
 
 // ---------------------------------------------------------------------------------------

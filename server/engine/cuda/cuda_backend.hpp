@@ -39,6 +39,7 @@ class CudaBackend final : public Backend {
   absl::StatusOr<std::unique_ptr<UploadSink>> begin_upload(const MatrixDesc& desc) override;
   absl::Status ensure_on_host(Matrix& m) override;
   ResourceStats resource_stats() const override;
+  absl::StatusOr<std::unique_ptr<MirrorTargetFactory>> make_graph_copies() override;
 
   /// Holds a lane for one job; returns it to the pool when destroyed.
   class LaneLease {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// [graph mirror] Where DeviceGraphMirror (store/graph_mirror.hpp) keeps its copies on the CUDA
-// backend: one cuda::DeviceGraph per stored graph, on the backend's devices, round robin.
+// Where DeviceGraphMirror (ops/graph_mirror.hpp) keeps its copies on the CUDA backend: one
+// cuda::DeviceGraph per stored graph, on the backend's devices, round robin.
 //
 // Each device gets one stream of the mirror's own, created here at start-up, and a mutex: a
 // DeviceGraph takes one caller at a time, and batches of different graphs on one device run
@@ -13,7 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/cuda/cuda_backend.hpp"
-#include "ops/graph_mirror.hpp"
+#include "engine/graph_copies.hpp"
 
 namespace gcompute::server::cuda {
 

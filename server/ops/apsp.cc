@@ -1,0 +1,327 @@
+// SPDX-License-Identifier: Apache-2.0
+// Apsp and ShortestPath.
+#include "ops/apsp.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "gcompute/kernels/apsp_types.hpp"
+#include "gcompute/kernels/cpu/apsp.hpp"
+#include "gcompute/kernels/status_macros.hpp"
+#include "ops/inputs.hpp"
+#include "ops/placement.hpp"
+
+namespace gcompute::server::ops {
+namespace {
+
+absl::Status check_square(const MatrixDesc& d, const std::string& field) {
+  if (d.batch != 1 || d.rows != d.cols) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, " is ", describe(d), "; APSP needs one square n x n weight matrix"));
+  }
+  if (d.dtype != DType::kF32 && d.dtype != DType::kI32) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, " is ", describe(d), "; APSP weights are f32 or i32"));
+  }
+  return absl::OkStatus();
+}
+
+/// f32: NaN and -inf are refused; i32: values other than the no-edge value must be within
+/// +-kI32MaxAbsWeight so that sums cannot overflow. Scanned where the weights live.
+absl::Status check_weights(Backend& backend, const Matrix& w, const std::string& field) {
+  GC_ASSIGN_OR_RETURN(const kernels::ScanResult bad,
+                      backend.first_violation(w, kernels::ValueCheck::kApspWeight));
+  if (!bad.found()) return absl::OkStatus();
+  const std::int64_t n = w.desc.rows;
+  const std::string at = absl::StrCat(field, "[", bad.index / n, "][", bad.index % n, "]");
+  if (w.desc.dtype == DType::kF32) {
+    return absl::FailedPreconditionError(absl::StrCat(at, " is ", static_cast<float>(bad.value),
+                                                      "; weights must be finite or +inf"));
+  }
+  return absl::InvalidArgumentError(absl::StrCat(at, " = ", static_cast<std::int64_t>(bad.value),
+                                                 " is outside +-", kernels::kI32MaxAbsWeight, " (",
+                                                 kernels::kI32NoEdge, " means no edge)"));
+}
+
+/// The graph as a host matrix built from an edge list.
+absl::StatusOr<Matrix> densify_edges(const EdgeListInput& e) {
+  GC_ASSIGN_OR_RETURN(Matrix w,
+                      allocate_matrix(MatrixDesc{e.dtype, 1, e.num_vertices, e.num_vertices}));
+  const kernels::EdgeListView view{e.num_vertices, static_cast<std::int64_t>(e.src.size()),
+                                   e.src.data(), e.dst.data(), e.weight.data()};
+  if (absl::Status st = kernels::cpu::edge_list_to_dense(view, e.dtype, w.mutable_bytes());
+      !st.ok()) {
+    return absl::Status(st.code(), absl::StrCat("edges: ", st.message()));
+  }
+  return w;
+}
+
+/// Host matrices copied out of a cached result (callers move results into responses or the
+/// store, so the cache keeps its own).
+ApspRun from_cache(const CachedApsp& r, bool next_hop) {
+  const auto n = static_cast<std::int64_t>(r.vertex_ids.size());
+  ApspRun run;
+  run.vertex_ids = r.vertex_ids;
+  run.out.distances =
+      Matrix{MatrixDesc{DType::kF32, 1, n, n},
+             std::make_shared<std::string>(reinterpret_cast<const char*>(r.distances.data()),
+                                           r.distances.size() * sizeof(float)),
+             nullptr};
+  if (next_hop) {
+    run.out.next_hop =
+        Matrix{MatrixDesc{DType::kI32, 1, n, n},
+               std::make_shared<std::string>(reinterpret_cast<const char*>(r.next_hop.data()),
+                                             r.next_hop.size() * sizeof(std::int32_t)),
+               nullptr};
+  }
+  return run;
+}
+
+/// Caches a freshly computed result of `graph`. Failures only cost the cache entry.
+void remember(GraphSnapshot graph, ApspRun& run, Backend& backend, ApspCache& cache) {
+  if (!backend.ensure_on_host(run.out.distances).ok()) return;
+  if (run.out.next_hop && !backend.ensure_on_host(*run.out.next_hop).ok()) return;
+  CachedApsp r;
+  r.version = graph.info.version;
+  r.vertex_ids = run.vertex_ids;
+  const std::string& d = *run.out.distances.data;
+  r.distances.resize(d.size() / sizeof(float));
+  std::memcpy(r.distances.data(), d.data(), r.distances.size() * sizeof(float));
+  if (run.out.next_hop) {
+    const std::string& nh = *run.out.next_hop->data;
+    r.next_hop.resize(nh.size() / sizeof(std::int32_t));
+    std::memcpy(r.next_hop.data(), nh.data(), r.next_hop.size() * sizeof(std::int32_t));
+  }
+  cache.put(std::move(graph), std::move(r));
+}
+
+}  // namespace
+
+absl::StatusOr<ApspSource> take_apsp_source(GraphInput graph, const std::string& prefix,
+                                            OpEnv& env) {
+  ApspSource src;
+  if (auto* dense = std::get_if<MatrixInput>(&graph)) {
+    GC_ASSIGN_OR_RETURN(Matrix m, take_matrix(std::move(*dense), prefix + "dense", env.limits));
+    GC_RETURN_IF_ERROR(check_square(m.desc, prefix + "dense"));
+    src.dense = std::move(m);
+    return src;
+  }
+  if (auto* ref = std::get_if<RefInput>(&graph)) {
+    GC_ASSIGN_OR_RETURN(Matrix m, env.matrices.get(ref->id, (prefix + "dense_ref.id").c_str()));
+    GC_RETURN_IF_ERROR(check_square(m.desc, prefix + "dense_ref"));
+    src.dense = std::move(m);
+    return src;
+  }
+  if (auto* e = std::get_if<EdgeListInput>(&graph)) {
+    const std::string f = prefix + "edges";
+    if (e->num_vertices < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(f, ".num_vertices = ", e->num_vertices, " is negative"));
+    }
+    if (e->src.size() != e->dst.size() || e->src.size() != e->weight.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(f, ": src, dst and weight have ", e->src.size(), ", ", e->dst.size(),
+                       " and ", e->weight.size(), " entries; they must be equal"));
+    }
+    GC_ASSIGN_OR_RETURN(const MatrixDesc desc,
+                        check_desc(1, e->num_vertices, e->num_vertices, e->dtype, f, env.limits));
+    GC_RETURN_IF_ERROR(check_square(desc, f));
+    src.edges = std::move(*e);
+    return src;
+  }
+  if (auto* g = std::get_if<GraphIdInput>(&graph)) {
+    if (g->graph_id.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(prefix, "graph_id is empty"));
+    }
+    src.graph_id = std::move(g->graph_id);
+    return src;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(prefix, "graph is missing: set dense, dense_ref, edges or graph_id"));
+}
+
+absl::StatusOr<ApspRun> run_apsp(ApspSource source, bool next_hop, OpEnv& env, Backend& backend,
+                                 JobContext& job, BeforeApsp before_run) {
+  ApspRun run;
+  Matrix weights;
+  std::string field = "dense";
+  std::optional<GraphSnapshot> cache_from;  // the graph a fresh result will be cached as
+  if (source.dense) {
+    weights = *std::move(source.dense);
+  } else if (source.edges) {
+    field = "edges";
+    GC_ASSIGN_OR_RETURN(weights, densify_edges(*source.edges));
+  } else {
+    field = absl::StrCat("graph ", source.graph_id);
+    if (env.apsp_cache != nullptr) {
+      auto snap = env.graphs.get(source.graph_id);
+      if (!snap.ok()) {
+        if (absl::IsNotFound(snap.status())) env.apsp_cache->erase(source.graph_id);
+        return snap.status();
+      }
+      GC_ASSIGN_OR_RETURN(ApspCache::Answer answer, env.apsp_cache->lookup(*snap, next_hop));
+      if (answer.outcome != ApspCache::Outcome::kMiss) {
+        ApspRun hit = from_cache(*answer.result, next_hop);
+        GC_RETURN_IF_ERROR(before_run(hit.out.distances.desc.rows, DType::kF32).status());
+        return hit;
+      }
+      cache_from = *std::move(snap);
+    }
+    auto dense = env.graphs.to_dense(source.graph_id, DType::kF32, env.limits.max_matrix_elements);
+    if (!dense.ok()) {
+      if (absl::IsNotFound(dense.status()) && env.apsp_cache != nullptr) {
+        env.apsp_cache->erase(source.graph_id);
+      }
+      return dense.status();
+    }
+    // Cache only a result of the version the snapshot shows (a batch may come in between).
+    if (cache_from && cache_from->info.version != dense->version) cache_from.reset();
+    const auto n = static_cast<std::int64_t>(dense->vertex_ids.size());
+    weights = Matrix{MatrixDesc{DType::kF32, 1, n, n},
+                     std::make_shared<std::string>(std::move(dense->weights)), nullptr};
+    run.vertex_ids = std::move(dense->vertex_ids);
+  }
+  GC_RETURN_IF_ERROR(check_weights(backend, weights, field));
+  GC_ASSIGN_OR_RETURN(job.results_stay_on_server,
+                      before_run(weights.desc.rows, weights.desc.dtype));
+
+  const kernels::ApspShape shape{weights.desc.rows, weights.desc.dtype, next_hop};
+  GC_ASSIGN_OR_RETURN(run.out, backend.apsp(weights, shape, job));
+  if (run.out.info.negative_cycle) {
+    const std::int64_t v = run.out.info.cycle_vertex;
+    return absl::FailedPreconditionError(
+        absl::StrCat("the graph has a negative cycle through vertex ",
+                     run.vertex_ids.empty() ? v : static_cast<std::int64_t>(run.vertex_ids[v]),
+                     "; shortest paths are undefined"));
+  }
+  if (cache_from) remember(*std::move(cache_from), run, backend, *env.apsp_cache);
+  return run;
+}
+
+absl::StatusOr<ShortestPathResult> trace_path(const Matrix& dist, const Matrix& next,
+                                              std::int64_t s, std::int64_t t,
+                                              const std::vector<std::uint64_t>& vertex_ids) {
+  const std::int64_t n = dist.desc.rows;
+  if (dist.desc.batch != 1 || dist.desc.cols != n ||
+      (dist.desc.dtype != DType::kF32 && dist.desc.dtype != DType::kI32)) {
+    return absl::InvalidArgumentError(absl::StrCat("distances is ", describe(dist.desc),
+                                                   "; expected n x n f32 or i32 from Apsp"));
+  }
+  if (next.desc.batch != 1 || next.desc.rows != n || next.desc.cols != n ||
+      next.desc.dtype != DType::kI32) {
+    return absl::InvalidArgumentError(absl::StrCat("next_hop is ", describe(next.desc),
+                                                   "; expected ", n, "x", n, " i32 from Apsp"));
+  }
+  auto to_index = [&](std::int64_t v, const char* field) -> absl::StatusOr<std::int64_t> {
+    if (!vertex_ids.empty()) {
+      auto it =
+          std::lower_bound(vertex_ids.begin(), vertex_ids.end(), static_cast<std::uint64_t>(v));
+      if (v < 0 || it == vertex_ids.end() || *it != static_cast<std::uint64_t>(v)) {
+        return absl::NotFoundError(absl::StrCat(field, " = ", v, ": no such vertex in the graph"));
+      }
+      return it - vertex_ids.begin();
+    }
+    if (v < 0 || v >= n) {
+      return absl::InvalidArgumentError(absl::StrCat(field, " = ", v, " is outside 0..", n - 1,
+                                                     " (the graph has ", n, " vertices)"));
+    }
+    return v;
+  };
+  GC_ASSIGN_OR_RETURN(const std::int64_t si, to_index(s, "source"));
+  GC_ASSIGN_OR_RETURN(const std::int64_t ti, to_index(t, "target"));
+
+  ShortestPathResult out;
+  const std::int64_t at = si * n + ti;
+  if (dist.desc.dtype == DType::kF32) {
+    const float d = dist.as<float>()[at];
+    out.reachable = std::isfinite(d);
+    out.length = d;
+  } else {
+    const std::int32_t d = dist.as<std::int32_t>()[at];
+    out.reachable = d != kernels::kI32NoEdge;
+    out.length = d;
+  }
+  if (!out.reachable) {
+    out.length = 0;
+    return out;
+  }
+  const std::int32_t* nx = next.as<std::int32_t>();
+  std::int64_t u = si;
+  auto report = [&](std::int64_t idx) {
+    out.vertices.push_back(vertex_ids.empty() ? idx : static_cast<std::int64_t>(vertex_ids[idx]));
+  };
+  report(u);
+  for (std::int64_t steps = 0; u != ti; ++steps) {
+    const std::int32_t v = nx[u * n + ti];
+    if (v < 0 || v >= n || steps >= n) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("next_hop does not lead from ", s, " to ", t, " (at vertex ", u,
+                       "); it does not belong to these distances"));
+    }
+    u = v;
+    report(u);
+  }
+  return out;
+}
+
+absl::StatusOr<PreparedOp> prepare_apsp(ApspRequest request, OpEnv& env) {
+  GC_ASSIGN_OR_RETURN(ApspSource source,
+                      take_apsp_source(std::move(request.graph), request.field_prefix, env));
+  return PreparedOp{
+      "Apsp",
+      [source = std::move(source), next_hop = request.next_hop, output = request.output, &env](
+          Backend& backend, JobContext& job) mutable -> absl::StatusOr<OpResult> {
+        std::optional<ResultPlan> plan;
+        auto before_run = [&](std::int64_t n, DType dtype) -> absl::StatusOr<bool> {
+          std::vector<ResultPlan::Output> outputs = {{MatrixDesc{dtype, 1, n, n}, "distances"}};
+          if (next_hop) outputs.push_back({MatrixDesc{DType::kI32, 1, n, n}, "next_hop"});
+          GC_ASSIGN_OR_RETURN(
+              plan, ResultPlan::make(output, std::move(outputs), env.matrices, env.limits));
+          return plan->keeps_any();
+        };
+        GC_ASSIGN_OR_RETURN(ApspRun run,
+                            run_apsp(std::move(source), next_hop, env, backend, job, before_run));
+        ApspResult result;
+        GC_ASSIGN_OR_RETURN(result.distances,
+                            plan->place(0, std::move(run.out.distances), backend));
+        if (run.out.next_hop) {
+          GC_ASSIGN_OR_RETURN(result.next_hop,
+                              plan->place(1, *std::move(run.out.next_hop), backend));
+        }
+        return result;
+      }};
+}
+
+absl::StatusOr<PreparedOp> prepare_shortest_path(ShortestPathRequest request, OpEnv& env) {
+  const std::int64_t s = request.source, t = request.target;
+  if (auto* stored = std::get_if<StoredApspInput>(&request.from)) {
+    // Answered from matrices an earlier Apsp call stored: no recomputation.
+    GC_ASSIGN_OR_RETURN(Matrix dist, env.matrices.get(stored->distances_id, "stored.distances.id"));
+    GC_ASSIGN_OR_RETURN(Matrix next, env.matrices.get(stored->next_hop_id, "stored.next_hop.id"));
+    return PreparedOp{"ShortestPath",
+                      [s, t, dist = std::move(dist), next = std::move(next)](
+                          Backend& backend, JobContext&) mutable -> absl::StatusOr<OpResult> {
+                        GC_RETURN_IF_ERROR(backend.ensure_on_host(dist));
+                        GC_RETURN_IF_ERROR(backend.ensure_on_host(next));
+                        return trace_path(dist, next, s, t, {});
+                      }};
+  }
+  auto* graph = std::get_if<ApspRequest>(&request.from);
+  if (graph == nullptr) {
+    return absl::InvalidArgumentError("from is missing: set graph or stored");
+  }
+  GC_ASSIGN_OR_RETURN(ApspSource source, take_apsp_source(std::move(graph->graph), "graph.", env));
+  return PreparedOp{
+      "ShortestPath",
+      [s, t, source = std::move(source), &env](
+          Backend& backend, JobContext& job) mutable -> absl::StatusOr<OpResult> {
+        auto host_results = [](std::int64_t, DType) -> absl::StatusOr<bool> { return false; };
+        GC_ASSIGN_OR_RETURN(ApspRun run, run_apsp(std::move(source), /*next_hop=*/true, env,
+                                                  backend, job, host_results));
+        return trace_path(run.out.distances, *run.out.next_hop, s, t, run.vertex_ids);
+      }};
+}
+
+}  // namespace gcompute::server::ops

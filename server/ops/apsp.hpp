@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: Apache-2.0
+// The graph of an Apsp or ShortestPath request (dense matrix, stored matrix, edge list or
+// stored graph) turned into a dense weight matrix, checked and run, with the APSP cache of
+// stored graphs in front; and path tracing over next-hop matrices.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/statusor.h"
+#include "engine/backend.hpp"
+#include "ops/prepared_op.hpp"
+
+namespace gcompute::server::ops {
+
+/// What a request named, validated but not yet densified (that runs on a worker).
+struct ApspSource {
+  std::optional<Matrix> dense;
+  std::optional<EdgeListInput> edges;
+  std::string graph_id;  ///< a stored graph when non-empty
+};
+
+/// Validates the request's graph; `prefix` is prepended to field names ("graph.").
+absl::StatusOr<ApspSource> take_apsp_source(GraphInput graph, const std::string& prefix,
+                                            OpEnv& env);
+
+struct ApspRun {
+  ApspOutput out;
+  /// For stored graphs: row i of the matrices is vertex vertex_ids[i]. Empty otherwise.
+  std::vector<std::uint64_t> vertex_ids;
+};
+
+/// Called once n is known and before the backend runs; returns whether the results may stay
+/// on the device (they will be stored).
+using BeforeApsp = absl::FunctionRef<absl::StatusOr<bool>(std::int64_t n, DType dtype)>;
+
+/// Densifies (or answers from the APSP cache), checks weights, runs the backend; a negative
+/// cycle is FAILED_PRECONDITION naming a vertex on it.
+absl::StatusOr<ApspRun> run_apsp(ApspSource source, bool next_hop, OpEnv& env, Backend& backend,
+                                 JobContext& job, BeforeApsp before_run);
+
+/// Follows the next-hop matrix from s to t. With vertex_ids, s and t are vertex ids and the
+/// path is reported in ids; otherwise they are 0-based indices.
+absl::StatusOr<ShortestPathResult> trace_path(const Matrix& dist, const Matrix& next,
+                                              std::int64_t s, std::int64_t t,
+                                              const std::vector<std::uint64_t>& vertex_ids);
+
+}  // namespace gcompute::server::ops

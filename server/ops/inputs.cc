@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "ops/inputs.hpp"
+
+#include "absl/strings/str_cat.h"
+#include "gcompute/kernels/status_macros.hpp"
+
+namespace gcompute::server::ops {
+
+absl::StatusOr<MatrixDesc> check_desc(std::int64_t batch, std::int64_t rows, std::int64_t cols,
+                                      DType dtype, const std::string& field, const Limits& limits) {
+  if (rows < 0 || cols < 0 || batch < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(field, " has a negative dimension: rows=", rows,
+                                                   " cols=", cols, " batch=", batch));
+  }
+  MatrixDesc d{dtype, batch == 0 ? 1 : batch, rows, cols};
+  // Overflow-safe element count check.
+  const std::uint64_t max = limits.max_matrix_elements;
+  const auto b = static_cast<std::uint64_t>(d.batch), r = static_cast<std::uint64_t>(rows),
+             c = static_cast<std::uint64_t>(cols);
+  if ((r != 0 && c > max / r) || (r * c != 0 && b > max / (r * c))) {
+    return absl::ResourceExhaustedError(absl::StrCat(field, " is ", describe(d), ": more than ",
+                                                     max, " elements (--max-matrix-elements)"));
+  }
+  return d;
+}
+
+absl::StatusOr<Matrix> take_matrix(MatrixInput input, const std::string& field,
+                                   const Limits& limits) {
+  GC_ASSIGN_OR_RETURN(const MatrixDesc desc,
+                      check_desc(input.batch, input.rows, input.cols, input.dtype, field, limits));
+  if (input.data.size() != desc.bytes()) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ".data has ", input.data.size(),
+                                                   " bytes but ", describe(desc), " needs ",
+                                                   desc.bytes()));
+  }
+  return Matrix{desc, std::make_shared<std::string>(std::move(input.data)), nullptr};
+}
+
+absl::StatusOr<Matrix> take_operand(OperandInput input, const std::string& field,
+                                    const MatrixStore& store, const Limits& limits) {
+  if (auto* m = std::get_if<MatrixInput>(&input)) {
+    return take_matrix(std::move(*m), field + ".inline", limits);
+  }
+  if (auto* ref = std::get_if<RefInput>(&input)) {
+    return store.get(ref->id, (field + ".ref.id").c_str());
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(field, " is missing: set ", field, ".inline or ", field, ".ref"));
+}
+
+absl::Status check_finite(Backend& backend, const Matrix& m, const std::string& field) {
+  GC_ASSIGN_OR_RETURN(const kernels::ScanResult bad,
+                      backend.first_violation(m, kernels::ValueCheck::kFinite));
+  if (!bad.found()) return absl::OkStatus();
+  const std::int64_t per = m.desc.rows * m.desc.cols;
+  const std::int64_t i = bad.index;
+  const std::int64_t b = i / per, r = (i % per) / m.desc.cols, c = i % m.desc.cols;
+  return absl::FailedPreconditionError(absl::StrCat(
+      field, " has a non-finite value at ", m.desc.batch > 1 ? absl::StrCat("batch ", b, ", ") : "",
+      "row ", r, ", column ", c, "; this operation needs finite input"));
+}
+
+absl::StatusOr<absl::Duration> output_ttl(const OutputOptions& output, const MatrixStore& store) {
+  return store.ttl_from_seconds(output.ttl_seconds, "output.ttl_seconds");
+}
+
+}  // namespace gcompute::server::ops

@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: Apache-2.0
+// Turning request inputs into matrices: shapes checked against the limits before anything is
+// allocated, byte lengths checked, stored refs resolved. Messages name the field and values.
+#pragma once
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "common/matrix.hpp"
+#include "engine/backend.hpp"
+#include "ops/limits.hpp"
+#include "ops/requests.hpp"
+#include "store/matrices/matrix_store.hpp"
+
+namespace gcompute::server::ops {
+
+/// Validates a shape: non-negative dimensions (batch 0 means 1) and an element count within
+/// --max-matrix-elements (RESOURCE_EXHAUSTED past it).
+absl::StatusOr<MatrixDesc> check_desc(std::int64_t batch, std::int64_t rows, std::int64_t cols,
+                                      DType dtype, const std::string& field, const Limits& limits);
+
+/// Validates an inline matrix (shape, then byte length) and takes its bytes (no copy).
+absl::StatusOr<Matrix> take_matrix(MatrixInput input, const std::string& field,
+                                   const Limits& limits);
+
+/// An operand, inline or from the store. INVALID_ARGUMENT when unset.
+absl::StatusOr<Matrix> take_operand(OperandInput input, const std::string& field,
+                                    const MatrixStore& store, const Limits& limits);
+
+/// FAILED_PRECONDITION naming the first non-finite element of `m` ("a has a non-finite value
+/// at row 2, column 0; this operation needs finite input"), scanned where `m` lives.
+absl::Status check_finite(Backend& backend, const Matrix& m, const std::string& field);
+
+/// The TTL of stored results (0 selects the store's default).
+absl::StatusOr<absl::Duration> output_ttl(const OutputOptions& output, const MatrixStore& store);
+
+}  // namespace gcompute::server::ops

@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "ops/operations.hpp"
+
+#include "gcompute/kernels/status_macros.hpp"
+
+namespace gcompute::server::ops {
+
+Operations::Operations(Engine& engine, OpEnv env, std::string backend_note)
+    : engine_(engine), env_(std::move(env)), backend_note_(std::move(backend_note)) {}
+
+absl::StatusOr<PreparedOp> Operations::prepare(OpRequest request) {
+  return std::visit(
+      [this](auto&& r) -> absl::StatusOr<PreparedOp> {
+        using T = std::decay_t<decltype(r)>;
+        if constexpr (std::is_same_v<T, TransposeRequest>) {
+          return prepare_transpose(std::move(r), env_);
+        } else if constexpr (std::is_same_v<T, MatMulRequest>) {
+          return prepare_matmul(std::move(r), env_);
+        } else if constexpr (std::is_same_v<T, SvdRequest>) {
+          return prepare_svd(std::move(r), env_);
+        } else if constexpr (std::is_same_v<T, ApspRequest>) {
+          return prepare_apsp(std::move(r), env_);
+        } else {
+          static_assert(std::is_same_v<T, ShortestPathRequest>);
+          return prepare_shortest_path(std::move(r), env_);
+        }
+      },
+      std::move(request));
+}
+
+void Operations::submit(PreparedOp op, std::shared_ptr<JobContext> job,
+                        absl::AnyInvocable<void(absl::StatusOr<OpResult>)> done) {
+  // The task owns `done` until it runs; if it is never queued, `done` is still here.
+  auto shared_done =
+      std::make_shared<absl::AnyInvocable<void(absl::StatusOr<OpResult>)>>(std::move(done));
+  JobContext* ctx = job.get();
+  absl::Status queued =
+      engine_.submit(op.method, std::move(job),
+                     [this, run = std::move(op.run), shared_done, ctx](absl::Status start) mutable {
+                       if (!start.ok()) return (*shared_done)(std::move(start));
+                       (*shared_done)(run(engine_.backend(), *ctx));
+                     });
+  if (!queued.ok()) (*shared_done)(std::move(queued));
+}
+
+absl::StatusOr<std::unique_ptr<UploadSession>> Operations::begin_upload(
+    const UploadHeader& header) {
+  return UploadSession::begin(header, env_.matrices, engine_.backend(), env_.limits);
+}
+
+absl::StatusOr<Download> Operations::open_download(const std::string& id, const char* field) {
+  Download d;
+  GC_ASSIGN_OR_RETURN(d.info, env_.matrices.info(id, field));
+  GC_ASSIGN_OR_RETURN(d.matrix, env_.matrices.get(id, field));
+  return d;
+}
+
+void Operations::fetch_host(std::shared_ptr<Download> download,
+                            absl::AnyInvocable<void(absl::Status)> done) {
+  if (download->matrix.on_host()) return done(absl::OkStatus());
+  auto shared_done = std::make_shared<absl::AnyInvocable<void(absl::Status)>>(std::move(done));
+  absl::Status queued = engine_.submit("DownloadMatrix", std::make_shared<JobContext>(),
+                                       [this, download, shared_done](absl::Status start) {
+                                         if (start.ok())
+                                           start =
+                                               engine_.backend().ensure_on_host(download->matrix);
+                                         (*shared_done)(std::move(start));
+                                       });
+  if (!queued.ok()) (*shared_done)(std::move(queued));
+}
+
+absl::Status Operations::delete_matrix(const std::string& id) {
+  return env_.matrices.remove(id);
+}
+
+absl::StatusOr<GraphInfo> Operations::create_graph(std::string graph_id, std::uint64_t num_vertices,
+                                                   std::vector<Hyperedge> edges) {
+  return env_.graphs.create(std::move(graph_id), num_vertices, std::move(edges));
+}
+
+absl::StatusOr<GraphSnapshot> Operations::get_graph(const std::string& graph_id) {
+  return env_.graphs.get(graph_id);
+}
+
+std::vector<GraphInfo> Operations::list_graphs() {
+  return env_.graphs.list();
+}
+
+absl::Status Operations::delete_graph(const std::string& graph_id) {
+  return env_.graphs.remove(graph_id);
+}
+
+absl::StatusOr<ApplyResult> Operations::apply_edits(const std::string& graph_id,
+                                                    std::optional<std::uint64_t> expected_version,
+                                                    std::span<const Edit> edits) {
+  return env_.graphs.apply(graph_id, expected_version, edits);
+}
+
+ServerInfo Operations::server_info() const {
+  Backend& backend = engine_.backend();
+  ServerInfo info;
+  info.backend = backend.name();
+  info.backend_note = backend_note_;
+  info.devices = backend.devices();
+  info.limits = env_.limits;
+  info.queue_depth = engine_.queue_depth_limit();
+  info.workers = backend.concurrency();
+  info.stored_matrix_quota_bytes = env_.matrices.quota_bytes();
+  info.default_ttl = env_.matrices.default_ttl();
+  return info;
+}
+
+}  // namespace gcompute::server::ops

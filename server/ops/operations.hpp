@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: Apache-2.0
+// The use cases of gcompute behind one object: compute operations (validated, then run on the
+// engine), server-resident matrices and the graph store. api/ converts protos to and from the
+// types here and maps Status to gRPC; it reaches nothing else of the server.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/functional/any_invocable.h"
+#include "absl/status/statusor.h"
+#include "engine/engine.hpp"
+#include "ops/prepared_op.hpp"
+#include "ops/upload.hpp"
+
+namespace gcompute::server::ops {
+
+/// What GetServerInfo reports.
+struct ServerInfo {
+  std::string backend;
+  std::string backend_note;
+  std::vector<DeviceInfo> devices;
+  Limits limits;
+  int queue_depth = 0;
+  int workers = 0;
+  std::uint64_t stored_matrix_quota_bytes = 0;
+  absl::Duration default_ttl;
+};
+
+/// A stored matrix opened for download.
+struct Download {
+  StoredMatrixInfo info;
+  Matrix matrix;  ///< host bytes once fetch_host() has run
+};
+
+class Operations {
+ public:
+  Operations(Engine& engine, OpEnv env, std::string backend_note);
+
+  // ---- compute operations ---------------------------------------------------------------
+  /// Validates `request` (shapes, limits, refs, options) before anything is allocated.
+  absl::StatusOr<PreparedOp> prepare(OpRequest request);
+  /// Queues `op` on the engine. `done` runs exactly once: on a worker with the result, or
+  /// at once with the reason it was not queued (draining, queue full, deadline, cancelled).
+  void submit(PreparedOp op, std::shared_ptr<JobContext> job,
+              absl::AnyInvocable<void(absl::StatusOr<OpResult>)> done);
+
+  // ---- server-resident matrices -----------------------------------------------------------
+  absl::StatusOr<std::unique_ptr<UploadSession>> begin_upload(const UploadHeader& header);
+  /// NOT_FOUND naming `field` for an unknown or expired id.
+  absl::StatusOr<Download> open_download(const std::string& id, const char* field);
+  /// Makes the download's bytes available on the host: at once when they are there, else on
+  /// an engine worker (a device-resident result is copied back there, not in the caller).
+  void fetch_host(std::shared_ptr<Download> download, absl::AnyInvocable<void(absl::Status)> done);
+  absl::Status delete_matrix(const std::string& id);
+  std::uint64_t stored_matrix_bytes() const { return env_.matrices.used_bytes(); }
+
+  // ---- graph store ------------------------------------------------------------------------
+  absl::StatusOr<GraphInfo> create_graph(std::string graph_id, std::uint64_t num_vertices,
+                                         std::vector<Hyperedge> edges);
+  absl::StatusOr<GraphSnapshot> get_graph(const std::string& graph_id);
+  std::vector<GraphInfo> list_graphs();
+  absl::Status delete_graph(const std::string& graph_id);
+  absl::StatusOr<ApplyResult> apply_edits(const std::string& graph_id,
+                                          std::optional<std::uint64_t> expected_version,
+                                          std::span<const Edit> edits);
+
+  ServerInfo server_info() const;
+
+ private:
+  Engine& engine_;
+  OpEnv env_;
+  std::string backend_note_;
+};
+
+}  // namespace gcompute::server::ops

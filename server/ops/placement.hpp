@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: Apache-2.0
+// The one placement decision of an operation: which results go inline in the response and
+// which are stored on the server. Made once the result shapes are known and before the backend
+// runs, so the backend can leave stored results on the device, an inline result too large for
+// a response fails before any work, and stored results have their quota reserved up front.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "engine/backend.hpp"
+#include "ops/limits.hpp"
+#include "ops/requests.hpp"
+#include "store/matrices/matrix_store.hpp"
+
+namespace gcompute::server::ops {
+
+class ResultPlan {
+ public:
+  /// A result the operation will produce, in response order.
+  struct Output {
+    MatrixDesc desc;
+    std::string field;  ///< names it in messages ("distances")
+  };
+
+  /// AUTO: each result inline while the response stays under the max message size, the rest
+  /// stored. INLINE: all inline, else RESOURCE_EXHAUSTED naming the result. STORED: all
+  /// stored. Stored results reserve their quota now (RESOURCE_EXHAUSTED when over it).
+  static absl::StatusOr<ResultPlan> make(const OutputOptions& options, std::vector<Output> outputs,
+                                         MatrixStore& store, const Limits& limits);
+
+  /// Whether any result is stored (the backend may then keep results on the device).
+  bool keeps_any() const { return keeps_any_; }
+
+  /// Places result `index` (as listed in make()) as planned: host bytes for an inline result
+  /// (copied back from the device if needed), a store entry for a stored one.
+  absl::StatusOr<ResultMatrix> place(std::size_t index, Matrix m, Backend& backend);
+
+ private:
+  struct Slot {
+    Output output;
+    bool stored = false;
+    MatrixStore::Reservation reservation;
+  };
+  MatrixStore* store_ = nullptr;
+  absl::Duration ttl_;
+  std::vector<Slot> slots_;
+  bool keeps_any_ = false;
+};
+
+}  // namespace gcompute::server::ops

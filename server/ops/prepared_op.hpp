@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: Apache-2.0
+// A validated operation ready for an engine worker, and what preparing one may use.
+#pragma once
+
+#include <string>
+
+#include "absl/functional/any_invocable.h"
+#include "absl/status/statusor.h"
+#include "engine/backend.hpp"
+#include "ops/apsp_cache.hpp"
+#include "ops/limits.hpp"
+#include "ops/requests.hpp"
+#include "store/graphs/graph_store.hpp"
+#include "store/matrices/matrix_store.hpp"
+
+namespace gcompute::server::ops {
+
+/// The stores and limits an operation is validated against and runs with. Outlives every op.
+struct OpEnv {
+  MatrixStore& matrices;
+  GraphStore& graphs;
+  ApspCache* apsp_cache = nullptr;  ///< last APSP results of stored graphs; null: off
+  Limits limits;
+};
+
+/// An operation whose inputs passed every check that needs no data (shapes, limits, refs,
+/// options). `run` executes it once on an engine worker and returns its result.
+struct PreparedOp {
+  std::string method;
+  absl::AnyInvocable<absl::StatusOr<OpResult>(Backend&, JobContext&)> run;
+};
+
+absl::StatusOr<PreparedOp> prepare_transpose(TransposeRequest request, OpEnv& env);
+absl::StatusOr<PreparedOp> prepare_matmul(MatMulRequest request, OpEnv& env);
+absl::StatusOr<PreparedOp> prepare_svd(SvdRequest request, OpEnv& env);
+absl::StatusOr<PreparedOp> prepare_apsp(ApspRequest request, OpEnv& env);
+absl::StatusOr<PreparedOp> prepare_shortest_path(ShortestPathRequest request, OpEnv& env);
+
+}  // namespace gcompute::server::ops

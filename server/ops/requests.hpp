@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: Apache-2.0
+// The operations as the engine sees them: requests decoded from the wire but not yet
+// validated, and their results. api/ builds these from protos and encodes the results; ops/
+// validates, plans and runs them. Nothing here knows protobuf or CUDA.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "common/matrix.hpp"
+#include "gcompute/kernels/matmul_types.hpp"
+#include "gcompute/kernels/svd_types.hpp"
+#include "store/matrices/matrix_store.hpp"
+
+namespace gcompute::server::ops {
+
+/// An inline matrix exactly as received: dimensions unchecked, bytes moved out of the request.
+struct MatrixInput {
+  std::int64_t batch = 0;  ///< as on the wire: 0 and 1 both mean one matrix
+  std::int64_t rows = 0;
+  std::int64_t cols = 0;
+  DType dtype = DType::kF32;
+  std::string data;
+};
+
+/// The id of a stored matrix, as received.
+struct RefInput {
+  std::string id;
+};
+
+/// An operand: unset, inline or stored.
+using OperandInput = std::variant<std::monostate, MatrixInput, RefInput>;
+
+/// Where results go (OutputOptions on the wire).
+struct OutputOptions {
+  enum class Placement { kAuto, kInline, kStored };
+  Placement placement = Placement::kAuto;
+  std::int64_t ttl_seconds = 0;  ///< of stored results; 0: the server's default
+};
+
+/// A result: host bytes to send inline, or a matrix kept in the store.
+using ResultMatrix = std::variant<Matrix, StoredMatrixInfo>;
+
+struct TransposeRequest {
+  OperandInput a;
+  OutputOptions output;
+};
+struct TransposeResult {
+  ResultMatrix at;
+};
+
+struct MatMulRequest {
+  OperandInput a;
+  OperandInput b;
+  OperandInput c;  ///< read only when beta != 0
+  bool transpose_a = false;
+  bool transpose_b = false;
+  kernels::Precision precision = kernels::Precision::kDefault;
+  std::optional<double> alpha;  ///< default 1
+  std::optional<double> beta;   ///< default 0
+  OutputOptions output;
+};
+struct MatMulResult {
+  ResultMatrix c;
+};
+
+struct SvdRequest {
+  OperandInput a;
+  bool batched = false;  ///< BatchedSvd: a batch of matrices; Svd: exactly one
+  bool compute_uv = true;
+  bool full_matrices = false;
+  double tolerance = 0;
+  int max_sweeps = 0;
+  OutputOptions output;
+};
+struct SvdResult {
+  ResultMatrix s;
+  std::optional<ResultMatrix> u;
+  std::optional<ResultMatrix> vt;
+  int sweeps = 0;
+  bool converged = false;
+};
+
+/// An edge list as received (EdgeList on the wire).
+struct EdgeListInput {
+  std::int64_t num_vertices = 0;
+  std::vector<std::int64_t> src;
+  std::vector<std::int64_t> dst;
+  std::vector<double> weight;
+  DType dtype = DType::kF32;
+};
+
+/// A stored graph of the graph store.
+struct GraphIdInput {
+  std::string graph_id;
+};
+
+/// The graph of an APSP or path request: unset, dense inline, dense stored, edges or a graph.
+using GraphInput = std::variant<std::monostate, MatrixInput, RefInput, EdgeListInput, GraphIdInput>;
+
+struct ApspRequest {
+  GraphInput graph;
+  bool next_hop = false;
+  OutputOptions output;
+  /// Prefix of field names in messages ("graph." when nested in ShortestPath).
+  std::string field_prefix;
+};
+struct ApspResult {
+  ResultMatrix distances;
+  std::optional<ResultMatrix> next_hop;
+};
+
+/// Distance and next-hop matrices an earlier Apsp call stored.
+struct StoredApspInput {
+  std::string distances_id;
+  std::string next_hop_id;
+};
+
+struct ShortestPathRequest {
+  std::variant<std::monostate, ApspRequest, StoredApspInput> from;
+  std::int64_t source = 0;
+  std::int64_t target = 0;
+};
+struct ShortestPathResult {
+  bool reachable = false;
+  double length = 0;
+  std::vector<std::int64_t> vertices;
+};
+
+using OpRequest =
+    std::variant<TransposeRequest, MatMulRequest, SvdRequest, ApspRequest, ShortestPathRequest>;
+using OpResult =
+    std::variant<TransposeResult, MatMulResult, SvdResult, ApspResult, ShortestPathResult>;
+
+}  // namespace gcompute::server::ops

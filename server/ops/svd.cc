@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: Apache-2.0
+// Svd and BatchedSvd.
+#include "absl/strings/str_cat.h"
+#include "common/output_shapes.hpp"
+#include "gcompute/kernels/status_macros.hpp"
+#include "ops/inputs.hpp"
+#include "ops/placement.hpp"
+#include "ops/prepared_op.hpp"
+
+namespace gcompute::server::ops {
+
+absl::StatusOr<PreparedOp> prepare_svd(SvdRequest request, OpEnv& env) {
+  GC_ASSIGN_OR_RETURN(Matrix a, take_operand(std::move(request.a), "a", env.matrices, env.limits));
+  if (!request.batched && a.desc.batch != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a is a batch of ", a.desc.batch, " matrices; Svd takes one, use BatchedSvd"));
+  }
+  kernels::SvdShape shape;
+  shape.batch = a.desc.batch;
+  shape.m = a.desc.rows;
+  shape.n = a.desc.cols;
+  shape.dtype = a.desc.dtype;
+  shape.compute_uv = request.compute_uv;
+  shape.full_matrices = request.full_matrices;
+  shape.tolerance = request.tolerance;
+  shape.max_sweeps = request.max_sweeps;
+  if (absl::Status st = kernels::validate(shape); !st.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(st.message(), " (a is ", describe(a.desc), ")"));
+  }
+  const SvdOutputDescs descs = svd_outputs(shape);
+  std::vector<ResultPlan::Output> outputs = {{descs.s, "s"}};
+  if (shape.compute_uv) {
+    for (const MatrixDesc* d : {&descs.u, &descs.vt}) {
+      if (d->elements() > env.limits.max_matrix_elements) {
+        return absl::ResourceExhaustedError(
+            absl::StrCat("SVD factor would be ", describe(*d), ": more than ",
+                         env.limits.max_matrix_elements, " elements (--max-matrix-elements)"));
+      }
+    }
+    outputs.push_back({descs.u, "u"});
+    outputs.push_back({descs.vt, "vt"});
+  }
+  GC_ASSIGN_OR_RETURN(ResultPlan plan, ResultPlan::make(request.output, std::move(outputs),
+                                                        env.matrices, env.limits));
+  return PreparedOp{request.batched ? "BatchedSvd" : "Svd",
+                    [a = std::move(a), shape, plan = std::move(plan)](
+                        Backend& backend, JobContext& job) mutable -> absl::StatusOr<OpResult> {
+                      GC_RETURN_IF_ERROR(check_finite(backend, a, "a"));
+                      job.results_stay_on_server = plan.keeps_any();
+                      GC_ASSIGN_OR_RETURN(SvdOutput out, backend.svd(a, shape, job));
+                      SvdResult result;
+                      GC_ASSIGN_OR_RETURN(result.s, plan.place(0, std::move(out.s), backend));
+                      if (out.u) {
+                        GC_ASSIGN_OR_RETURN(result.u, plan.place(1, *std::move(out.u), backend));
+                        GC_ASSIGN_OR_RETURN(result.vt, plan.place(2, *std::move(out.vt), backend));
+                      }
+                      result.sweeps = out.info.sweeps;
+                      result.converged = out.info.converged;
+                      return result;
+                    }};
+}
+
+}  // namespace gcompute::server::ops
