@@ -75,32 +75,26 @@ absl::StatusOr<std::unique_ptr<Server>> Server::create(const ServerOptions& opti
     auto wal = GraphWal::open(wo);
     if (!wal.ok()) return wal.status();
     s->graph_wal_ = *std::move(wal);
-    go.listener = s->graph_wal_.get();
+    go.journal = s->graph_wal_.get();
   }
-  // Backends that keep stored graphs on a device get a mirror. It runs before the log (which
-  // must be last: a listener failing after it would leave a logged but rolled-back batch);
-  // the mirror itself never fails a change (ops/graph_mirror.hpp).
+  // Subscribers of the store's change feed: device copies of the graphs (backends that keep
+  // them) and the APSP cache. Neither can fail a change.
   GC_ASSIGN_OR_RETURN(s->graph_copies_, backend->make_graph_copies());
   if (s->graph_copies_) {
     s->graph_mirror_ =
         std::make_unique<DeviceGraphMirror>(s->graph_copies_.get(), DeviceGraphMirror::Options{});
-    if (go.listener == nullptr) {
-      go.listener = s->graph_mirror_.get();
-    } else {
-      s->graph_listeners_ = std::make_unique<GraphListenerFanout>(
-          std::vector<GraphStoreListener*>{s->graph_mirror_.get()}, go.listener);
-      go.listener = s->graph_listeners_.get();
-    }
-  }
-  s->graphs_ = std::make_unique<GraphStore>(go);
-  if (s->graph_mirror_) s->graph_mirror_->attach(s->graphs_.get());
-  if (s->graph_wal_) {
-    if (auto st = s->graph_wal_->recover(*s->graphs_); !st.ok()) return st;
+    go.subscribers.push_back(s->graph_mirror_.get());
   }
   if (options.apsp_cache_bytes > 0) {
     ApspCache::Options co;
     co.max_bytes = options.apsp_cache_bytes;
     s->apsp_cache_ = std::make_unique<ApspCache>(co);
+    go.subscribers.push_back(s->apsp_cache_.get());
+  }
+  s->graphs_ = std::make_unique<GraphStore>(go);
+  if (s->graph_mirror_) s->graph_mirror_->attach(s->graphs_.get());
+  if (s->graph_wal_) {
+    if (auto st = s->graph_wal_->recover(*s->graphs_); !st.ok()) return st;
   }
 
   EngineOptions eo;

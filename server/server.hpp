@@ -84,14 +84,12 @@ class Server {
   std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<MatrixStore> matrices_;
   std::unique_ptr<ExpirySweeper> matrix_sweeper_;  ///< uses matrices_ and metrics_
-  std::unique_ptr<GraphWal> graph_wal_;            // the store's listener: outlives it
-  // Device copies (backends that keep them), then the fan-out mirror -> log: both outlive the
-  // store; the copies' factory outlives the mirror.
+  // The store's journal and subscribers outlive it; the copies' factory outlives the mirror.
+  std::unique_ptr<GraphWal> graph_wal_;
   std::unique_ptr<MirrorTargetFactory> graph_copies_;
   std::unique_ptr<DeviceGraphMirror> graph_mirror_;
-  std::unique_ptr<GraphListenerFanout> graph_listeners_;
-  std::unique_ptr<GraphStore> graphs_;
   std::unique_ptr<ApspCache> apsp_cache_;
+  std::unique_ptr<GraphStore> graphs_;
   std::unique_ptr<ops::Operations> ops_;
   std::unique_ptr<Executor> store_executor_;  ///< outlives the gRPC server: it finishes calls
   std::unique_ptr<ServiceContext> svc_;

@@ -79,12 +79,14 @@ ApspRun from_cache(const CachedApsp& r, bool next_hop) {
   return run;
 }
 
-/// Caches a freshly computed result of `graph`. Failures only cost the cache entry.
-void remember(GraphSnapshot graph, ApspRun& run, Backend& backend, ApspCache& cache) {
+/// Caches a freshly computed result of version `version` of a stored graph. Failures only
+/// cost the cache entry.
+void remember(const std::string& graph_id, std::uint64_t version, ApspRun& run, Backend& backend,
+              ApspCache& cache) {
   if (!backend.ensure_on_host(run.out.distances).ok()) return;
   if (run.out.next_hop && !backend.ensure_on_host(*run.out.next_hop).ok()) return;
   CachedApsp r;
-  r.version = graph.info.version;
+  r.version = version;
   r.vertex_ids = run.vertex_ids;
   const std::string& d = *run.out.distances.data;
   r.distances.resize(d.size() / sizeof(float));
@@ -94,7 +96,7 @@ void remember(GraphSnapshot graph, ApspRun& run, Backend& backend, ApspCache& ca
     r.next_hop.resize(nh.size() / sizeof(std::int32_t));
     std::memcpy(r.next_hop.data(), nh.data(), r.next_hop.size() * sizeof(std::int32_t));
   }
-  cache.put(std::move(graph), std::move(r));
+  cache.put(graph_id, std::move(r));
 }
 
 }  // namespace
@@ -147,7 +149,7 @@ absl::StatusOr<ApspRun> run_apsp(ApspSource source, bool next_hop, OpEnv& env, B
   ApspRun run;
   Matrix weights;
   std::string field = "dense";
-  std::optional<GraphSnapshot> cache_from;  // the graph a fresh result will be cached as
+  std::optional<std::uint64_t> cache_version;  // of the stored graph a fresh result is of
   if (source.dense) {
     weights = *std::move(source.dense);
   } else if (source.edges) {
@@ -156,32 +158,22 @@ absl::StatusOr<ApspRun> run_apsp(ApspSource source, bool next_hop, OpEnv& env, B
   } else {
     field = absl::StrCat("graph ", source.graph_id);
     if (env.apsp_cache != nullptr) {
-      auto snap = env.graphs.get(source.graph_id);
-      if (!snap.ok()) {
-        if (absl::IsNotFound(snap.status())) env.apsp_cache->erase(source.graph_id);
-        return snap.status();
-      }
-      GC_ASSIGN_OR_RETURN(ApspCache::Answer answer, env.apsp_cache->lookup(*snap, next_hop));
+      GC_ASSIGN_OR_RETURN(const GraphInfo info, env.graphs.info(source.graph_id));
+      GC_ASSIGN_OR_RETURN(ApspCache::Answer answer,
+                          env.apsp_cache->lookup(source.graph_id, info.version, next_hop));
       if (answer.outcome != ApspCache::Outcome::kMiss) {
         ApspRun hit = from_cache(*answer.result, next_hop);
         GC_RETURN_IF_ERROR(before_run(hit.out.distances.desc.rows, DType::kF32).status());
         return hit;
       }
-      cache_from = *std::move(snap);
     }
-    auto dense = env.graphs.to_dense(source.graph_id, DType::kF32, env.limits.max_matrix_elements);
-    if (!dense.ok()) {
-      if (absl::IsNotFound(dense.status()) && env.apsp_cache != nullptr) {
-        env.apsp_cache->erase(source.graph_id);
-      }
-      return dense.status();
-    }
-    // Cache only a result of the version the snapshot shows (a batch may come in between).
-    if (cache_from && cache_from->info.version != dense->version) cache_from.reset();
-    const auto n = static_cast<std::int64_t>(dense->vertex_ids.size());
+    GC_ASSIGN_OR_RETURN(DenseGraph dense, env.graphs.to_dense(source.graph_id, DType::kF32,
+                                                              env.limits.max_matrix_elements));
+    if (env.apsp_cache != nullptr) cache_version = dense.version;
+    const auto n = static_cast<std::int64_t>(dense.vertex_ids.size());
     weights = Matrix{MatrixDesc{DType::kF32, 1, n, n},
-                     std::make_shared<std::string>(std::move(dense->weights)), nullptr};
-    run.vertex_ids = std::move(dense->vertex_ids);
+                     std::make_shared<std::string>(std::move(dense.weights)), nullptr};
+    run.vertex_ids = std::move(dense.vertex_ids);
   }
   GC_RETURN_IF_ERROR(check_weights(backend, weights, field));
   GC_ASSIGN_OR_RETURN(job.results_stay_on_server,
@@ -196,7 +188,7 @@ absl::StatusOr<ApspRun> run_apsp(ApspSource source, bool next_hop, OpEnv& env, B
                      run.vertex_ids.empty() ? v : static_cast<std::int64_t>(run.vertex_ids[v]),
                      "; shortest paths are undefined"));
   }
-  if (cache_from) remember(*std::move(cache_from), run, backend, *env.apsp_cache);
+  if (cache_version) remember(source.graph_id, *cache_version, run, backend, *env.apsp_cache);
   return run;
 }
 

@@ -1,19 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
-// The last APSP result of each stored graph (f32 distances, optionally next hops, on the
-// host), reused when the graph is unchanged and updated in O(n^2) per new edge when the graph
-// only gained edges, lowered weights or gained vertices (docs/graphs.md, "Incremental APSP").
+// The last APSP result of each stored graph (f32 distances, optionally next hops, on the host),
+// kept current from the graph store's change feed (docs/graphs.md, "Incremental APSP").
 //
-// Validity is decided by comparing contents, not by replaying the edit history: the cache
-// keeps the graph the matrix was computed from, and a later version qualifies for an
-// incremental update when it is a superset of it: the same vertices (new ones may follow:
-// ids only grow, so they come after the old ones), every old edge still there with the same
-// tails and heads and an f32 weight no larger, and any number of new edges. Then
+// An entry answers for one graph version. When a committed batch only adds edges, lowers
+// weights or adds vertices, the entry moves to the new version with the batch's (tail u, head
+// v, weight w) pairs queued; the next lookup grows the matrices by the new vertices (ids only
+// grow, so they come last) and relaxes each pair in O(n^2):
 //   D[i][j] = min(D[i][j], D[i][u] + w + D[v][j])
-// for every changed or new (tail u, head v, weight w) gives the new graph's distances (the
-// old, higher weight of a lowered edge is dominated by the new one). Anything else is a miss
-// and the caller recomputes. Next hops are updated with the distances (next[i][j] = next[i][u],
-// or v when i = u, where D[i][j] strictly improves), which keeps every traced path a
-// shortest path and loop-free (see the proof sketch in docs/graphs.md).
+// which gives the new graph's distances (the old, higher weight of a lowered edge is dominated
+// by the new one). Next hops follow the distances (next[i][j] = next[i][u], or v when i = u,
+// where D[i][j] strictly improves), which keeps every traced path a shortest path and loop-free
+// (see the proof sketch in docs/graphs.md). Any other change (a deletion, a raised weight, a
+// moved edge) drops the entry and the next request recomputes.
 #pragma once
 
 #include <cstdint>
@@ -24,7 +22,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "store/graphs/graph_model.hpp"
+#include "store/graphs/graph_feed.hpp"
 
 namespace gcompute::server {
 
@@ -36,13 +34,13 @@ struct CachedApsp {
   std::vector<std::int32_t> next_hop;     ///< n*n or empty (not computed)
 };
 
-class ApspCache {
+class ApspCache final : public GraphSubscriber {
  public:
   struct Options {
-    /// Entries (matrices and the graphs they came from) held at most; least recently used
-    /// go first. 0 disables the cache.
+    /// Bytes of entries (matrices and queued updates) held at most; least recently used go
+    /// first. 0 disables the cache.
     std::uint64_t max_bytes = 1ull << 30;
-    /// Update incrementally only while (tail, head) pairs to relax <= this * n (each pair
+    /// Update incrementally only while the queued (tail, head) pairs <= this * n (each pair
     /// costs O(n^2); a recomputation O(n^3), usually on a GPU).
     double max_pairs_per_vertex = 0.125;
   };
@@ -50,7 +48,7 @@ class ApspCache {
   struct Answer {
     Outcome outcome = Outcome::kMiss;
     std::shared_ptr<const CachedApsp> result;  ///< null on a miss
-    std::string why;                           ///< on a miss: why not incremental
+    std::string why;                           ///< on a miss: why
   };
   struct Stats {
     std::uint64_t hits = 0, incremental = 0, misses = 0, entries = 0, bytes = 0;
@@ -59,31 +57,47 @@ class ApspCache {
   ApspCache() : ApspCache(Options{}) {}
   explicit ApspCache(Options options) : options_(options) {}
 
-  /// The result for `current` (a snapshot of the graph now) from the cache, updated if
-  /// needed. FAILED_PRECONDITION ("negative cycle through vertex X") when the new edges make
-  /// a negative cycle. A miss when nothing usable is cached, or next hops are needed and not
-  /// cached.
-  absl::StatusOr<Answer> lookup(const GraphSnapshot& current, bool need_next_hop);
+  /// The result for version `version` of the graph, updated if needed. FAILED_PRECONDITION
+  /// ("negative cycle through vertex X") when the new edges close a negative cycle. A miss
+  /// when nothing usable is cached, or next hops are needed and not cached.
+  absl::StatusOr<Answer> lookup(const std::string& graph_id, std::uint64_t version,
+                                bool need_next_hop);
 
-  /// Caches `result`, computed from `graph` (same version), replacing an older entry.
-  void put(GraphSnapshot graph, CachedApsp result);
+  /// Caches `result`, computed for result.version. Ignored when the feed has announced a later
+  /// version of the graph since (the result would be stale).
+  void put(const std::string& graph_id, CachedApsp result);
 
-  void erase(const std::string& graph_id);
+  void on_change(const GraphChange& change) override;
   Stats stats() const;
 
  private:
+  /// A (tail, head) pair to relax, by vertex id.
+  struct Relax {
+    std::uint64_t tail, head;
+    float weight;
+  };
   struct Entry {
-    GraphSnapshot graph;
+    std::uint64_t version = 0;  ///< the graph version this entry answers for
     std::shared_ptr<const CachedApsp> result;
+    std::vector<std::uint64_t> added_vertices;  ///< since result, ascending
+    std::vector<Relax> pending;                 ///< since result, in commit order
     std::uint64_t bytes = 0;
     std::uint64_t last_used = 0;
   };
+  void install(const std::string& graph_id, std::shared_ptr<const CachedApsp> result);
+  /// Queues `delta` on `e` if it only adds; otherwise why the entry must go.
+  std::string queue(Entry& e, const GraphDelta& delta) const;
+  void erase_locked(const std::string& graph_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void evict_locked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const Options options_;
   mutable absl::Mutex mu_;
-  std::map<std::string, std::shared_ptr<const Entry>> entries_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, std::uint64_t> last_used_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);
+  /// The latest version the feed announced per graph (for graphs created or changed since
+  /// start-up); results of older versions are not cached.
+  std::map<std::string, std::uint64_t> announced_ ABSL_GUARDED_BY(mu_);
+  /// Why a graph's entry was last dropped by the feed, for the next miss.
+  std::map<std::string, std::string> dropped_ ABSL_GUARDED_BY(mu_);
   std::uint64_t tick_ ABSL_GUARDED_BY(mu_) = 0;
   std::uint64_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
   Stats stats_ ABSL_GUARDED_BY(mu_);

@@ -7,45 +7,9 @@
 #include <variant>
 
 #include "absl/strings/str_cat.h"
+#include "gcompute/kernels/status_macros.hpp"
 
 namespace gcompute::server {
-
-// ---- fan-out ----------------------------------------------------------------------------
-
-GraphListenerFanout::GraphListenerFanout(std::vector<GraphStoreListener*> first,
-                                         GraphStoreListener* last)
-    : listeners_(std::move(first)) {
-  listeners_.push_back(last);
-}
-
-absl::Status GraphListenerFanout::run(const std::string& graph_id,
-                                      absl::FunctionRef<absl::Status(GraphStoreListener&)> call) {
-  for (std::size_t i = 0; i < listeners_.size(); ++i) {
-    absl::Status s = call(*listeners_[i]);
-    if (s.ok()) continue;
-    // The store rolls the change back: the listeners that already accepted it must forget it.
-    for (std::size_t j = 0; j < i; ++j) {
-      if (auto* r = dynamic_cast<RevocableGraphStoreListener*>(listeners_[j]); r != nullptr) {
-        r->on_cancelled(graph_id);
-      }
-    }
-    return s;
-  }
-  return absl::OkStatus();
-}
-
-absl::Status GraphListenerFanout::on_create(const GraphSnapshot& graph) {
-  return run(graph.info.graph_id, [&](GraphStoreListener& l) { return l.on_create(graph); });
-}
-
-absl::Status GraphListenerFanout::on_apply(const std::string& graph_id, std::span<const Edit> edits,
-                                           const ApplyResult& result) {
-  return run(graph_id, [&](GraphStoreListener& l) { return l.on_apply(graph_id, edits, result); });
-}
-
-absl::Status GraphListenerFanout::on_remove(const std::string& graph_id) {
-  return run(graph_id, [&](GraphStoreListener& l) { return l.on_remove(graph_id); });
-}
 
 // ---- one graph's host index -------------------------------------------------------------
 
@@ -72,27 +36,25 @@ class DeviceGraphMirror::Graph {
       if (absl::Status s = g->add_vertex(v); !s.ok()) return s;
     }
     for (const Hyperedge& e : graph.edges) {
-      HostEdge edge{e.tails, e.heads, e.weight};
-      if (absl::Status s = g->attach(e.id, edge, nullptr); !s.ok()) return s;
-      g->edges_.emplace(e.id, std::move(edge));
+      if (absl::Status s = g->attach(e, nullptr); !s.ok()) return s;
     }
     g->queued_.reserve(g->pairs_.size());
     for (const auto& [key, contribs] : g->pairs_) g->queued_.emplace(key, g->least(key));
     return g;
   }
 
-  /// Replays one applied batch on the index and queues the pairs whose weight changed.
-  absl::Status apply(std::span<const Edit> edits, const ApplyResult& result) {
-    if (edits.size() != result.results.size()) {
-      return absl::InternalError("graph mirror: a result per edit expected");
-    }
+  /// Applies one committed batch's net effect and queues the pairs whose weight changed.
+  /// Old edges leave first (they may name removed vertices), new ones come last (they may
+  /// name added ones).
+  absl::Status apply(const GraphDelta& delta) {
     Touched touched;
-    for (std::size_t i = 0; i < edits.size(); ++i) {
-      const EditResult& r = result.results[i];
-      absl::Status s =
-          std::visit([&](const auto& edit) { return apply_edit(edit, r, touched); }, edits[i]);
-      if (!s.ok())
-        return absl::InternalError(absl::StrCat("graph mirror: edits[", i, "]: ", s.message()));
+    for (const EdgeDelta& d : delta.edges) {
+      if (d.before) GC_RETURN_IF_ERROR(detach(*d.before, &touched));
+    }
+    for (std::uint64_t v : delta.removed_vertices) GC_RETURN_IF_ERROR(remove_vertex(v));
+    for (std::uint64_t v : delta.added_vertices) GC_RETURN_IF_ERROR(add_vertex(v));
+    for (const EdgeDelta& d : delta.edges) {
+      if (d.after) GC_RETURN_IF_ERROR(attach(*d.after, &touched));
     }
     for (const auto& [key, before] : touched) {
       std::optional<float> now = least(key);
@@ -148,11 +110,6 @@ class DeviceGraphMirror::Graph {
   }
 
  private:
-  struct HostEdge {
-    std::vector<std::uint64_t> tails;
-    std::vector<std::uint64_t> heads;
-    double weight = 0.0;
-  };
   struct Contrib {
     double weight;
     std::uint64_t edge;
@@ -169,7 +126,14 @@ class DeviceGraphMirror::Graph {
       return absl::InternalError(absl::StrCat("vertex ", id, " exists"));
     }
     slot_vertex_.push_back(id);
-    incident_.emplace_back();
+    return absl::OkStatus();
+  }
+
+  /// A removed vertex keeps its slot (slots are never reused), marked kNoVertex.
+  absl::Status remove_vertex(std::uint64_t id) {
+    GC_ASSIGN_OR_RETURN(const std::uint32_t s, slot(id));
+    slot_vertex_[s] = kNoVertex;
+    slot_.erase(id);
     return absl::OkStatus();
   }
 
@@ -188,145 +152,53 @@ class DeviceGraphMirror::Graph {
     return static_cast<float>(w);
   }
 
-  void touch(std::uint64_t key, Touched* touched) const {
-    if (touched != nullptr && !touched->contains(key)) touched->emplace(key, least(key));
-  }
-
-  /// Calls on_vertex(slot) for every tail and head of `edge` and on_pair(key) for every
-  /// tail -> head pair, touching each pair first. Shared by attach() and detach().
-  template <typename OnVertex, typename OnPair>
-  absl::Status walk(const HostEdge& edge, Touched* touched, OnVertex on_vertex, OnPair on_pair) {
+  /// Calls on_pair(key) for every tail -> head pair of `edge`, noting each pair's weight
+  /// before the first change in `touched` (when given). Shared by attach() and detach().
+  template <typename OnPair>
+  absl::Status walk(const Hyperedge& edge, Touched* touched, OnPair on_pair) {
     std::vector<std::uint32_t> heads;
     heads.reserve(edge.heads.size());
     for (std::uint64_t h : edge.heads) {
-      absl::StatusOr<std::uint32_t> s = slot(h);
-      if (!s.ok()) return s.status();
-      heads.push_back(*s);
-      on_vertex(*s);
+      GC_ASSIGN_OR_RETURN(const std::uint32_t s, slot(h));
+      heads.push_back(s);
     }
     for (std::uint64_t t : edge.tails) {
-      absl::StatusOr<std::uint32_t> s = slot(t);
-      if (!s.ok()) return s.status();
-      on_vertex(*s);
+      GC_ASSIGN_OR_RETURN(const std::uint32_t s, slot(t));
       for (std::uint32_t h : heads) {
-        const std::uint64_t key = pair_key(*s, h);
-        touch(key, touched);
-        if (absl::Status st = on_pair(key); !st.ok()) return st;
+        const std::uint64_t key = pair_key(s, h);
+        if (touched != nullptr && !touched->contains(key)) touched->emplace(key, least(key));
+        GC_RETURN_IF_ERROR(on_pair(key));
       }
     }
     return absl::OkStatus();
   }
 
-  /// Adds edge `id`'s pairs and incidences.
-  absl::Status attach(std::uint64_t id, const HostEdge& edge, Touched* touched) {
-    return walk(
-        edge, touched, [&](std::uint32_t v) { incident_[v].insert(id); },
-        [&](std::uint64_t key) {
-          pairs_[key].push_back(Contrib{edge.weight, id});
-          return absl::OkStatus();
-        });
+  /// Adds the edge's pairs.
+  absl::Status attach(const Hyperedge& edge, Touched* touched) {
+    return walk(edge, touched, [&](std::uint64_t key) {
+      pairs_[key].push_back(Contrib{edge.weight, edge.id});
+      return absl::OkStatus();
+    });
   }
 
-  /// Removes edge `id`'s pairs and incidences (the edge stays in edges_).
-  absl::Status detach(std::uint64_t id, const HostEdge& edge, Touched* touched) {
-    return walk(
-        edge, touched, [&](std::uint32_t v) { incident_[v].erase(id); },
-        [&](std::uint64_t key) {
-          auto it = pairs_.find(key);
-          if (it == pairs_.end()) return absl::InternalError("pair without contributors");
-          auto& c = it->second;
-          auto pos =
-              std::find_if(c.begin(), c.end(), [&](const Contrib& x) { return x.edge == id; });
-          if (pos == c.end()) return absl::InternalError("pair without this edge");
-          *pos = c.back();
-          c.pop_back();
-          if (c.empty()) pairs_.erase(it);
-          return absl::OkStatus();
-        });
+  /// Removes the edge's pairs.
+  absl::Status detach(const Hyperedge& edge, Touched* touched) {
+    return walk(edge, touched, [&](std::uint64_t key) {
+      auto it = pairs_.find(key);
+      if (it == pairs_.end()) return absl::InternalError("pair without contributors");
+      auto& c = it->second;
+      auto pos =
+          std::find_if(c.begin(), c.end(), [&](const Contrib& x) { return x.edge == edge.id; });
+      if (pos == c.end()) return absl::InternalError("pair without this edge");
+      *pos = c.back();
+      c.pop_back();
+      if (c.empty()) pairs_.erase(it);
+      return absl::OkStatus();
+    });
   }
 
-  HostEdge* find_edge(std::uint64_t id) {
-    auto it = edges_.find(id);
-    return it == edges_.end() ? nullptr : &it->second;
-  }
-
-  absl::Status apply_edit(const AddVertex&, const EditResult& r, Touched&) {
-    return add_vertex(r.vertex_id);
-  }
-
-  absl::Status apply_edit(const DeleteVertex& edit, const EditResult& r, Touched& touched) {
-    absl::StatusOr<std::uint32_t> vs = slot(edit.vertex_id);
-    if (!vs.ok()) return vs.status();
-    const std::uint64_t v = edit.vertex_id;
-    std::vector<std::uint64_t> incident(incident_[*vs].begin(), incident_[*vs].end());
-    std::vector<std::uint64_t> deleted;
-    for (std::uint64_t id : incident) {
-      HostEdge* e = find_edge(id);
-      if (e == nullptr) return absl::InternalError(absl::StrCat("no edge ", id));
-      if (absl::Status s = detach(id, *e, &touched); !s.ok()) return s;
-      std::erase(e->tails, v);
-      std::erase(e->heads, v);
-      if (e->tails.empty() || e->heads.empty()) {
-        deleted.push_back(id);
-        // The other vertices' incidences went with detach(); the edge itself goes now.
-        edges_.erase(id);
-      } else if (absl::Status s = attach(id, *e, &touched); !s.ok()) {
-        return s;
-      }
-    }
-    std::sort(deleted.begin(), deleted.end());
-    if (deleted != r.deleted_edge_ids) {
-      return absl::InternalError("deleted edges differ from the store's");
-    }
-    slot_vertex_[*vs] = kNoVertex;
-    slot_.erase(v);
-    return absl::OkStatus();
-  }
-
-  absl::Status apply_edit(const AddEdge& edit, const EditResult& r, Touched& touched) {
-    HostEdge edge{edit.tails, edit.heads, edit.weight};
-    if (absl::Status s = attach(r.edge_id, edge, &touched); !s.ok()) return s;
-    if (!edges_.emplace(r.edge_id, std::move(edge)).second) {
-      return absl::InternalError(absl::StrCat("edge ", r.edge_id, " exists"));
-    }
-    return absl::OkStatus();
-  }
-
-  absl::Status apply_edit(const DeleteEdge& edit, const EditResult&, Touched& touched) {
-    HostEdge* e = find_edge(edit.edge_id);
-    if (e == nullptr) return absl::InternalError(absl::StrCat("no edge ", edit.edge_id));
-    if (absl::Status s = detach(edit.edge_id, *e, &touched); !s.ok()) return s;
-    edges_.erase(edit.edge_id);
-    return absl::OkStatus();
-  }
-
-  absl::Status apply_edit(const SetWeight& edit, const EditResult&, Touched& touched) {
-    HostEdge* e = find_edge(edit.edge_id);
-    if (e == nullptr) return absl::InternalError(absl::StrCat("no edge ", edit.edge_id));
-    if (absl::Status s = detach(edit.edge_id, *e, &touched); !s.ok()) return s;
-    e->weight = edit.weight;
-    return attach(edit.edge_id, *e, &touched);
-  }
-
-  absl::Status apply_edit(const DecomposeVertex& edit, const EditResult& r, Touched& touched) {
-    const std::uint64_t v = edit.vertex_id;
-    const std::uint64_t x = r.vertex_id;
-    if (absl::Status s = add_vertex(x); !s.ok()) return s;
-    for (std::uint64_t id : edit.move_edge_ids) {
-      HostEdge* e = find_edge(id);
-      if (e == nullptr) return absl::InternalError(absl::StrCat("no edge ", id));
-      if (absl::Status s = detach(id, *e, &touched); !s.ok()) return s;
-      std::replace(e->tails.begin(), e->tails.end(), v, x);
-      std::replace(e->heads.begin(), e->heads.end(), v, x);
-      if (absl::Status s = attach(id, *e, &touched); !s.ok()) return s;
-    }
-    return apply_edit(AddEdge{{v}, {x}, edit.joining_weight}, r, touched);
-  }
-
-  absl::flat_hash_map<std::uint64_t, std::uint32_t> slot_;    // live vertex id -> slot
-  std::vector<std::uint64_t> slot_vertex_;                    // slot -> id or kNoVertex
-  std::vector<absl::flat_hash_set<std::uint64_t>> incident_;  // slot -> edges (tail or head)
-  absl::flat_hash_map<std::uint64_t, HostEdge> edges_;
+  absl::flat_hash_map<std::uint64_t, std::uint32_t> slot_;  // live vertex id -> slot
+  std::vector<std::uint64_t> slot_vertex_;                  // slot -> id or kNoVertex
   absl::flat_hash_map<std::uint64_t, absl::InlinedVector<Contrib, 1>> pairs_;
   absl::flat_hash_map<std::uint64_t, std::optional<float>> queued_;  // nullopt: delete
   std::uint32_t device_slots_ = 0;                                   // slots the copy has
@@ -368,58 +240,38 @@ void DeviceGraphMirror::flush(Entry& e, std::size_t min_pairs) {
   stats_.pairs_flushed += sent;
 }
 
-absl::Status DeviceGraphMirror::on_create(const GraphSnapshot& graph) {
-  std::shared_ptr<Entry> e = entry(graph.info.graph_id, true);
+void DeviceGraphMirror::on_change(const GraphChange& change) {
+  if (change.kind == GraphChange::Kind::kRemove) {
+    std::shared_ptr<Entry> e;
+    {
+      absl::MutexLock lock(&mu_);
+      auto it = graphs_.find(change.graph_id);
+      if (it == graphs_.end()) return;
+      e = std::move(it->second);
+      graphs_.erase(it);
+    }
+    absl::MutexLock lock(&e->mu);
+    ++e->changes;  // a rebuild of this entry in progress must not install itself
+    e->graph.reset();
+    return;
+  }
+  std::shared_ptr<Entry> e = entry(change.graph_id, true);
   absl::MutexLock lock(&e->mu);
   ++e->changes;
-  e->version = graph.info.version;
-  absl::StatusOr<std::unique_ptr<Graph>> g = Graph::build(graph);
-  if (!g.ok()) {
-    mark_stale(*e, g.status());
-    return absl::OkStatus();
+  e->version = change.version;
+  absl::Status s;
+  if (change.kind == GraphChange::Kind::kCreate) {
+    absl::StatusOr<std::unique_ptr<Graph>> g = Graph::build(*change.graph);
+    if (g.ok()) e->graph = *std::move(g);
+    s = g.status();
+  } else if (e->graph != nullptr) {  // else stale or not seen yet: rebuilt on read
+    s = e->graph->apply(*change.delta);
   }
-  e->graph = *std::move(g);
+  if (!s.ok()) {
+    mark_stale(*e, s);  // a half-applied index is never used again
+    return;
+  }
   flush(*e, options_.min_device_batch);
-  return absl::OkStatus();
-}
-
-absl::Status DeviceGraphMirror::on_apply(const std::string& graph_id, std::span<const Edit> edits,
-                                         const ApplyResult& result) {
-  std::shared_ptr<Entry> e = entry(graph_id, true);
-  absl::MutexLock lock(&e->mu);
-  ++e->changes;
-  e->version = result.version;
-  if (e->graph == nullptr) return absl::OkStatus();  // stale or not seen yet: rebuilt on read
-  if (absl::Status s = e->graph->apply(edits, result); !s.ok()) {
-    mark_stale(*e, s);  // a half-replayed index is never used again
-    return absl::OkStatus();
-  }
-  flush(*e, options_.min_device_batch);
-  return absl::OkStatus();
-}
-
-absl::Status DeviceGraphMirror::on_remove(const std::string& graph_id) {
-  std::shared_ptr<Entry> e;
-  {
-    absl::MutexLock lock(&mu_);
-    auto it = graphs_.find(graph_id);
-    if (it == graphs_.end()) return absl::OkStatus();
-    e = std::move(it->second);
-    graphs_.erase(it);
-  }
-  absl::MutexLock lock(&e->mu);
-  ++e->changes;  // a rebuild of this entry in progress must not install itself
-  e->graph.reset();
-  return absl::OkStatus();
-}
-
-void DeviceGraphMirror::on_cancelled(const std::string& graph_id) {
-  // The copy may hold a change the store rolled back (or lack a graph whose removal was
-  // refused): drop it, and let the next read rebuild it from the store.
-  std::shared_ptr<Entry> e = entry(graph_id, true);
-  absl::MutexLock lock(&e->mu);
-  ++e->changes;
-  e->graph.reset();
 }
 
 absl::StatusOr<MirrorCsr> DeviceGraphMirror::export_csr(const std::string& graph_id) {

@@ -1,29 +1,24 @@
 // SPDX-License-Identifier: Apache-2.0
-// GPU-resident copies of stored graphs (docs/graphs.md, "GPU-resident graphs").
+// Device copies of stored graphs (docs/graphs.md, "GPU-resident graphs").
 //
-// DeviceGraphMirror is a GraphStoreListener that keeps, per stored graph, a dynamic edge store
-// (kernels::GraphEdge batches over dense 32-bit slots; on the CUDA backend a
-// cuda::DeviceGraph) equal to the graph's pairwise edge set: slot(t) -> slot(h) for every
-// hyperedge with tail t and head h, weighted by the least weight over those hyperedges (as
-// f32, as GraphStore::to_dense reports it). The backend-neutral part lives here; where the
-// copies live is a MirrorTargetFactory (engine/cuda/graph_mirror_cuda.hpp on the GPU, any
-// implementation in tests).
+// DeviceGraphMirror subscribes to the graph store's change feed and keeps, per stored graph, a
+// copy made by the backend (engine/graph_copies.hpp; on the CUDA backend a cuda::DeviceGraph)
+// equal to the graph's pairwise edge set: slot(t) -> slot(h) for every hyperedge with tail t
+// and head h, weighted by the least weight over those hyperedges (as f32, as
+// GraphStore::to_dense reports it).
 //
-// How a batch reaches the copy: the mirror replays the edits on its own host index (vertex id
-// -> slot, edges, per-vertex incidence, per-pair contributing hyperedges), collects the pairs
-// whose least weight changed, and queues them as upserts or deletions. Queued changes go to the
-// device once they reach `min_device_batch` pairs (the measured GPU/CPU crossover is about 320
-// edges per batch, docs/performance.md "Graph edits") or when the copy is read; smaller
-// batches stay on the host until then, so single-edit batches never pay a ~45 us launch.
+// How a batch reaches the copy: the mirror applies the batch's net effect (GraphDelta: edges
+// before and after, vertices added and removed) to its host index (vertex id -> slot, and per
+// pair the hyperedges that induce it), collects the pairs whose least weight changed, and
+// queues them as upserts or deletions. Queued changes go to the device once they reach
+// `min_device_batch` pairs (the measured GPU/CPU crossover is about 320 edges per batch,
+// docs/performance.md "Graph edits") or when the copy is read; smaller batches stay on the host
+// until then, so single-edit batches never pay a ~45 us launch.
 //
-// Failure policy: the mirror never fails a change. If replaying or the device fails (device
+// Failure policy: the mirror never fails a change. If the index or the device fails (device
 // out of memory, an id it does not know), the graph's copy is marked stale and dropped; the
-// next read rebuilds it from GraphStore::get. So a device problem never rolls back or refuses
-// an edit, and a copy is never left half-applied.
-//
-// GraphListenerFanout runs several listeners in order, the write-ahead log LAST: a listener
-// after the log that failed would leave a logged but rolled-back batch. Listeners before the
-// last that implement RevocableGraphStoreListener hear when a later one cancelled the change.
+// next read rebuilds it from GraphStore::get. A device problem never refuses an edit, and a
+// copy is never left half-applied.
 #pragma once
 
 #include <cstdint>
@@ -48,32 +43,6 @@
 
 namespace gcompute::server {
 
-/// A listener that can be told that a change it already accepted was cancelled by a listener
-/// after it (the change was rolled back and never became visible).
-class RevocableGraphStoreListener : public GraphStoreListener {
- public:
-  /// The last change announced for graph_id (create, apply or remove) did not happen.
-  virtual void on_cancelled(const std::string& graph_id) = 0;
-};
-
-/// Calls `first` in order, then `last` (the write-ahead log). Stops at the first failure and
-/// returns it; every listener before the failing one that is a RevocableGraphStoreListener
-/// gets on_cancelled. Listeners are not owned and must outlive the fan-out.
-class GraphListenerFanout final : public GraphStoreListener {
- public:
-  GraphListenerFanout(std::vector<GraphStoreListener*> first, GraphStoreListener* last);
-
-  absl::Status on_create(const GraphSnapshot& graph) override;
-  absl::Status on_apply(const std::string& graph_id, std::span<const Edit> edits,
-                        const ApplyResult& result) override;
-  absl::Status on_remove(const std::string& graph_id) override;
-
- private:
-  absl::Status run(const std::string& graph_id,
-                   absl::FunctionRef<absl::Status(GraphStoreListener&)> call);
-  std::vector<GraphStoreListener*> listeners_;  // `first` then `last`
-};
-
 /// The device graph of one stored graph as exported by DeviceGraphMirror::export_csr.
 struct MirrorCsr {
   /// Vertex id of each slot (row/column index of csr); kNoVertex for slots of deleted vertices.
@@ -83,7 +52,7 @@ struct MirrorCsr {
   std::string where;          ///< MirrorTarget::where()
 };
 
-class DeviceGraphMirror final : public RevocableGraphStoreListener {
+class DeviceGraphMirror final : public GraphSubscriber {
  public:
   static constexpr std::uint64_t kNoVertex = ~std::uint64_t{0};
 
@@ -97,16 +66,11 @@ class DeviceGraphMirror final : public RevocableGraphStoreListener {
   DeviceGraphMirror(MirrorTargetFactory* targets, Options options);
   ~DeviceGraphMirror() override;
 
-  /// The store the mirror rebuilds stale copies from (the store whose listener it is, directly
-  /// or through a GraphListenerFanout). Set before the first read.
+  /// The store the mirror rebuilds stale copies from (the store it subscribes to). Set before
+  /// the first read.
   void attach(const GraphStore* store) { store_ = store; }
 
-  // GraphStoreListener / RevocableGraphStoreListener. Always OK (see the file comment).
-  absl::Status on_create(const GraphSnapshot& graph) override;
-  absl::Status on_apply(const std::string& graph_id, std::span<const Edit> edits,
-                        const ApplyResult& result) override;
-  absl::Status on_remove(const std::string& graph_id) override;
-  void on_cancelled(const std::string& graph_id) override;
+  void on_change(const GraphChange& change) override;
 
   /// Brings the graph's copy up to date (sends queued changes; rebuilds it from the store if it
   /// is stale or unknown) and exports it. NOT_FOUND for a graph the store does not have;

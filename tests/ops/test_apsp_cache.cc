@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// ApspCache: incremental updates (new edges and hyperedges, lowered weights, new vertices)
-// against a full recomputation (plain Floyd-Warshall in double) on random graphs and random
-// edit sequences; misses for deletions and raised weights; negative cycles made by an edit;
-// next hops that trace shortest, loop-free paths; hits; LRU eviction.
+// ApspCache, fed by a GraphStore's change feed: incremental updates (new edges and hyperedges,
+// lowered weights, new vertices) against a full recomputation (plain Floyd-Warshall in double)
+// on random graphs and random edit sequences; misses for deletions and raised weights; negative
+// cycles made by an edit; next hops that trace shortest, loop-free paths; hits; stale results
+// refused; LRU eviction.
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -19,6 +20,13 @@ namespace gcompute::server {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
+
+/// Store options with `cache` subscribed to the change feed.
+GraphStore::Options fed(ApspCache& cache) {
+  GraphStore::Options o;
+  o.subscribers.push_back(&cache);
+  return o;
+}
 
 std::vector<float> dense_f32(GraphStore& store, const std::string& id) {
   DenseGraph d = *store.to_dense(id, kernels::DType::kF32, 1u << 30);
@@ -103,10 +111,10 @@ TEST(ApspCache, IncrementalUpdatesMatchFullRecomputation) {
   std::mt19937_64 rng(2024);
   int incremental = 0, misses = 0, hits = 0, cycles = 0;
   for (int trial = 0; trial < 12; ++trial) {
-    GraphStore store;
     ApspCache::Options o;
     o.max_pairs_per_vertex = 1e9;  // always incremental when allowed: exercise it
     ApspCache cache(o);
+    GraphStore store(fed(cache));
     const std::uint64_t n0 = 1 + rng() % 23;  // 1x1 .. primes and ragged sizes
     std::vector<Hyperedge> edges;
     for (std::uint64_t e = 0; e < n0 * 2; ++e) {
@@ -115,7 +123,7 @@ TEST(ApspCache, IncrementalUpdatesMatchFullRecomputation) {
     }
     ASSERT_TRUE(store.create("g", n0, edges).ok());
     GraphSnapshot snap = *store.get("g");
-    cache.put(snap, full_result(store, snap));
+    cache.put("g", full_result(store, snap));
     for (int step = 0; step < 25; ++step) {
       std::vector<std::uint64_t> vs = snap.vertices;
       std::vector<Edit> batch;
@@ -159,7 +167,8 @@ TEST(ApspCache, IncrementalUpdatesMatchFullRecomputation) {
       std::vector<double> want;
       const bool acyclic = oracle(weights, n, want);
 
-      absl::StatusOr<ApspCache::Answer> a = cache.lookup(snap, /*need_next_hop=*/true);
+      absl::StatusOr<ApspCache::Answer> a =
+          cache.lookup("g", snap.info.version, /*need_next_hop=*/true);
       if (!acyclic) {
         // Either detected incrementally or a miss (then a recomputation reports it).
         if (!a.ok()) {
@@ -175,7 +184,7 @@ TEST(ApspCache, IncrementalUpdatesMatchFullRecomputation) {
       if (a->outcome == ApspCache::Outcome::kMiss) {
         ++misses;
         EXPECT_FALSE(monotone) << "step " << step << ": " << a->why;
-        cache.put(snap, full_result(store, snap));
+        cache.put("g", full_result(store, snap));
         continue;
       }
       EXPECT_TRUE(monotone) << "a deletion or a raised weight cannot be incremental";
@@ -184,7 +193,7 @@ TEST(ApspCache, IncrementalUpdatesMatchFullRecomputation) {
       EXPECT_EQ(a->result->version, snap.info.version);
       EXPECT_EQ(a->result->vertex_ids, snap.vertices);
       // The updated result is cached: asking again is a hit.
-      absl::StatusOr<ApspCache::Answer> again = cache.lookup(snap, true);
+      absl::StatusOr<ApspCache::Answer> again = cache.lookup("g", snap.info.version, true);
       ASSERT_TRUE(again.ok());
       EXPECT_EQ(again->outcome, ApspCache::Outcome::kHit);
       ++hits;
@@ -197,52 +206,67 @@ TEST(ApspCache, IncrementalUpdatesMatchFullRecomputation) {
 }
 
 TEST(ApspCache, MissesWithoutNextHopsAndForDeletedVertices) {
-  GraphStore store;
   ApspCache cache;
+  GraphStore store(fed(cache));
   ASSERT_TRUE(store.create("g", 3, {Hyperedge{0, {0}, {1}, 1}}).ok());
   GraphSnapshot snap = *store.get("g");
   CachedApsp r = full_result(store, snap);
   r.next_hop.clear();
-  cache.put(snap, r);
-  EXPECT_EQ(cache.lookup(snap, true)->outcome, ApspCache::Outcome::kMiss);
-  EXPECT_EQ(cache.lookup(snap, false)->outcome, ApspCache::Outcome::kHit);
+  cache.put("g", r);
+  EXPECT_EQ(cache.lookup("g", 1, true)->outcome, ApspCache::Outcome::kMiss);
+  EXPECT_EQ(cache.lookup("g", 1, false)->outcome, ApspCache::Outcome::kHit);
   std::vector<Edit> del{DeleteVertex{2}};
   ASSERT_TRUE(store.apply("g", std::nullopt, del).ok());
-  absl::StatusOr<ApspCache::Answer> a = cache.lookup(*store.get("g"), false);
+  absl::StatusOr<ApspCache::Answer> a = cache.lookup("g", 2, false);
   EXPECT_EQ(a->outcome, ApspCache::Outcome::kMiss);
   EXPECT_EQ(a->why, "vertices were deleted");
 }
 
-TEST(ApspCache, NegativeSelfLoopIsANegativeCycle) {
-  GraphStore store;
+TEST(ApspCache, RefusesResultsOfVersionsTheFeedHasPassed) {
   ApspCache cache;
+  GraphStore store(fed(cache));
+  ASSERT_TRUE(store.create("g", 3, {Hyperedge{0, {0}, {1}, 1}}).ok());
+  const CachedApsp v1 = full_result(store, *store.get("g"));
+  ASSERT_TRUE(store.apply("g", std::nullopt, std::vector<Edit>{AddVertex{}}).ok());
+  cache.put("g", v1);  // computed before the batch, arriving after it: stale
+  EXPECT_EQ(cache.lookup("g", 1, false)->outcome, ApspCache::Outcome::kMiss);
+  EXPECT_EQ(cache.lookup("g", 2, false)->outcome, ApspCache::Outcome::kMiss);
+  EXPECT_EQ(cache.stats().entries, 0u);
+  // Removing the graph forgets it; a new graph of the same name starts afresh.
+  ASSERT_TRUE(store.remove("g").ok());
+  ASSERT_TRUE(store.create("g", 3, {}).ok());
+  cache.put("g", full_result(store, *store.get("g")));
+  EXPECT_EQ(cache.lookup("g", 1, false)->outcome, ApspCache::Outcome::kHit);
+}
+
+TEST(ApspCache, NegativeSelfLoopIsANegativeCycle) {
+  ApspCache cache;
+  GraphStore store(fed(cache));
   ASSERT_TRUE(store.create("g", 4, {Hyperedge{0, {0}, {1}, 1}}).ok());
-  GraphSnapshot snap = *store.get("g");
-  cache.put(snap, full_result(store, snap));
+  cache.put("g", full_result(store, *store.get("g")));
   std::vector<Edit> loop{AddEdge{{3}, {3}, -0.5}};
   ASSERT_TRUE(store.apply("g", std::nullopt, loop).ok());
-  absl::StatusOr<ApspCache::Answer> a = cache.lookup(*store.get("g"), false);
+  absl::StatusOr<ApspCache::Answer> a = cache.lookup("g", 2, false);
   EXPECT_EQ(a.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(a.status().message()), ::testing::HasSubstr("through vertex 3"));
 }
 
 TEST(ApspCache, EvictsLeastRecentlyUsed) {
-  GraphStore store;
   ApspCache::Options o;
   o.max_bytes = 2500;  // room for two 10-vertex results (960 bytes each), not three
   ApspCache cache(o);
+  GraphStore store(fed(cache));
   for (const char* id : {"a", "b", "c"}) {
     ASSERT_TRUE(store.create(id, 10, {}).ok());
-    GraphSnapshot s = *store.get(id);
-    cache.put(s, full_result(store, s));
+    cache.put(id, full_result(store, *store.get(id)));
     if (std::string(id) == "b") {
-      EXPECT_EQ(cache.lookup(*store.get("a"), true)->outcome, ApspCache::Outcome::kHit);
+      EXPECT_EQ(cache.lookup("a", 1, true)->outcome, ApspCache::Outcome::kHit);
     }
   }
   EXPECT_EQ(cache.stats().entries, 2u);
   EXPECT_LE(cache.stats().bytes, 2500u);
-  EXPECT_EQ(cache.lookup(*store.get("a"), true)->outcome, ApspCache::Outcome::kHit);
-  EXPECT_EQ(cache.lookup(*store.get("b"), true)->outcome, ApspCache::Outcome::kMiss);
+  EXPECT_EQ(cache.lookup("a", 1, true)->outcome, ApspCache::Outcome::kHit);
+  EXPECT_EQ(cache.lookup("b", 1, true)->outcome, ApspCache::Outcome::kMiss);
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// GraphStore: every edit kind, ids, atomicity, versions, messages, limits, to_dense, listener.
+// GraphStore: every edit kind, ids, atomicity, versions, messages, limits, to_dense, journal.
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -468,11 +468,11 @@ TEST_F(GraphStoreTest, ToDenseErrors) {
                absl::StatusCode::kInvalidArgument, "edge 0 has weight 1e+39, which is beyond");
 }
 
-// ---- listener ---------------------------------------------------------------------------
+// ---- journal ----------------------------------------------------------------------------
 
 /// Replays every change on its own copies, as a write-ahead log replayed at startup (or a
 /// device mirror) would; can be told to refuse the next change.
-class ReplayListener : public GraphStoreListener {
+class ReplayJournal : public GraphJournal {
  public:
   absl::Status on_create(const GraphSnapshot& graph) override {
     if (absl::Status s = take_refusal(); !s.ok()) return s;
@@ -507,10 +507,19 @@ class ReplayListener : public GraphStoreListener {
   std::map<std::string, GraphState> graphs;
 };
 
-TEST(GraphStoreListenerTest, SeesEveryChangeAndCanRefuseIt) {
-  ReplayListener log;
+/// Counts the committed changes the feed announces, by kind.
+class ChangeCounter final : public GraphSubscriber {
+ public:
+  void on_change(const GraphChange& change) override { ++counts[static_cast<int>(change.kind)]; }
+  std::map<int, int> counts;
+};
+
+TEST(GraphStoreJournalTest, SeesEveryChangeAndCanRefuseIt) {
+  ReplayJournal log;
+  ChangeCounter feed;
   GraphStore::Options options;
-  options.listener = &log;
+  options.journal = &log;
+  options.subscribers.push_back(&feed);
   GraphStore store(options);
 
   log.refuse_next = true;
@@ -527,16 +536,20 @@ TEST(GraphStoreListenerTest, SeesEveryChangeAndCanRefuseIt) {
                "log is full");
   EXPECT_EQ(*store.get("g"), before);  // refused: rolled back
   ASSERT_TRUE(store.apply("g", std::nullopt, more).ok());
-  // Failing edits never reach the listener (the replay would fail and say so).
+  // Failing edits never reach the journal (the replay would fail and say so).
   EXPECT_FALSE(store.apply("g", std::nullopt, std::vector<Edit>{DeleteEdge{99}}).ok());
 
   EXPECT_EQ(log.graphs.at("g").snapshot("g"), *store.get("g"));
+  // Subscribers hear only what committed: one create and two batches so far.
+  EXPECT_EQ(feed.counts, (std::map<int, int>{{static_cast<int>(GraphChange::Kind::kCreate), 1},
+                                             {static_cast<int>(GraphChange::Kind::kApply), 2}}));
 
   log.refuse_next = true;
   EXPECT_EQ(store.remove("g").code(), absl::StatusCode::kUnavailable);
   EXPECT_TRUE(store.get("g").ok());
   ASSERT_TRUE(store.remove("g").ok());
   EXPECT_TRUE(log.graphs.empty());
+  EXPECT_EQ(feed.counts[static_cast<int>(GraphChange::Kind::kRemove)], 1);
 }
 
 }  // namespace

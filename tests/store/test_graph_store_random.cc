@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// GraphStore against a naive reference model over thousands of random edits, valid and not.
+// GraphStore against a naive reference model over thousands of random edits, valid and not;
+// its change feed against a replica built from deltas alone.
 //
 // The reference copies the whole graph per batch and scans every edge to delete a vertex:
 // slow and obviously right. Both must agree on every status code, every EditResult, every
@@ -320,6 +321,59 @@ void expect_dense_equal(const GraphStore& store, const RefGraph& ref, const std:
   }
 }
 
+/// A change-feed subscriber that rebuilds each graph from creation snapshots and deltas alone,
+/// checking that every delta starts from the state the previous ones left.
+class DeltaReplica final : public GraphSubscriber {
+ public:
+  void on_change(const GraphChange& change) override {
+    if (change.kind == GraphChange::Kind::kRemove) {
+      graphs.erase(change.graph_id);
+      return;
+    }
+    Replica& g = graphs[change.graph_id];
+    if (change.kind == GraphChange::Kind::kCreate) {
+      g = Replica{};
+      g.vertices.insert(change.graph->vertices.begin(), change.graph->vertices.end());
+      for (const Hyperedge& e : change.graph->edges) g.edges[e.id] = e;
+    } else {
+      ++deltas;
+      EXPECT_EQ(change.version, g.version + 1);
+      for (const EdgeDelta& d : change.delta->edges) {
+        auto it = g.edges.find(d.id);
+        EXPECT_EQ(it == g.edges.end() ? std::nullopt : std::optional<Hyperedge>(it->second),
+                  d.before)
+            << "edge " << d.id;
+        EXPECT_NE(d.before, d.after) << "edge " << d.id << " did not change";
+        if (d.after) {
+          g.edges[d.id] = *d.after;
+        } else {
+          g.edges.erase(d.id);
+        }
+      }
+      for (std::uint64_t v : change.delta->removed_vertices) EXPECT_EQ(g.vertices.erase(v), 1u);
+      for (std::uint64_t v : change.delta->added_vertices) EXPECT_TRUE(g.vertices.insert(v).second);
+    }
+    g.version = change.version;
+  }
+
+  struct Replica {
+    std::set<std::uint64_t> vertices;
+    std::map<std::uint64_t, Hyperedge> edges;
+    std::uint64_t version = 0;
+  };
+  std::map<std::string, Replica> graphs;
+  std::size_t deltas = 0;
+};
+
+void expect_replica_equal(const DeltaReplica& replica, const GraphSnapshot& g) {
+  const auto& r = replica.graphs.at(g.info.graph_id);
+  ASSERT_EQ(r.version, g.info.version);
+  ASSERT_EQ(std::vector<std::uint64_t>(r.vertices.begin(), r.vertices.end()), g.vertices);
+  std::vector<Hyperedge> edges;
+  for (const auto& [id, e] : r.edges) edges.push_back(e);
+  ASSERT_EQ(edges, g.edges);
+}
+
 class GraphStoreRandomTest : public ::testing::TestWithParam<std::uint64_t> {};
 
 TEST_P(GraphStoreRandomTest, AgreesWithTheReferenceModel) {
@@ -328,6 +382,8 @@ TEST_P(GraphStoreRandomTest, AgreesWithTheReferenceModel) {
   GraphStore::Options options;
   options.limits.max_vertices = 40;  // small, so the limits are hit now and then
   options.limits.max_edges = 60;
+  DeltaReplica replica;
+  options.subscribers.push_back(&replica);
   GraphStore store(options);
   EditGenerator gen(seed);
 
@@ -365,6 +421,7 @@ TEST_P(GraphStoreRandomTest, AgreesWithTheReferenceModel) {
       ASSERT_EQ(*store.get("r"), before);  // nothing applied
     }
     ASSERT_EQ(*store.get("r"), ref_snapshot(ref, "r"));
+    expect_replica_equal(replica, *store.get("r"));
     ASSERT_TRUE(store.check_invariants().ok()) << store.check_invariants();
     if (step % 25 == 0) expect_dense_equal(store, ref, "r");
   }
@@ -375,6 +432,9 @@ TEST_P(GraphStoreRandomTest, AgreesWithTheReferenceModel) {
   }
   SCOPED_TRACE(summary);
   EXPECT_GT(edits_applied, 5000u);
+  EXPECT_GT(replica.deltas, 1000u);
+  ASSERT_TRUE(store.remove("r").ok());
+  EXPECT_TRUE(replica.graphs.empty());
   EXPECT_GT(cascades, 500u);
   EXPECT_GT(codes[Code::kNotFound], 30);
   EXPECT_GT(codes[Code::kInvalidArgument], 30);

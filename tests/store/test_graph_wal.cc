@@ -67,7 +67,7 @@ struct Node {
     }
     wal = *std::move(w);
     GraphStore::Options so;
-    so.listener = wal.get();
+    so.journal = wal.get();
     store = std::make_unique<GraphStore>(so);
     recovered = wal->recover(*store);
   }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -100,6 +101,26 @@ struct ApplyResult {
   std::vector<EditResult> results;  ///< one per edit, in order
 
   friend bool operator==(const ApplyResult&, const ApplyResult&) = default;
+};
+
+/// What a committed batch changed in one edge, net over the batch (an edge deleted and re-added
+/// under the same id, as decompose_vertex does, is one change from its old to its new form).
+struct EdgeDelta {
+  std::uint64_t id = 0;
+  std::optional<Hyperedge> before;  ///< absent: the batch created the edge
+  std::optional<Hyperedge> after;   ///< absent: the batch deleted the edge
+
+  friend bool operator==(const EdgeDelta&, const EdgeDelta&) = default;
+};
+
+/// The net effect of a committed batch: what subscribers of the store's change feed apply
+/// instead of interpreting the edits again.
+struct GraphDelta {
+  std::vector<std::uint64_t> added_vertices;    ///< ascending
+  std::vector<std::uint64_t> removed_vertices;  ///< ascending
+  std::vector<EdgeDelta> edges;                 ///< ascending by id; only edges that differ
+
+  friend bool operator==(const GraphDelta&, const GraphDelta&) = default;
 };
 
 /// A graph as a dense weight matrix (the APSP input).

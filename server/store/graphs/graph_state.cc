@@ -254,8 +254,8 @@ absl::StatusOr<ApplyResult> GraphState::apply(std::span<const Edit> edits,
 }
 
 absl::StatusOr<ApplyResult> GraphState::apply(std::span<const Edit> edits,
-                                              const GraphLimits& limits,
-                                              BeforeCommit before_commit) {
+                                              const GraphLimits& limits, BeforeCommit before_commit,
+                                              GraphDelta* delta) {
   ApplyResult out;
   out.version = version_;
   if (edits.empty()) return out;
@@ -279,7 +279,59 @@ absl::StatusOr<ApplyResult> GraphState::apply(std::span<const Edit> edits,
     return s;
   }
   version_ = out.version;
+  if (delta != nullptr) *delta = describe(batch);
   return out;
+}
+
+GraphDelta GraphState::describe(const Batch& batch) const {
+  // The first undo record of an element holds its state before the batch; its state after is
+  // the graph's now. A set_weight record keeps only the old weight: the edge's tails and heads
+  // at that moment are those of its next erase record (only an erase and re-add changes them),
+  // or, if there is none, its current ones.
+  absl::flat_hash_map<std::uint64_t, std::size_t> first_edge, first_erase, first_vertex;
+  for (std::size_t i = 0; i < batch.undo.size(); ++i) {
+    std::visit(
+        [&](const auto& u) {
+          using U = std::decay_t<decltype(u)>;
+          if constexpr (std::is_same_v<U, UndoAddVertex> || std::is_same_v<U, UndoEraseVertex>) {
+            first_vertex.emplace(u.id, i);
+          } else {
+            first_edge.emplace(u.id, i);
+            if constexpr (std::is_same_v<U, UndoEraseEdge>) first_erase.emplace(u.id, i);
+          }
+        },
+        batch.undo[i]);
+  }
+  auto edge_of = [](std::uint64_t id, const Edge& e) {
+    return Hyperedge{id, e.tails, e.heads, e.weight};
+  };
+  GraphDelta delta;
+  for (const auto& [id, first] : first_edge) {
+    EdgeDelta d{id, std::nullopt, std::nullopt};
+    const Undo& u = batch.undo[first];
+    if (const auto* erased = std::get_if<UndoEraseEdge>(&u)) {
+      d.before = edge_of(id, erased->edge);
+    } else if (const auto* reweighted = std::get_if<UndoSetWeight>(&u)) {
+      auto erase = first_erase.find(id);
+      const Edge& shape = erase != first_erase.end()
+                              ? std::get<UndoEraseEdge>(batch.undo[erase->second]).edge
+                              : edges_.find(id)->second;
+      d.before = Hyperedge{id, shape.tails, shape.heads, reweighted->weight};
+    }
+    if (auto it = edges_.find(id); it != edges_.end()) d.after = edge_of(id, it->second);
+    if (d.before != d.after) delta.edges.push_back(std::move(d));
+  }
+  std::sort(delta.edges.begin(), delta.edges.end(),
+            [](const EdgeDelta& a, const EdgeDelta& b) { return a.id < b.id; });
+  for (const auto& [id, first] : first_vertex) {
+    const bool existed = std::holds_alternative<UndoEraseVertex>(batch.undo[first]);
+    const bool exists = vertices_.contains(id);
+    if (!existed && exists) delta.added_vertices.push_back(id);
+    if (existed && !exists) delta.removed_vertices.push_back(id);
+  }
+  std::sort(delta.added_vertices.begin(), delta.added_vertices.end());
+  std::sort(delta.removed_vertices.begin(), delta.removed_vertices.end());
+  return delta;
 }
 
 absl::Status GraphState::apply_edit(Batch& batch, std::size_t index, const AddVertex&,

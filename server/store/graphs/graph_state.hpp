@@ -74,8 +74,9 @@ class GraphState {
   /// malformed edit, RESOURCE_EXHAUSTED past the limits, each naming the edit index and
   /// field ("edits[3].delete_edge.edge_id = 9: no such edge"), or before_commit's status.
   /// An empty batch changes nothing and does not call before_commit.
+  /// With `delta`, also reports the batch's net effect there once it has committed.
   absl::StatusOr<ApplyResult> apply(std::span<const Edit> edits, const GraphLimits& limits,
-                                    BeforeCommit before_commit);
+                                    BeforeCommit before_commit, GraphDelta* delta = nullptr);
   /// apply() with nothing to call before committing.
   absl::StatusOr<ApplyResult> apply(std::span<const Edit> edits, const GraphLimits& limits);
 
@@ -138,6 +139,8 @@ class GraphState {
   void attach(std::uint64_t id, const Edge& edge);
   void detach(std::uint64_t id, const Edge& edge);
   void rollback(Batch& batch);
+  /// The net effect of `batch`, read from its undo log and the graph as the batch left it.
+  GraphDelta describe(const Batch& batch) const;
 
   // One edit each; `index` is the edit's position in the batch, for messages.
   absl::Status apply_edit(Batch& batch, std::size_t index, const AddVertex& edit,

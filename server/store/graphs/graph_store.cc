@@ -71,19 +71,22 @@ absl::StatusOr<GraphInfo> GraphStore::create(std::string graph_id, std::uint64_t
     return absl::ResourceExhaustedError(
         absl::StrCat("the store already holds ", graphs_.size(), " graphs, the limit"));
   }
-  if (options_.listener != nullptr) {
-    if (absl::Status s = options_.listener->on_create(state->snapshot(graph_id)); !s.ok()) {
-      return s;
-    }
+  std::optional<GraphSnapshot> snapshot;
+  if (options_.journal != nullptr || !options_.subscribers.empty()) {
+    snapshot = state->snapshot(graph_id);
+  }
+  if (options_.journal != nullptr) {
+    if (absl::Status s = options_.journal->on_create(*snapshot); !s.ok()) return s;
   }
   auto entry = std::make_shared<Entry>();
   GraphInfo info = state->info(graph_id);
-  {
-    // Nobody else can see the entry yet; the lock is taken for the annotations' sake.
-    absl::MutexLock entry_lock(&entry->mu);
-    entry->state = *std::move(state);
+  // Nobody else can see the entry yet; its lock orders the announcement before any batch.
+  absl::MutexLock entry_lock(&entry->mu);
+  entry->state = *std::move(state);
+  graphs_.emplace(graph_id, entry);
+  if (snapshot) {
+    publish(GraphChange{GraphChange::Kind::kCreate, graph_id, info.version, &*snapshot, nullptr});
   }
-  graphs_.emplace(std::move(graph_id), std::move(entry));
   return info;
 }
 
@@ -133,12 +136,14 @@ absl::Status GraphStore::remove(const std::string& graph_id) {
   auto it = graphs_.find(graph_id);
   if (it == graphs_.end()) return not_found(graph_id);
   // Waits for a batch in progress on this graph, so the removal is ordered after it.
-  absl::MutexLock entry_lock(&it->second->mu);
-  if (options_.listener != nullptr) {
-    if (absl::Status s = options_.listener->on_remove(graph_id); !s.ok()) return s;
+  std::shared_ptr<Entry> entry = it->second;
+  absl::MutexLock entry_lock(&entry->mu);
+  if (options_.journal != nullptr) {
+    if (absl::Status s = options_.journal->on_remove(graph_id); !s.ok()) return s;
   }
-  it->second->removed = true;
+  entry->removed = true;
   graphs_.erase(it);
+  publish(GraphChange{GraphChange::Kind::kRemove, graph_id, 0, nullptr, nullptr});
   return absl::OkStatus();
 }
 
@@ -155,10 +160,23 @@ absl::StatusOr<ApplyResult> GraphStore::apply(const std::string& graph_id,
                                            entry.state.version(), ", expected ",
                                            *expected_version));
   }
-  if (options_.listener == nullptr) return entry.state.apply(edits, options_.limits);
-  return entry.state.apply(edits, options_.limits, [&](const ApplyResult& result) {
-    return options_.listener->on_apply(graph_id, edits, result);
-  });
+  GraphDelta delta;
+  GraphDelta* wanted = options_.subscribers.empty() ? nullptr : &delta;
+  absl::StatusOr<ApplyResult> result = entry.state.apply(
+      edits, options_.limits,
+      [&](const ApplyResult& r) {
+        return options_.journal == nullptr ? absl::OkStatus()
+                                           : options_.journal->on_apply(graph_id, edits, r);
+      },
+      wanted);
+  if (result.ok() && wanted != nullptr && !edits.empty()) {
+    publish(GraphChange{GraphChange::Kind::kApply, graph_id, result->version, nullptr, &delta});
+  }
+  return result;
+}
+
+void GraphStore::publish(const GraphChange& change) const {
+  for (GraphSubscriber* s : options_.subscribers) s->on_change(change);
 }
 
 absl::StatusOr<DenseGraph> GraphStore::to_dense(const std::string& graph_id, kernels::DType dtype,

@@ -7,10 +7,8 @@
 // to_dense) of a graph share its lock, batches on one graph are serialised, and different
 // graphs never wait on each other's edits. Lock order: store mutex, then a graph's mutex.
 //
-// Durability and device copies come later, through GraphStoreListener: it sees every change
-// after validation and before it becomes visible, under the locks that order the changes,
-// so a write-ahead log can append there (failing the call if it cannot) and a device mirror
-// can queue the same batches.
+// Changes reach the rest of the server through graph_feed.hpp: the journal (the write-ahead
+// log) before they become visible, subscribers (device mirror, APSP cache) after.
 #pragma once
 
 #include <cstdint>
@@ -29,29 +27,11 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "gcompute/kernels/dtype.hpp"
+#include "store/graphs/graph_feed.hpp"
 #include "store/graphs/graph_model.hpp"
 #include "store/graphs/graph_state.hpp"
 
 namespace gcompute::server {
-
-/// Sees every change to a GraphStore before it becomes visible. Calls for one graph come in
-/// the order the changes take effect (under that graph's lock); calls for different graphs
-/// may come concurrently, so implementations must be thread-safe. A non-OK status cancels
-/// the change (nothing is applied) and is returned to the caller. Implementations must not
-/// call back into the store.
-class GraphStoreListener {
- public:
-  virtual ~GraphStoreListener() = default;
-  /// A graph is about to be created with these contents (version 1). Holds the store mutex.
-  virtual absl::Status on_create(const GraphSnapshot& graph) = 0;
-  /// A batch has been applied in memory and is about to be committed at result.version.
-  /// The edits' ids refer to the graph as each edit found it (replaying them in order on
-  /// the previous version reproduces this one exactly: ids are deterministic).
-  virtual absl::Status on_apply(const std::string& graph_id, std::span<const Edit> edits,
-                                const ApplyResult& result) = 0;
-  /// A graph is about to be removed.
-  virtual absl::Status on_remove(const std::string& graph_id) = 0;
-};
 
 /// Thread-safe store of graphs. See the file comment for the locking scheme.
 class GraphStore {
@@ -61,8 +41,10 @@ class GraphStore {
     GraphLimits limits;
     /// Graphs in the store.
     std::uint64_t max_graphs = 1024;
-    /// Not owned; must outlive the store. Null: no listener.
-    GraphStoreListener* listener = nullptr;
+    /// Not owned; must outlive the store. Null: no journal.
+    GraphJournal* journal = nullptr;
+    /// Told of every committed change, in this order. Not owned; must outlive the store.
+    std::vector<GraphSubscriber*> subscribers;
   };
 
   GraphStore() : GraphStore(Options{}) {}
@@ -106,8 +88,8 @@ class GraphStore {
 
   // ---- persistence (graph_wal.hpp) ----------------------------------------------------
   /// Adds a graph exactly as `image` describes it (id counters and version included),
-  /// without calling the listener: recovery from a snapshot. INVALID_ARGUMENT for a bad id
-  /// or an inconsistent image, ALREADY_EXISTS if the id is taken.
+  /// without telling the journal or subscribers: recovery from a snapshot. INVALID_ARGUMENT for a
+  /// bad id or an inconsistent image, ALREADY_EXISTS if the id is taken.
   absl::Status restore(const GraphImage& image);
 
   /// Every graph in a consistent cut: `fn` gets each graph's state while no change can start
@@ -133,6 +115,8 @@ class GraphStore {
 
   /// The entry, or NOT_FOUND. The caller locks it and checks `removed`.
   absl::StatusOr<std::shared_ptr<Entry>> find(const std::string& graph_id) const;
+  /// Tells every subscriber of a committed change.
+  void publish(const GraphChange& change) const;
 
   const Options options_;
   mutable absl::Mutex mu_;

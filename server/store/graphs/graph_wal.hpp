@@ -2,7 +2,7 @@
 // Durability of the graph store: one global write-ahead log plus snapshots, in a data
 // directory (gcompute-server --data-dir). docs/graphs.md describes the format and policy.
 //
-// GraphWal is the store's GraphStoreListener: every create, batch and delete is appended to
+// GraphWal is the store's GraphJournal: every create, batch and delete is appended to
 // the log (and, with FsyncPolicy::kAlways, fsynced) before the store commits it in memory,
 // so an acknowledged change is on disk. Records carry a global sequence number (LSN), so
 // the order of changes across graphs (delete then re-create of a name) replays exactly.
@@ -59,16 +59,16 @@ struct GraphWalOptions {
   std::function<void(const std::string&)> log;
 };
 
-class GraphWal final : public GraphStoreListener {
+class GraphWal final : public GraphJournal {
  public:
   /// Opens (creating) the directory and locks it against a second server. Recovers nothing
-  /// yet: build the GraphStore with this as its listener, then call recover().
+  /// yet: build the GraphStore with this as its journal, then call recover().
   static absl::StatusOr<std::unique_ptr<GraphWal>> open(GraphWalOptions options);
   ~GraphWal() override;
   GraphWal(const GraphWal&) = delete;
   GraphWal& operator=(const GraphWal&) = delete;
 
-  /// Rebuilds `store` (empty, with this WAL as its listener) from the directory, then opens
+  /// Rebuilds `store` (empty, with this WAL as its journal) from the directory, then opens
   /// the log for appending and starts background snapshots. Call once, before serving.
   absl::Status recover(GraphStore& store);
 
@@ -78,7 +78,7 @@ class GraphWal final : public GraphStoreListener {
   /// Stops background snapshots; call before the store is destroyed.
   void stop();
 
-  // GraphStoreListener: append (and maybe fsync) one record. A failed write or fsync
+  // GraphJournal: append (and maybe fsync) one record. A failed write or fsync
   // poisons the log: this and every later change fail with INTERNAL until a restart.
   absl::Status on_create(const GraphSnapshot& graph) override;
   absl::Status on_apply(const std::string& graph_id, std::span<const Edit> edits,
@@ -108,7 +108,7 @@ class GraphWal final : public GraphStoreListener {
   const GraphWalOptions options_;
   int lock_fd_ = -1;
   GraphStore* store_ = nullptr;  // set by recover()
-  bool replaying_ = false;       // recover() in progress: listener calls write nothing
+  bool replaying_ = false;       // recover() in progress: journal calls write nothing
   RecoveryReport report_;
 
   absl::Mutex snapshot_mu_;  // one snapshot at a time; taken before mu_
