@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// [graph mirror] Stored graphs kept on the GPU (store/graph_mirror.hpp,
+// Stored graphs kept on the GPU (store/graph_mirror.hpp,
 // engine/cuda/graph_mirror_cuda.hpp): random batches of every edit kind through a GraphStore
 // whose listener is the mirror (then a log that sometimes refuses, through the fan-out); after
 // each batch the cuda::DeviceGraph's exported CSR must equal the pairwise least-weight edge set

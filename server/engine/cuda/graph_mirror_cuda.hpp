@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// [graph mirror] Where DeviceGraphMirror (store/graph_mirror.hpp) keeps its copies on the CUDA
-// backend: one cuda::DeviceGraph per stored graph, on the backend's devices, round robin.
+// Where DeviceGraphMirror (store/graph_mirror.hpp) keeps its copies on the CUDA backend: one
+// cuda::DeviceGraph per stored graph, on the backend's devices, round robin.
 //
 // Each device gets one stream of the mirror's own, created here at start-up, and a mutex: a
 // DeviceGraph takes one caller at a time, and batches of different graphs on one device run
-// one after another. The mirror does not borrow the backend's lanes (acquire_lane()): an edit
-// would then wait behind long APSP/SVD jobs holding every lane, and a graph's copy is tied to
-// one device while acquire_lane() picks the least loaded one.
+// one after another. Graph memory comes from the device's stream-ordered pool, the backend's
+// (CudaBackend::memory_resource). The mirror does not borrow the backend's lanes
+// (acquire_lane()): an edit would then wait behind long APSP/SVD jobs holding every lane, and a
+// graph's copy is tied to one device while acquire_lane() picks the least loaded one.
 #pragma once
 
 #include <memory>
