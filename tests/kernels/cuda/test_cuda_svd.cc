@@ -97,7 +97,18 @@ std::vector<double> with_singular_values(int m, int n, const std::vector<double>
   return a;
 }
 
-enum class Kind { kGaussian, kIllConditioned, kRankDeficient, kZero, kZeroColumn };
+/// kOnes, kIntegerRankOne and kRepeatedRow are rank-1 matrices whose columns are exact
+/// multiples of one another, so that the rounding residues of rotations are too (issue 11).
+enum class Kind {
+  kGaussian,
+  kIllConditioned,
+  kRankDeficient,
+  kZero,
+  kZeroColumn,
+  kOnes,
+  kIntegerRankOne,
+  kRepeatedRow
+};
 
 std::vector<double> make_matrix(Kind kind, int m, int n, int rank, std::mt19937_64& rng) {
   std::normal_distribution<double> nd;
@@ -133,6 +144,20 @@ std::vector<double> make_matrix(Kind kind, int m, int n, int rank, std::mt19937_
     }
     case Kind::kZero:
       break;
+    case Kind::kOnes:
+      for (auto& x : a) x = 1.0;
+      break;
+    case Kind::kIntegerRankOne:
+      for (int i = 0; i < m; ++i) {
+        for (int j = 0; j < n; ++j) a[static_cast<std::size_t>(i) * n + j] = (i + 1) * (j + 1);
+      }
+      break;
+    case Kind::kRepeatedRow: {
+      std::vector<double> row(n);
+      for (auto& x : row) x = nd(rng);
+      for (int i = 0; i < m; ++i) std::copy(row.begin(), row.end(), a.begin() + i * n);
+      break;
+    }
   }
   return a;
 }
@@ -429,6 +454,30 @@ TEST_F(CudaSvdTest, TuningVariantsAgreeWithLapack) {
   tuning_.block = 24;
   shape_case<float>(Kind::kGaussian, 1, 150, 110, true, false);
   shape_case<double>(Kind::kRankDeficient, 1, 110, 150, true, true, 12);
+}
+
+TEST_F(CudaSvdTest, MixedBatchOfZeroRankOneAndRandomConverges) {
+  GC_REQUIRE_GPU();
+  // Issue 11: 62 matrices of 16 x 12 mixing zero, rank-1 and random ones. Rank-1 matrices whose
+  // columns are exact multiples of one another left noise columns that kept failing the
+  // orthogonality test until their norms underflowed, and never converged after that.
+  const std::vector<Kind> kinds = {Kind::kZero,           Kind::kOnes,          Kind::kGaussian,
+                                   Kind::kIntegerRankOne, Kind::kRankDeficient, Kind::kRepeatedRow};
+  shape_case<float>(kinds, 62, 16, 12, true, false, 1);
+  shape_case<double>(kinds, 62, 16, 12, true, false, 1);
+  shape_case<float>(kinds, 62, 12, 16, true, true, 1);
+  shape_case<double>(kinds, 62, 16, 12, false, false, 1);
+}
+
+TEST_F(CudaSvdTest, RankOneWithParallelColumnsConvergesOnEveryDriver) {
+  GC_REQUIRE_GPU();
+  // The same inputs on the shared-memory driver (min(m, n) <= 64) and the blocked one.
+  for (const Kind kind : {Kind::kOnes, Kind::kIntegerRankOne, Kind::kRepeatedRow}) {
+    shape_case<float>(kind, 3, 40, 30, true, true);
+    shape_case<double>(kind, 3, 30, 40, true, false);
+    shape_case<float>(kind, 1, 150, 100, true, false);
+    shape_case<double>(kind, 1, 100, 150, true, true);
+  }
 }
 
 TEST_F(CudaSvdTest, Larger) {
