@@ -17,8 +17,10 @@
 #include <string>
 #include <vector>
 
+#include "bench_device.hpp"
 #include "exit_on_error.hpp"
 #include "gcompute/kernels/cuda/apsp.hpp"
+#include "gcompute/kernels/cuda/tuning.hpp"
 
 namespace {
 
@@ -98,26 +100,22 @@ int main(int argc, char** argv) {
   CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
   std::printf("device: %s, %d SMs, L2 %d MB\n", prop.name, prop.multiProcessorCount,
               prop.l2CacheSize >> 20);
-  cudaStream_t stream, priority;
-  CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  int least = 0, greatest = 0;
-  CHECK_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-  CHECK_CUDA(cudaStreamCreateWithPriority(&priority, cudaStreamNonBlocking, greatest));
-  gk::Context ctx;
-  ctx.stream = stream;
-  ctx.priority_stream = priority;
-  cudaEvent_t ev0, ev1;
-  CHECK_CUDA(cudaEventCreate(&ev0));
-  CHECK_CUDA(cudaEventCreate(&ev1));
+  // A lane's resources: non-blocking streams, the second at the greatest priority.
+  const gcompute::bench::BenchDevice device(
+      gk::ResourcesOptions{.cublas = false, .cusolver = false});
+  const gk::Context ctx = device.context();
+  const cudaStream_t stream = ctx.stream.value();
+  const gcompute::kernels::ApspTuning tuning = gk::tuning_from_environment().apsp;
+  const gk::Event ev0 = gcompute::bench::timing_event(), ev1 = gcompute::bench::timing_event();
 
   long long max_n = naive_n;
   for (long long n : sizes) max_n = std::max(max_n, n);
   const size_t max_count = static_cast<size_t>(max_n) * max_n;
-  void *w = nullptr, *d = nullptr;
-  int* nx = nullptr;
-  CHECK_CUDA(cudaMalloc(&w, max_count * 4));
-  CHECK_CUDA(cudaMalloc(&d, max_count * 4));
-  CHECK_CUDA(cudaMalloc(&nx, max_count * 4));
+  gk::DeviceBuffer dw = device.buffer(max_count * 4), dd = device.buffer(max_count * 4);
+  gk::DeviceArray<int> dnx = device.array<int>(max_count);
+  void* w = dw.data();
+  void* d = dd.data();
+  int* nx = dnx.data();
 
   auto gen = [&](long long n, DType dt, unsigned seed) {
     if (dt == DType::kF32) {
@@ -139,28 +137,26 @@ int main(int argc, char** argv) {
       naive_fw_step<<<grid, block, 0, stream>>>(static_cast<float*>(d), n, k);
     CHECK_CUDA(cudaGetLastError());
     CHECK_CUDA(cudaMemcpyAsync(d, w, n * n * 4, cudaMemcpyDeviceToDevice, stream));
-    CHECK_CUDA(cudaEventRecord(ev0, stream));
+    CHECK_CUDA(cudaEventRecord(ev0.value(), stream));
     for (int k = 0; k < n; ++k)
       naive_fw_step<<<grid, block, 0, stream>>>(static_cast<float*>(d), n, k);
     CHECK_CUDA(cudaGetLastError());
-    CHECK_CUDA(cudaEventRecord(ev1, stream));
-    CHECK_CUDA(cudaEventSynchronize(ev1));
-    float ms = 0;
-    CHECK_CUDA(cudaEventElapsedTime(&ms, ev0, ev1));
-    naive_ms = ms;
+    CHECK_CUDA(cudaEventRecord(ev1.value(), stream));
+    CHECK_CUDA(cudaEventSynchronize(ev1.value()));
+    naive_ms = gcompute::bench::check_ok(gk::elapsed_ms(ev0, ev1), "cudaEventElapsedTime");
     // Blocked result on the same input must match exactly (integer weights, exact sums).
     float* blocked = static_cast<float*>(static_cast<void*>(nx));  // reuse as scratch output
     ApspShape shape{n, DType::kF32, false};
-    void* ws = nullptr;
     const size_t wsb = gk::apsp_workspace_bytes(shape);
-    CHECK_CUDA(cudaMalloc(&ws, std::max<size_t>(wsb, 1)));
-    auto r = gk::apsp(ctx, w, blocked, nullptr, shape, ws, wsb);
+    gk::DeviceBuffer dws = device.buffer(std::max<size_t>(wsb, 1));
+    void* ws = dws.data();
+    auto r = gk::apsp(ctx, w, blocked, nullptr, shape, ws, wsb, {}, tuning);
     if (!r.ok()) {
       std::fprintf(stderr, "apsp failed: %s\n", std::string(r.status().message()).c_str());
       return 1;
     }
-    unsigned long long* diff = nullptr;
-    CHECK_CUDA(cudaMalloc(&diff, 8));
+    gk::DeviceArray<unsigned long long> ddiff = device.array<unsigned long long>(1);
+    unsigned long long* diff = ddiff.data();
     CHECK_CUDA(cudaMemsetAsync(diff, 0, 8, stream));
     count_diff<<<132 * 8, 256, 0, stream>>>(static_cast<float*>(d), blocked, n * n, diff);
     CHECK_CUDA(cudaGetLastError());
@@ -169,8 +165,6 @@ int main(int argc, char** argv) {
     CHECK_CUDA(cudaStreamSynchronize(stream));
     std::printf("naive n=%lld: %.1f ms, %.3f T relax/s; blocked vs naive: %llu of %lld differ\n", n,
                 naive_ms, static_cast<double>(n) * n * n / (naive_ms * 1e-3) / 1e12, h, n * n);
-    CHECK_CUDA(cudaFree(diff));
-    CHECK_CUDA(cudaFree(ws));
     if (h != 0) {
       std::fprintf(stderr, "MISMATCH between blocked and naive Floyd-Warshall\n");
       return 1;
@@ -189,25 +183,25 @@ int main(int argc, char** argv) {
       for (Mode mode : {Mode{false, 2}, Mode{false, 1}, Mode{true, 2}}) {
         const bool next = mode.next;
         gk::Context run_ctx = ctx;
-        if (mode.streams == 1) run_ctx.priority_stream = nullptr;
+        if (mode.streams == 1) run_ctx.priority_stream = gk::StreamView();
         ApspShape shape{n, dt, next};
         const size_t wsb = gk::apsp_workspace_bytes(shape);
-        void* ws = nullptr;
-        CHECK_CUDA(cudaMalloc(&ws, std::max<size_t>(wsb, 1)));
+        gk::DeviceBuffer dws = device.buffer(std::max<size_t>(wsb, 1));
+        void* ws = dws.data();
         gen(n, dt, 11);
         const int reps = n >= 16384 ? 2 : 3;
         std::vector<float> times;
         for (int rep = -1; rep < reps; ++rep) {
-          CHECK_CUDA(cudaEventRecord(ev0, stream));
-          auto r = gk::apsp(run_ctx, w, d, next ? nx : nullptr, shape, ws, wsb);
-          CHECK_CUDA(cudaEventRecord(ev1, stream));
-          CHECK_CUDA(cudaEventSynchronize(ev1));
+          CHECK_CUDA(cudaEventRecord(ev0.value(), stream));
+          auto r = gk::apsp(run_ctx, w, d, next ? nx : nullptr, shape, ws, wsb, {}, tuning);
+          CHECK_CUDA(cudaEventRecord(ev1.value(), stream));
+          CHECK_CUDA(cudaEventSynchronize(ev1.value()));
           if (!r.ok() || r->negative_cycle) {
             std::fprintf(stderr, "apsp failed at n=%lld\n", n);
             return 1;
           }
-          float ms = 0;
-          CHECK_CUDA(cudaEventElapsedTime(&ms, ev0, ev1));
+          const float ms =
+              gcompute::bench::check_ok(gk::elapsed_ms(ev0, ev1), "cudaEventElapsedTime");
           if (rep >= 0) times.push_back(ms);
         }
         std::sort(times.begin(), times.end());
@@ -218,7 +212,6 @@ int main(int argc, char** argv) {
         std::printf("  n=%lld %s next=%d streams=%d: %.2f ms (%.2f T relax/s)\n", n,
                     rows.back().dtype.c_str(), next, mode.streams, ms, trel);
         std::fflush(stdout);
-        CHECK_CUDA(cudaFree(ws));
       }
     }
   }
@@ -244,8 +237,5 @@ int main(int argc, char** argv) {
                 r.next ? "yes" : "no", r.streams, r.ms, r.trel, r.ratio);
   }
   std::printf("csv: %s\n", csv.c_str());
-  CHECK_CUDA(cudaFree(w));
-  CHECK_CUDA(cudaFree(d));
-  CHECK_CUDA(cudaFree(nx));
   return 0;
 }

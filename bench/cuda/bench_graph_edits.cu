@@ -32,6 +32,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_device.hpp"
 #include "exit_on_error.hpp"
 #include "gcompute/kernels/cpu/graph_batch.hpp"
 #include "gcompute/kernels/cuda/graph_device.hpp"
@@ -163,18 +164,16 @@ int main(int argc, char** argv) {
   CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
   std::printf("device: %s, %d SMs; host: %u hardware threads\n", prop.name,
               prop.multiProcessorCount, std::thread::hardware_concurrency());
-  cudaStream_t stream;
-  CHECK_CUDA(cudaStreamCreate(&stream));
-  gk::Context ctx;
-  ctx.stream = stream;
-  cudaEvent_t ev0, ev1;
-  CHECK_CUDA(cudaEventCreate(&ev0));
-  CHECK_CUDA(cudaEventCreate(&ev1));
+  // One blocking stream and the device's pool, as the graph mirror's device has.
+  const gcompute::bench::BenchDevice device(gk::ResourcesOptions{
+      .non_blocking = false, .priority_stream = false, .cublas = false, .cusolver = false});
+  const gk::Context ctx = device.context();
+  const cudaStream_t stream = ctx.stream.value();
+  const gk::Event ev0 = gcompute::bench::timing_event(), ev1 = gcompute::bench::timing_event();
   auto event_ms = [&] {
-    CHECK_CUDA(cudaEventSynchronize(ev1));
-    float ms = 0;
-    CHECK_CUDA(cudaEventElapsedTime(&ms, ev0, ev1));
-    return static_cast<double>(ms);
+    CHECK_CUDA(cudaEventSynchronize(ev1.value()));
+    return static_cast<double>(
+        gcompute::bench::check_ok(gk::elapsed_ms(ev0, ev1), "cudaEventElapsedTime"));
   };
   std::vector<Row> rows;
   bool ok = true;
@@ -184,14 +183,14 @@ int main(int argc, char** argv) {
     const std::uint32_t n = static_cast<std::uint32_t>(std::max<unsigned long long>(E / 16, 2));
     std::printf("\n== graph: %llu generated edges, %u vertices ==\n", E, n);
     std::fflush(stdout);
-    GraphEdge* dedges = nullptr;
-    CHECK_CUDA(cudaMalloc(&dedges, std::max(E, batch) * sizeof(GraphEdge)));
+    gk::DeviceArray<GraphEdge> graph_edges = device.array<GraphEdge>(std::max(E, batch));
+    GraphEdge* dedges = graph_edges.data();
     gen_graph_kernel<<<kGridBlocks, 256, 0, stream>>>(dedges, E, graph_seed, n);
     CHECK_CUDA(cudaGetLastError());
-    gk::DeviceGraph g = check(gk::DeviceGraph::create(ctx, n), "create");
-    CHECK_CUDA(cudaEventRecord(ev0, stream));
+    gk::DeviceGraph g = check(gk::DeviceGraph::create(ctx, device.memory(), n), "create");
+    CHECK_CUDA(cudaEventRecord(ev0.value(), stream));
     GraphBatchResult br = check(g.insert_edges(ctx, dedges, E), "build");
-    CHECK_CUDA(cudaEventRecord(ev1, stream));
+    CHECK_CUDA(cudaEventRecord(ev1.value(), stream));
     const double build_ms = event_ms();
     std::printf(
         "build: %.1f ms (%.3f G edges/s), %llu distinct edges, %llu in-batch duplicates, "
@@ -200,12 +199,11 @@ int main(int argc, char** argv) {
         static_cast<unsigned long long>(br.superseded), g.pool_capacity() * 8.0 / (1ull << 30),
         static_cast<double>(g.pool_used()) / std::max<unsigned long long>(1, g.num_edges()));
     rows.push_back({"build", E, E, "insert", "gpu", build_ms, E / (build_ms * 1e-3), 1});
-    CHECK_CUDA(cudaFree(dedges));
-    dedges = nullptr;
+    graph_edges.reset();
 
     // --- throughput with the batch already on the device ---
-    GraphEdge* dbatch = nullptr;
-    CHECK_CUDA(cudaMalloc(&dbatch, batch * sizeof(GraphEdge)));
+    gk::DeviceArray<GraphEdge> batch_edges = device.array<GraphEdge>(batch);
+    GraphEdge* dbatch = batch_edges.data();
     if (absl::Status s = g.reserve_batch(ctx, batch); !s.ok()) return 1;
     const int reps = E >= 50000000ull ? 5 : 7;
     std::vector<double> t_ins, t_upd, t_del;
@@ -215,17 +213,17 @@ int main(int argc, char** argv) {
       gen_batch_kernel<<<kGridBlocks, 256, 0, stream>>>(dbatch, batch, 1000 + rep, graph_seed, E,
                                                         n);
       CHECK_CUDA(cudaGetLastError());
-      CHECK_CUDA(cudaEventRecord(ev0, stream));
+      CHECK_CUDA(cudaEventRecord(ev0.value(), stream));
       GraphBatchResult r = check(g.insert_edges(ctx, dbatch, batch), "insert");
-      CHECK_CUDA(cudaEventRecord(ev1, stream));
+      CHECK_CUDA(cudaEventRecord(ev1.value(), stream));
       const double ti = event_ms();
-      CHECK_CUDA(cudaEventRecord(ev0, stream));
+      CHECK_CUDA(cudaEventRecord(ev0.value(), stream));
       check(g.update_weights(ctx, dbatch, batch), "update");
-      CHECK_CUDA(cudaEventRecord(ev1, stream));
+      CHECK_CUDA(cudaEventRecord(ev1.value(), stream));
       const double tu = event_ms();
-      CHECK_CUDA(cudaEventRecord(ev0, stream));
+      CHECK_CUDA(cudaEventRecord(ev0.value(), stream));
       check(g.delete_edges(ctx, dbatch, batch), "delete");
-      CHECK_CUDA(cudaEventRecord(ev1, stream));
+      CHECK_CUDA(cudaEventRecord(ev1.value(), stream));
       const double td = event_ms();
       if (rep < 0) continue;
       t_ins.push_back(ti);
@@ -254,24 +252,24 @@ int main(int argc, char** argv) {
     {
       const int dbits = std::max(1, static_cast<int>(std::bit_width(n - 1)));
       const int kbits = dbits + static_cast<int>(std::bit_width(n));
-      unsigned long long *k0, *k1;
-      std::uint32_t *i0, *i1;
-      CHECK_CUDA(cudaMalloc(&k0, batch * 8));
-      CHECK_CUDA(cudaMalloc(&k1, batch * 8));
-      CHECK_CUDA(cudaMalloc(&i0, batch * 4));
-      CHECK_CUDA(cudaMalloc(&i1, batch * 4));
+      gk::DeviceArray<unsigned long long> dk0 = device.array<unsigned long long>(batch),
+                                          dk1 = device.array<unsigned long long>(batch);
+      gk::DeviceArray<std::uint32_t> di0 = device.array<std::uint32_t>(batch),
+                                     di1 = device.array<std::uint32_t>(batch);
+      unsigned long long *k0 = dk0.data(), *k1 = dk1.data();
+      std::uint32_t *i0 = di0.data(), *i1 = di1.data();
       std::size_t tb = 0;
       CHECK_CUDA(cub::DeviceRadixSort::SortPairs(nullptr, tb, k0, k1, i0, i1, batch, 0, kbits));
-      void* tmp;
-      CHECK_CUDA(cudaMalloc(&tmp, tb));
+      gk::DeviceBuffer dtmp = device.buffer(tb);
+      void* tmp = dtmp.data();
       sort_keys_kernel<<<kGridBlocks, 256, 0, stream>>>(dbatch, batch, dbits, k0, i0);
       CHECK_CUDA(cudaGetLastError());
       std::vector<double> ts;
       for (int rep = -1; rep < 9; ++rep) {
-        CHECK_CUDA(cudaEventRecord(ev0, stream));
+        CHECK_CUDA(cudaEventRecord(ev0.value(), stream));
         CHECK_CUDA(
             cub::DeviceRadixSort::SortPairs(tmp, tb, k0, k1, i0, i1, batch, 0, kbits, stream));
-        CHECK_CUDA(cudaEventRecord(ev1, stream));
+        CHECK_CUDA(cudaEventRecord(ev1.value(), stream));
         const double t = event_ms();
         if (rep >= 0) ts.push_back(t);
       }
@@ -280,13 +278,8 @@ int main(int argc, char** argv) {
       std::printf(
           "cub::DeviceRadixSort::SortPairs alone (%d-bit keys): %.3f ms (%.0f%% of insert)\n",
           kbits, ms, 100.0 * ms / mi);
-      cudaFree(k0);
-      cudaFree(k1);
-      cudaFree(i0);
-      cudaFree(i1);
-      cudaFree(tmp);
     }
-    CHECK_CUDA(cudaFree(dbatch));
+    batch_edges.reset();
     std::fflush(stdout);
 
     // --- crossover against the CPU twin (on the smallest graph only) ---
@@ -314,13 +307,11 @@ int main(int argc, char** argv) {
     // A fresh device graph from the same edges (the throughput runs above deleted the edges
     // their batches hit), so that both sides start identical.
     {
-      CHECK_CUDA(cudaMalloc(&dedges, E * sizeof(GraphEdge)));
-      gen_graph_kernel<<<kGridBlocks, 256, 0, stream>>>(dedges, E, graph_seed, n);
+      gk::DeviceArray<GraphEdge> fresh_edges = device.array<GraphEdge>(E);
+      gen_graph_kernel<<<kGridBlocks, 256, 0, stream>>>(fresh_edges.data(), E, graph_seed, n);
       CHECK_CUDA(cudaGetLastError());
-      g = check(gk::DeviceGraph::create(ctx, n), "create");
-      check(g.insert_edges(ctx, dedges, E), "rebuild");
-      CHECK_CUDA(cudaFree(dedges));
-      dedges = nullptr;
+      g = check(gk::DeviceGraph::create(ctx, device.memory(), n), "create");
+      check(g.insert_edges(ctx, fresh_edges.data(), E), "rebuild");
     }
     if (twin.num_edges() != g.num_edges()) {
       std::printf("MISMATCH: CPU twin has %llu edges, GPU %llu\n",
@@ -330,9 +321,11 @@ int main(int argc, char** argv) {
     }
 
     const unsigned long long max_b = 1000000ull;
-    GraphEdge* hbatch = nullptr;
-    CHECK_CUDA(cudaMallocHost(&hbatch, max_b * sizeof(GraphEdge)));
-    CHECK_CUDA(cudaMalloc(&dbatch, max_b * sizeof(GraphEdge)));
+    gk::PinnedBuffer host_batch =
+        check(gk::PinnedBuffer::create(max_b * sizeof(GraphEdge)), "pinned batch");
+    GraphEdge* hbatch = host_batch.data_as<GraphEdge>();
+    batch_edges = device.array<GraphEdge>(max_b);
+    dbatch = batch_edges.data();
     std::printf("\ncrossover on the %llu-edge graph (wall clock, median):\n", E);
     std::printf("%9s %14s %14s %10s\n", "batch", "GPU+H2D us", "CPU twin us", "GPU/CPU");
     double prev_b = 0, prev_ratio = 0;
@@ -394,8 +387,8 @@ int main(int argc, char** argv) {
     } else {
       std::printf("crossover: the GPU did not beat the CPU twin up to %llu edges\n", max_b);
     }
-    CHECK_CUDA(cudaFreeHost(hbatch));
-    CHECK_CUDA(cudaFree(dbatch));
+    host_batch.reset();
+    batch_edges.reset();
 
     // --- the two graphs must be identical after all of this ---
     HostCsr a = check(g.export_csr(ctx), "gpu export");

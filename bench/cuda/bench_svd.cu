@@ -7,7 +7,8 @@
 // usage: bench_svd [csv_path] [max_n] [sections]
 //   sections: comma-separated, default "square,batched"; "f32" / "f64" restrict the square runs
 //   to one type, "noref" skips cuSOLVER in the square runs (for tuning runs with the
-//   GCOMPUTE_SVD_BLOCK / GCOMPUTE_SVD_INNER_SWEEPS knobs, whose rows say so in `what`).
+//   GCOMPUTE_SVD_* knobs of docs/dev/knobs.md, read once at start as the server does; rows
+//   whose block width or inner sweeps differ from the defaults say so in `what`).
 #include <cuda_runtime_api.h>
 #include <cusolverDn.h>
 
@@ -19,14 +20,18 @@
 #include <string>
 #include <vector>
 
+#include "bench_device.hpp"
 #include "exit_on_error.hpp"
 #include "gcompute/kernels/cuda/svd.hpp"
+#include "gcompute/kernels/cuda/tuning.hpp"
 
 namespace {
 
+using gcompute::bench::BenchDevice;
 using gcompute::kernels::DType;
 using gcompute::kernels::SvdInfo;
 using gcompute::kernels::SvdShape;
+using gcompute::kernels::SvdTuning;
 namespace gk = gcompute::kernels::cuda;
 
 #define CHECK_LIB(call)                                                                      \
@@ -38,11 +43,14 @@ namespace gk = gcompute::kernels::cuda;
     }                                                                                        \
   } while (0)
 
+/// The device (blocking streams: the inputs are copied in with cudaMemcpy), its cuSOLVER
+/// handle and context, and the kernels' tuning.
 struct Env {
-  cudaStream_t stream;
-  cublasHandle_t cublas;
-  cusolverDnHandle_t cusolver;
-  gk::Context ctx;
+  BenchDevice device{gk::ResourcesOptions{.non_blocking = false, .priority_stream = false}};
+  gk::Context ctx = device.context();
+  cudaStream_t stream = ctx.stream.value();
+  cusolverDnHandle_t cusolver = ctx.cusolver;
+  SvdTuning tuning = gk::tuning_from_environment().svd;
 };
 
 /// Median of `reps` timings of f() (after one warm-up call), in ms.
@@ -50,21 +58,16 @@ template <typename F>
 double time_ms(const Env& env, int reps, F&& f) {
   f();
   CHECK_CUDA(cudaStreamSynchronize(env.stream));
-  cudaEvent_t a, b;
-  CHECK_CUDA(cudaEventCreate(&a));
-  CHECK_CUDA(cudaEventCreate(&b));
+  const gk::Event a = gcompute::bench::timing_event();
+  const gk::Event b = gcompute::bench::timing_event();
   std::vector<double> t;
   for (int r = 0; r < reps; ++r) {
-    CHECK_CUDA(cudaEventRecord(a, env.stream));
+    CHECK_CUDA(cudaEventRecord(a.value(), env.stream));
     f();
-    CHECK_CUDA(cudaEventRecord(b, env.stream));
-    CHECK_CUDA(cudaEventSynchronize(b));
-    float ms = 0;
-    CHECK_CUDA(cudaEventElapsedTime(&ms, a, b));
-    t.push_back(ms);
+    CHECK_CUDA(cudaEventRecord(b.value(), env.stream));
+    CHECK_CUDA(cudaEventSynchronize(b.value()));
+    t.push_back(gcompute::bench::check_ok(gk::elapsed_ms(a, b), "cudaEventElapsedTime"));
   }
-  CHECK_CUDA(cudaEventDestroy(a));
-  CHECK_CUDA(cudaEventDestroy(b));
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
 }
@@ -82,11 +85,14 @@ void fill_random(std::vector<T>& v, std::mt19937_64& rng) {
   for (auto& x : v) x = static_cast<T>(nd(rng));
 }
 
-std::string knob_suffix() {
+/// "[SVD_BLOCK=8;SVD_INNER_SWEEPS=2]" for the knobs away from their defaults, else "".
+std::string knob_suffix(const SvdTuning& t) {
+  const SvdTuning defaults;
   std::string out;
-  for (const char* k : {"GCOMPUTE_SVD_BLOCK", "GCOMPUTE_SVD_INNER_SWEEPS"}) {
-    const char* v = std::getenv(k);
-    if (v != nullptr) out += std::string(out.empty() ? "" : ";") + (k + 13) + "=" + v;
+  if (t.block != defaults.block) out += "SVD_BLOCK=" + std::to_string(t.block);
+  if (t.inner_sweeps != defaults.inner_sweeps) {
+    out +=
+        std::string(out.empty() ? "" : ";") + "SVD_INNER_SWEEPS=" + std::to_string(t.inner_sweeps);
   }
   return out.empty() ? "" : "[" + out + "]";
 }
@@ -97,27 +103,24 @@ Row square(const Env& env, int n, std::mt19937_64& rng, bool with_ref) {
   const std::size_t nn = static_cast<std::size_t>(n) * n;
   std::vector<T> h(nn);
   fill_random(h, rng);
-  T *a, *s, *u, *vt, *a2, *s2, *u2, *v2;
-  CHECK_CUDA(cudaMalloc(&a, nn * sizeof(T)));
-  CHECK_CUDA(cudaMalloc(&a2, nn * sizeof(T)));
-  CHECK_CUDA(cudaMalloc(&s, n * sizeof(T)));
-  CHECK_CUDA(cudaMalloc(&s2, n * sizeof(T)));
-  CHECK_CUDA(cudaMalloc(&u, nn * sizeof(T)));
-  CHECK_CUDA(cudaMalloc(&vt, nn * sizeof(T)));
-  CHECK_CUDA(cudaMalloc(&u2, nn * sizeof(T)));
-  CHECK_CUDA(cudaMalloc(&v2, nn * sizeof(T)));
+  gk::DeviceArray<T> da = env.device.array<T>(nn), da2 = env.device.array<T>(nn),
+                     ds = env.device.array<T>(n), ds2 = env.device.array<T>(n),
+                     du = env.device.array<T>(nn), dvt = env.device.array<T>(nn),
+                     du2 = env.device.array<T>(nn), dv2 = env.device.array<T>(nn);
+  T *a = da.data(), *s = ds.data(), *u = du.data(), *vt = dvt.data(), *a2 = da2.data(),
+    *s2 = ds2.data(), *u2 = du2.data(), *v2 = dv2.data();
   CHECK_CUDA(cudaMemcpy(a, h.data(), nn * sizeof(T), cudaMemcpyHostToDevice));
   SvdShape shape;
   shape.m = n;
   shape.n = n;
   shape.dtype = f32 ? DType::kF32 : DType::kF64;
-  const std::size_t wsb = gk::svd_workspace_bytes(shape);
-  void* ws;
-  CHECK_CUDA(cudaMalloc(&ws, wsb));
+  const std::size_t wsb = gk::svd_workspace_bytes(shape, env.tuning);
+  gk::DeviceBuffer dws = env.device.buffer(wsb);
+  void* ws = dws.data();
   SvdInfo info;
   const int reps = n >= 2048 ? 3 : 5;
   const double ours = time_ms(env, reps, [&] {
-    auto r = gk::svd_jacobi(env.ctx, a, s, u, vt, shape, ws, wsb);
+    auto r = gk::svd_jacobi(env.ctx, a, s, u, vt, shape, ws, wsb, {}, env.tuning);
     if (!r.ok()) {
       std::fprintf(stderr, "svd_jacobi: %s\n", std::string(r.status().message()).c_str());
       std::exit(1);
@@ -126,12 +129,7 @@ Row square(const Env& env, int n, std::mt19937_64& rng, bool with_ref) {
   });
 
   if (!with_ref) {
-    for (void* p : {static_cast<void*>(a), static_cast<void*>(a2), static_cast<void*>(s),
-                    static_cast<void*>(s2), static_cast<void*>(u), static_cast<void*>(vt),
-                    static_cast<void*>(u2), static_cast<void*>(v2), ws}) {
-      CHECK_CUDA(cudaFree(p));
-    }
-    return Row{"square" + knob_suffix(),
+    return Row{"square" + knob_suffix(env.tuning),
                f32 ? "f32" : "f64",
                1,
                n,
@@ -153,10 +151,10 @@ Row square(const Env& env, int n, std::mt19937_64& rng, bool with_ref) {
     CHECK_LIB(cusolverDnDgesvdj_bufferSize(env.cusolver, CUSOLVER_EIG_MODE_VECTOR, 0, n, n, a2, n,
                                            s2, u2, n, v2, n, &lwork, params));
   }
-  T* work;
-  int* dinfo;
-  CHECK_CUDA(cudaMalloc(&work, static_cast<std::size_t>(lwork) * sizeof(T)));
-  CHECK_CUDA(cudaMalloc(&dinfo, sizeof(int)));
+  gk::DeviceArray<T> dwork = env.device.array<T>(static_cast<std::size_t>(lwork));
+  gk::DeviceArray<int> ddinfo = env.device.array<int>(1);
+  T* work = dwork.data();
+  int* dinfo = ddinfo.data();
   const double ref = time_ms(env, reps, [&] {
     CHECK_CUDA(cudaMemcpyAsync(a2, a, nn * sizeof(T), cudaMemcpyDeviceToDevice, env.stream));
     if constexpr (sizeof(T) == 4) {
@@ -176,13 +174,7 @@ Row square(const Env& env, int n, std::mt19937_64& rng, bool with_ref) {
   for (int k = 0; k < n; ++k) err = std::max(err, std::abs(double(so[k]) - double(sr[k])));
   err /= std::max(1e-300, double(sr[0]));
   CHECK_LIB(cusolverDnDestroyGesvdjInfo(params));
-  for (void* p : {static_cast<void*>(a), static_cast<void*>(a2), static_cast<void*>(s),
-                  static_cast<void*>(s2), static_cast<void*>(u), static_cast<void*>(vt),
-                  static_cast<void*>(u2), static_cast<void*>(v2), ws, static_cast<void*>(work),
-                  static_cast<void*>(dinfo)}) {
-    CHECK_CUDA(cudaFree(p));
-  }
-  return Row{"square" + knob_suffix(),
+  return Row{"square" + knob_suffix(env.tuning),
              f32 ? "f32" : "f64",
              1,
              n,
@@ -198,23 +190,21 @@ Row batched(const Env& env, int n, long long batch, std::mt19937_64& rng) {
   const std::size_t el = static_cast<std::size_t>(n) * n * batch;
   std::vector<float> h(el);
   fill_random(h, rng);
-  float *a, *s, *u, *vt;
-  CHECK_CUDA(cudaMalloc(&a, el * 4));
-  CHECK_CUDA(cudaMalloc(&s, n * batch * 4));
-  CHECK_CUDA(cudaMalloc(&u, el * 4));
-  CHECK_CUDA(cudaMalloc(&vt, el * 4));
+  gk::DeviceArray<float> da = env.device.array<float>(el), ds = env.device.array<float>(n * batch),
+                         du = env.device.array<float>(el), dvt = env.device.array<float>(el);
+  float *a = da.data(), *s = ds.data(), *u = du.data(), *vt = dvt.data();
   CHECK_CUDA(cudaMemcpy(a, h.data(), el * 4, cudaMemcpyHostToDevice));
   SvdShape shape;
   shape.batch = batch;
   shape.m = n;
   shape.n = n;
   shape.dtype = DType::kF32;
-  const std::size_t wsb = gk::svd_workspace_bytes(shape);
-  void* ws;
-  CHECK_CUDA(cudaMalloc(&ws, wsb));
+  const std::size_t wsb = gk::svd_workspace_bytes(shape, env.tuning);
+  gk::DeviceBuffer dws = env.device.buffer(wsb);
+  void* ws = dws.data();
   SvdInfo info;
   const double ours = time_ms(env, 5, [&] {
-    auto r = gk::svd_jacobi(env.ctx, a, s, u, vt, shape, ws, wsb);
+    auto r = gk::svd_jacobi(env.ctx, a, s, u, vt, shape, ws, wsb, {}, env.tuning);
     if (!r.ok()) {
       std::fprintf(stderr, "svd_jacobi: %s\n", std::string(r.status().message()).c_str());
       std::exit(1);
@@ -223,20 +213,20 @@ Row batched(const Env& env, int n, long long batch, std::mt19937_64& rng) {
   });
   double ref = NAN, err = NAN;
   if (n <= 32) {
-    float *a2, *s2, *u2, *v2, *work;
-    int* dinfo;
-    CHECK_CUDA(cudaMalloc(&a2, el * 4));
-    CHECK_CUDA(cudaMalloc(&s2, n * batch * 4));
-    CHECK_CUDA(cudaMalloc(&u2, el * 4));
-    CHECK_CUDA(cudaMalloc(&v2, el * 4));
-    CHECK_CUDA(cudaMalloc(&dinfo, batch * sizeof(int)));
+    gk::DeviceArray<float> da2 = env.device.array<float>(el),
+                           ds2 = env.device.array<float>(n * batch),
+                           du2 = env.device.array<float>(el), dv2 = env.device.array<float>(el);
+    gk::DeviceArray<int> ddinfo = env.device.array<int>(batch);
+    float *a2 = da2.data(), *s2 = ds2.data(), *u2 = du2.data(), *v2 = dv2.data();
+    int* dinfo = ddinfo.data();
     gesvdjInfo_t params;
     CHECK_LIB(cusolverDnCreateGesvdjInfo(&params));
     int lwork = 0;
     CHECK_LIB(cusolverDnSgesvdjBatched_bufferSize(env.cusolver, CUSOLVER_EIG_MODE_VECTOR, n, n, a2,
                                                   n, s2, u2, n, v2, n, &lwork, params,
                                                   static_cast<int>(batch)));
-    CHECK_CUDA(cudaMalloc(&work, static_cast<std::size_t>(lwork) * 4));
+    gk::DeviceArray<float> dwork = env.device.array<float>(static_cast<std::size_t>(lwork));
+    float* work = dwork.data();
     ref = time_ms(env, 5, [&] {
       CHECK_CUDA(cudaMemcpyAsync(a2, a, el * 4, cudaMemcpyDeviceToDevice, env.stream));
       CHECK_LIB(cusolverDnSgesvdjBatched(env.cusolver, CUSOLVER_EIG_MODE_VECTOR, n, n, a2, n, s2,
@@ -254,14 +244,6 @@ Row batched(const Env& env, int n, long long batch, std::mt19937_64& rng) {
       }
     }
     CHECK_LIB(cusolverDnDestroyGesvdjInfo(params));
-    for (void* p : {static_cast<void*>(a2), static_cast<void*>(s2), static_cast<void*>(u2),
-                    static_cast<void*>(v2), static_cast<void*>(work), static_cast<void*>(dinfo)}) {
-      CHECK_CUDA(cudaFree(p));
-    }
-  }
-  for (void* p : {static_cast<void*>(a), static_cast<void*>(s), static_cast<void*>(u),
-                  static_cast<void*>(vt), ws}) {
-    CHECK_CUDA(cudaFree(p));
   }
   // Per-matrix microseconds in the *_ms columns' place would confuse: keep ms for the batch.
   return Row{"batched", "f32", batch, n, ours, double(info.sweeps), ref, NAN, err};
@@ -283,15 +265,7 @@ int main(int argc, char** argv) {
   const bool want_f64 = has("f64") || !has("f32");
   cudaDeviceProp prop;
   CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
-  Env env;
-  CHECK_CUDA(cudaStreamCreate(&env.stream));
-  CHECK_LIB(cublasCreate(&env.cublas));
-  CHECK_LIB(cublasSetStream(env.cublas, env.stream));
-  CHECK_LIB(cusolverDnCreate(&env.cusolver));
-  CHECK_LIB(cusolverDnSetStream(env.cusolver, env.stream));
-  env.ctx.stream = env.stream;
-  env.ctx.cublas = env.cublas;
-  env.ctx.cusolver = env.cusolver;
+  const Env env;
   std::mt19937_64 rng(std::random_device{}());
   std::printf("device: %s (%d SMs)\n", prop.name, prop.multiProcessorCount);
   std::vector<Row> rows;
@@ -330,8 +304,5 @@ int main(int argc, char** argv) {
     }
   }
   if (f != nullptr) std::fclose(f);
-  cusolverDnDestroy(env.cusolver);
-  cublasDestroy(env.cublas);
-  cudaStreamDestroy(env.stream);
   return 0;
 }

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "../../kernels/cuda/detail/transpose_tiled.cuh"
+#include "bench_device.hpp"
 #include "exit_on_error.hpp"
 #include "gcompute/kernels/cuda/matmul.hpp"
 #include "gcompute/kernels/cuda/transpose.hpp"
@@ -48,15 +49,16 @@ namespace {
     }                                                                                  \
   } while (0)
 
+// The device main() creates, and views of its stream and cuBLAS handle (bound to the stream).
+const gcompute::bench::BenchDevice* g_device = nullptr;
 cudaStream_t g_stream;
 cublasHandle_t g_cublas;
 
+/// Device memory from g_device's pool; must not outlive main().
 struct Buffer {
-  explicit Buffer(std::size_t n) : bytes(n) { CHECK_CUDA(cudaMalloc(&ptr, n)); }
-  ~Buffer() { cudaFree(ptr); }
-  Buffer(const Buffer&) = delete;
-  Buffer& operator=(const Buffer&) = delete;
-  void* ptr = nullptr;
+  explicit Buffer(std::size_t n) : owner(g_device->buffer(n)), ptr(owner.data()), bytes(n) {}
+  gc::DeviceBuffer owner;
+  void* ptr;
   std::size_t bytes;
 };
 
@@ -144,9 +146,9 @@ double median(std::vector<double> v) {
 /// Median milliseconds of each function, repetitions interleaved (f0, f1, ..., f0, f1, ...).
 std::vector<double> time_interleaved(const std::vector<std::function<void()>>& fns, int warmup,
                                      int reps) {
-  cudaEvent_t start, stop;
-  CHECK_CUDA(cudaEventCreate(&start));
-  CHECK_CUDA(cudaEventCreate(&stop));
+  const gc::Event start_event = gcompute::bench::timing_event();
+  const gc::Event stop_event = gcompute::bench::timing_event();
+  const cudaEvent_t start = start_event.value(), stop = stop_event.value();
   for (int w = 0; w < warmup; ++w) {
     for (const auto& f : fns) f();
   }
@@ -163,8 +165,6 @@ std::vector<double> time_interleaved(const std::vector<std::function<void()>>& f
       ms[i].push_back(t);
     }
   }
-  CHECK_CUDA(cudaEventDestroy(start));
-  CHECK_CUDA(cudaEventDestroy(stop));
   std::vector<double> out;
   for (auto& v : ms) out.push_back(median(v));
   return out;
@@ -380,9 +380,11 @@ int main(int argc, char** argv) {
   int driver = 0, runtime = 0, cublas_version = 0;
   CHECK_CUDA(cudaDriverGetVersion(&driver));
   CHECK_CUDA(cudaRuntimeGetVersion(&runtime));
-  CHECK_CUDA(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking));
-  CHECK_CUBLAS(cublasCreate(&g_cublas));
-  CHECK_CUBLAS(cublasSetStream(g_cublas, g_stream));
+  const gcompute::bench::BenchDevice device(
+      gc::ResourcesOptions{.priority_stream = false, .cusolver = false});
+  g_device = &device;
+  g_stream = device.context().stream.value();
+  g_cublas = device.context().cublas;
   CHECK_CUBLAS(cublasGetVersion(g_cublas, &cublas_version));
   std::printf("device: %s, %d SMs, L2 %d MB, %.0f GB memory; driver %d, runtime %d, cuBLAS %d\n",
               prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20,
@@ -441,7 +443,5 @@ int main(int argc, char** argv) {
     std::fclose(f);
     std::printf("csv: %s\n", csv.c_str());
   }
-  CHECK_CUBLAS(cublasDestroy(g_cublas));
-  CHECK_CUDA(cudaStreamDestroy(g_stream));
   return 0;
 }

@@ -16,6 +16,7 @@
 #include <random>
 #include <vector>
 
+#include "../cuda/bench_device.hpp"
 #include "gcompute/client/client.hpp"
 #include "gcompute/kernels/cuda/matmul.hpp"
 #include "gcompute/kernels/cuda/transpose.hpp"
@@ -92,15 +93,13 @@ int main(int argc, char** argv) {
   auto stub = gcompute::v1::Compute::NewStub(
       grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args));
 
-  cudaStream_t stream;
-  CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  cublasHandle_t handle;
-  cublasCreate(&handle);
-  cublasSetStream(handle, stream);
-  cudaEvent_t e0, e1;
-  CHECK_CUDA(cudaEventCreate(&e0));
-  CHECK_CUDA(cudaEventCreate(&e1));
-  const gcompute::kernels::cuda::Context ctx{stream, handle, nullptr, 0};
+  namespace gk = gcompute::kernels::cuda;
+  // A stream of our own (non-blocking, like a lane's) with its cuBLAS handle.
+  const gcompute::bench::BenchDevice device(
+      gk::ResourcesOptions{.priority_stream = false, .cusolver = false});
+  const gk::Context ctx = device.context();
+  const cudaStream_t stream = ctx.stream.value();
+  const gk::Event e0 = gcompute::bench::timing_event(), e1 = gcompute::bench::timing_event();
 
   std::vector<Row> rows;
   const int reps = 15;
@@ -125,11 +124,13 @@ int main(int argc, char** argv) {
       return 1;
     }
     // Direct kernels on device copies of the same data.
-    void *da, *db, *dc;
     const std::size_t bytes = static_cast<std::size_t>(n) * n * 4;
-    CHECK_CUDA(cudaMalloc(&da, bytes));
-    CHECK_CUDA(cudaMalloc(&db, bytes));
-    CHECK_CUDA(cudaMalloc(&dc, bytes));
+    gk::DeviceBuffer ba = device.buffer(bytes), bb = device.buffer(bytes),
+                     bc = device.buffer(bytes);
+    void *da = ba.data(), *db = bb.data(), *dc = bc.data();
+    // The allocations are ordered on `stream`, which the legacy-stream copies below do not wait
+    // for (non-blocking): let them complete first.
+    CHECK_CUDA(cudaStreamSynchronize(stream));
     CHECK_CUDA(cudaMemcpy(da, host.data.data(), bytes, cudaMemcpyHostToDevice));
     CHECK_CUDA(cudaMemcpy(db, host.data.data(), bytes, cudaMemcpyHostToDevice));
     gcompute::kernels::MatmulShape ms;
@@ -139,17 +140,16 @@ int main(int argc, char** argv) {
     for (const std::string op : {"matmul", "transpose"}) {
       std::vector<double> kernel, rpc;
       for (int r = 0; r < reps + 2; ++r) {
-        CHECK_CUDA(cudaEventRecord(e0, stream));
+        CHECK_CUDA(cudaEventRecord(e0.value(), stream));
         absl::Status st = op == "matmul" ? gcompute::kernels::cuda::matmul(ctx, da, db, dc, ms)
                                          : gcompute::kernels::cuda::transpose(ctx, da, dc, ts);
         if (!st.ok()) {
           std::fprintf(stderr, "%s\n", std::string(st.message()).c_str());
           return 1;
         }
-        CHECK_CUDA(cudaEventRecord(e1, stream));
-        CHECK_CUDA(cudaEventSynchronize(e1));
-        float ms_k = 0;
-        CHECK_CUDA(cudaEventElapsedTime(&ms_k, e0, e1));
+        CHECK_CUDA(cudaEventRecord(e1.value(), stream));
+        CHECK_CUDA(cudaEventSynchronize(e1.value()));
+        const float ms_k = gcompute::bench::check_ok(gk::elapsed_ms(e0, e1), "elapsed");
         if (r >= 2) kernel.push_back(ms_k);
 
         grpc::ClientContext cctx;
@@ -184,9 +184,6 @@ int main(int argc, char** argv) {
       }
       rows.push_back({op, n, median(kernel), median(rpc)});
     }
-    cudaFree(da);
-    cudaFree(db);
-    cudaFree(dc);
     (void)client.delete_matrix(ref_a->ref);
     (void)client.delete_matrix(ref_b->ref);
   }
@@ -201,6 +198,5 @@ int main(int argc, char** argv) {
         << (r.kernel_ms > 0 ? r.rpc_ms / r.kernel_ms : 0.0) << "\n";
   }
   std::printf("csv: %s\n", csv_path.c_str());
-  cublasDestroy(handle);
   return 0;
 }

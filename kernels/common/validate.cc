@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gcompute/kernels/apsp_types.hpp"
+#include "gcompute/kernels/graph_batch_types.hpp"
 #include "gcompute/kernels/matmul_types.hpp"
 #include "gcompute/kernels/svd_types.hpp"
 #include "gcompute/kernels/transpose_types.hpp"
@@ -94,6 +95,35 @@ absl::Status validate(const SvdShape& s) {
   if (s.max_sweeps < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("svd: max_sweeps must be >= 0 (0 = default), got ", s.max_sweeps));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status validate(const SvdTuning& t) {
+  if (t.block != 0 && (t.block < 8 || t.block > 64 || t.block % 8 != 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "svd tuning: block must be 0 (automatic) or a multiple of 8 in 8..64, got ", t.block));
+  }
+  if (t.inner_sweeps < 1 || t.inner_sweeps > 30) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("svd tuning: inner_sweeps must be in 1..30, got ", t.inner_sweeps));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status validate(const ApspTuning& t) {
+  if (t.depth < 0 || t.depth > 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("apsp tuning: depth must be 0 (automatic), 1 or 2, got ", t.depth));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status validate(const GraphOptions& o) {
+  if (o.min_capacity < 1 || !(o.grow_load > 0.0f) || !(o.grow_load <= o.max_load) ||
+      !(o.max_load < 1.0f) || !(o.pool_slack >= 0.0f)) {
+    return absl::InvalidArgumentError(
+        "GraphOptions: need min_capacity >= 1, 0 < grow_load <= max_load < 1, pool_slack >= 0");
   }
   return absl::OkStatus();
 }

@@ -81,15 +81,6 @@ class SeenSet {
   std::size_t size_ = 0;
 };
 
-absl::Status validate_options(const GraphOptions& o) {
-  if (o.min_capacity < 1 || !(o.grow_load > 0.0f) || !(o.grow_load <= o.max_load) ||
-      !(o.max_load < 1.0f) || !(o.pool_slack >= 0.0f)) {
-    return absl::InvalidArgumentError(
-        "GraphOptions: need min_capacity >= 1, 0 < grow_load <= max_load < 1, pool_slack >= 0");
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 absl::StatusOr<DynamicGraph> DynamicGraph::create(std::uint32_t num_vertices,
@@ -98,7 +89,7 @@ absl::StatusOr<DynamicGraph> DynamicGraph::create(std::uint32_t num_vertices,
     return absl::InvalidArgumentError(
         absl::StrCat("DynamicGraph: num_vertices ", num_vertices, " > ", kMaxGraphVertices));
   }
-  if (absl::Status s = validate_options(options); !s.ok()) return s;
+  if (absl::Status s = validate(options); !s.ok()) return s;
   return DynamicGraph(num_vertices, options);
 }
 

@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // cuda::apsp: blocked Floyd-Warshall (device code in detail/apsp_kernels.cuh).
 #include <algorithm>
+#include <array>
 #include <cstdint>
-#include <cstdlib>
 #include <limits>
-#include <string_view>
 
 #include "absl/strings/str_cat.h"
 #include "detail/apsp_kernels.cuh"
@@ -32,21 +31,6 @@ int grid_for(long long count, int threads) {
   return static_cast<int>(std::clamp<long long>((count + threads - 1) / threads, 1, 132 * 16));
 }
 
-/// Events created for one call and destroyed on every return path.
-template <int N>
-struct Events {
-  cudaEvent_t ev[N] = {};
-  absl::Status create() {
-    for (cudaEvent_t& e : ev) GC_CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-    return absl::OkStatus();
-  }
-  ~Events() {
-    for (cudaEvent_t e : ev) {
-      if (e != nullptr) static_cast<void>(cudaEventDestroy(e));
-    }
-  }
-};
-
 /// `to` waits for what `from` has enqueued so far; nothing to do on one stream.
 absl::Status hand_over(cudaStream_t from, cudaStream_t to, cudaEvent_t ev) {
   if (from == to) return absl::OkStatus();
@@ -70,24 +54,21 @@ absl::Status prepare_minplus(int& smem_bytes) {
 /// loaded once per 256-deep product pays off (H200: +7% at n = 8192, +2% at 16384), 1 below,
 /// where more, smaller rounds overlap better (-10% at 4096 with 2); 48 is the midpoint of the
 /// measured 32 and 64. Next-hop: 1 (its kernel holds three planes; one block keeps its schedule
-/// simple). GCOMPUTE_APSP_DEPTH=1 or 2 overrides it for distances (developer knob).
+/// simple). ApspTuning::depth overrides it for distances.
 template <bool kNext>
-int round_depth(int nb) {
+int round_depth(int nb, const ApspTuning& tuning) {
   if constexpr (kNext) {
     return 1;
   } else {
-    // Read per call (a few environment entries, nothing next to an APSP), so tests can set it.
-    const char* env = std::getenv("GCOMPUTE_APSP_DEPTH");
-    const std::string_view forced(env != nullptr ? env : "");
-    if (forced == "1") return 1;
-    if (forced == "2") return 2;
+    if (tuning.depth != 0) return tuning.depth;
     return nb >= 48 ? 2 : 1;
   }
 }
 
 template <class Ops, bool kNext>
 absl::Status run_rounds(const Context& ctx, typename Ops::T* d, int* nxt, int* hop,
-                        std::int64_t npad, ApspFlags* flags, const StopToken& stop) {
+                        std::int64_t npad, ApspFlags* flags, const StopToken& stop,
+                        const ApspTuning& tuning) {
   using detail::MinplusPart;
   constexpr int kTy = kNext ? 32 : 16;
   constexpr int kRm = kNext ? 4 : 8;
@@ -96,15 +77,15 @@ absl::Status run_rounds(const Context& ctx, typename Ops::T* d, int* nxt, int* h
   if (absl::Status s = prepare_minplus<Ops, kTy, kRm, kNext>(smem); !s.ok()) return s;
   const int nb = static_cast<int>(npad / kTile);
   const int ld = static_cast<int>(npad);
-  const int max_depth = round_depth<kNext>(nb);
+  const int max_depth = round_depth<kNext>(nb, tuning);
 
   // The critical path (closing the next round's band) runs on the higher-priority stream, the
   // bulk of each round on the lane's stream; one stream does both in order when the caller has
   // no second one.
   const cudaStream_t bulk = ctx.stream;
-  const cudaStream_t crit = ctx.priority_stream != nullptr ? ctx.priority_stream : ctx.stream;
-  Events<5> ev;  // 0: inputs ready, 1: band closed, 2: bulk done, 3-4: stop-token pipeline
-  if (absl::Status s = ev.create(); !s.ok()) return s;
+  const cudaStream_t crit = ctx.priority_stream.is_default() ? bulk : ctx.priority_stream.value();
+  // The caller's events: 0 inputs ready, 1 band closed, 2 bulk done, 3-4 stop-token pipeline.
+  const std::array<cudaEvent_t, kContextEvents>& ev = ctx.events;
   // On an early return the lane's stream must still cover everything enqueued on `crit`, since
   // the caller frees the buffers once that stream is idle.
   struct Join {
@@ -112,9 +93,12 @@ absl::Status run_rounds(const Context& ctx, typename Ops::T* d, int* nxt, int* h
     cudaEvent_t ev;
     bool done = false;
     ~Join() {
-      if (!done) static_cast<void>(hand_over(from, to, ev));
+      if (!done && from != to) {
+        GC_CUDA_TRY_NO_THROW(cudaEventRecord(ev, from));
+        GC_CUDA_TRY_NO_THROW(cudaStreamWaitEvent(to, ev, 0));
+      }
     }
-  } joined{crit, bulk, ev.ev[1]};
+  } joined{crit, bulk, ev[1]};
   auto minplus = [&](cudaStream_t s, MinplusPart part, int kb, int depth, int band,
                      long long blocks_x, long long blocks_y) {
     if (blocks_x <= 0 || blocks_y <= 0) return;
@@ -152,7 +136,7 @@ absl::Status run_rounds(const Context& ctx, typename Ops::T* d, int* nxt, int* h
       static_cast<int>(std::clamp(5e-3 * 1.2e13 / (kNext ? 3.0 : 1.0) / round_relax, 1.0, 64.0));
   bool pending[2] = {false, false};
 
-  if (absl::Status s = hand_over(bulk, crit, ev.ev[0]); !s.ok()) return s;
+  if (absl::Status s = hand_over(bulk, crit, ev[0]); !s.ok()) return s;
   int depth = std::min(max_depth, nb);
   if (absl::Status s = close_band(0, depth); !s.ok()) return s;
   int round = 0;
@@ -162,7 +146,7 @@ absl::Status run_rounds(const Context& ctx, typename Ops::T* d, int* nxt, int* h
     // bulk starts when both are done (every tile it writes was last written by this bulk).
     const int next = kb + depth;
     const int band = std::min(max_depth, nb - next);
-    if (absl::Status s = hand_over(crit, bulk, ev.ev[1]); !s.ok()) return s;
+    if (absl::Status s = hand_over(crit, bulk, ev[1]); !s.ok()) return s;
     const long long rest = nb - depth - band;
     minplus(bulk, MinplusPart::kRest, kb, depth, band, rest, rest);
     GC_CUDA_CHECK_LAUNCH("apsp phase3 (bulk)");
@@ -170,13 +154,13 @@ absl::Status run_rounds(const Context& ctx, typename Ops::T* d, int* nxt, int* h
             static_cast<long long>(band) * (2 * nb - 2 * depth - band), 1);
     GC_CUDA_CHECK_LAUNCH("apsp phase3 (next round's band)");
     if (absl::Status s = close_band(next, band); !s.ok()) return s;
-    if (absl::Status s = hand_over(bulk, crit, ev.ev[2]); !s.ok()) return s;
+    if (absl::Status s = hand_over(bulk, crit, ev[2]); !s.ok()) return s;
     kb = next;
     depth = band;
 
     if (++round % per_check == 0) {
       const int slot = (round / per_check) & 1;
-      cudaEvent_t& mark = ev.ev[3 + slot];
+      const cudaEvent_t mark = ev[3 + slot];
       if (pending[slot]) GC_CUDA_TRY(cudaEventSynchronize(mark));
       if (stop.stop_requested()) {
         // Nothing may still use the buffers when the caller gets them back.
@@ -190,7 +174,7 @@ absl::Status run_rounds(const Context& ctx, typename Ops::T* d, int* nxt, int* h
     }
   }
   // The last round has no next band: all tiles off its band in one launch.
-  if (absl::Status s = hand_over(crit, bulk, ev.ev[1]); !s.ok()) return s;
+  if (absl::Status s = hand_over(crit, bulk, ev[1]); !s.ok()) return s;
   joined.done = true;
   const int last = nb - depth;
   minplus(bulk, MinplusPart::kRest, last, depth, 0, nb - depth, nb - depth);
@@ -202,7 +186,7 @@ template <class Ops>
 absl::Status run_typed(const Context& ctx, const typename Ops::T* w, typename Ops::T* dist,
                        int* next, std::int64_t n, bool next_hop, unsigned char* ws,
                        ApspFlags* flags, typename Ops::T input_inf, typename Ops::T unreachable,
-                       typename Ops::T out_inf, const StopToken& stop) {
+                       typename Ops::T out_inf, const StopToken& stop, const ApspTuning& tuning) {
   using T = typename Ops::T;
   const std::int64_t npad = padded(n);
   T* d = dist;
@@ -221,8 +205,9 @@ absl::Status run_typed(const Context& ctx, const typename Ops::T* w, typename Op
   detail::init_kernel<Ops>
       <<<grid_for(npad * npad, 256), 256, 0, ctx.stream>>>(w, d, nx, hop, n, npad, input_inf);
   GC_CUDA_CHECK_LAUNCH("apsp init");
-  absl::Status st = next_hop ? run_rounds<Ops, true>(ctx, d, nx, hop, npad, flags, stop)
-                             : run_rounds<Ops, false>(ctx, d, nx, nullptr, npad, flags, stop);
+  absl::Status st = next_hop
+                        ? run_rounds<Ops, true>(ctx, d, nx, hop, npad, flags, stop, tuning)
+                        : run_rounds<Ops, false>(ctx, d, nx, nullptr, npad, flags, stop, tuning);
   if (!st.ok()) return st;
   // f32 in place needs no pass: +inf is both encodings and padding does not exist.
   const bool identity = !needs_padding(n) && unreachable == out_inf;
@@ -248,8 +233,10 @@ std::size_t apsp_workspace_bytes(const ApspShape& shape) {
 
 absl::StatusOr<ApspInfo> apsp(const Context& ctx, const void* weights, void* dist,
                               std::int32_t* next, const ApspShape& shape, void* workspace,
-                              std::size_t workspace_bytes, StopToken stop) {
+                              std::size_t workspace_bytes, StopToken stop,
+                              const ApspTuning& tuning) {
   if (absl::Status s = validate(shape); !s.ok()) return s;
+  if (absl::Status s = validate(tuning); !s.ok()) return s;
   ApspInfo info;
   const std::int64_t n = shape.n;
   if (n == 0) return info;
@@ -263,6 +250,12 @@ absl::StatusOr<ApspInfo> apsp(const Context& ctx, const void* weights, void* dis
   }
   if (weights == nullptr || dist == nullptr || (shape.next_hop && next == nullptr)) {
     return absl::InvalidArgumentError("apsp: null weights, dist or (with next_hop) next");
+  }
+  for (cudaEvent_t e : ctx.events) {
+    if (e == nullptr) {
+      return absl::FailedPreconditionError(
+          "apsp: ctx.events must hold the caller's kContextEvents events (see Resources)");
+    }
   }
   if (stop.stop_requested()) return absl::CancelledError("apsp cancelled before it started");
 
@@ -298,7 +291,7 @@ absl::StatusOr<ApspInfo> apsp(const Context& ctx, const void* weights, void* dis
       const float inf = std::numeric_limits<float>::infinity();
       return run_typed<detail::F32Ops>(ctx, static_cast<const float*>(weights),
                                        static_cast<float*>(dist), next, n, shape.next_hop, ws,
-                                       flags, inf, inf, inf, stop);
+                                       flags, inf, inf, inf, stop, tuning);
     } else {
       // Fast DPX path when every finite distance (<= (n-1) * max_pos) stays below every value that
       // went through the sentinel (>= S - (n-1) * max_neg), and nothing leaves [-2^30, S].
@@ -308,11 +301,11 @@ absl::StatusOr<ApspInfo> apsp(const Context& ctx, const void* weights, void* dis
       if (hi + lo_drop < s_inf) {
         return run_typed<detail::I32FastOps>(
             ctx, static_cast<const int*>(weights), static_cast<int*>(dist), next, n, shape.next_hop,
-            ws, flags, kI32NoEdge, static_cast<int>(s_inf - lo_drop), kI32NoEdge, stop);
+            ws, flags, kI32NoEdge, static_cast<int>(s_inf - lo_drop), kI32NoEdge, stop, tuning);
       }
       return run_typed<detail::I32SatOps>(ctx, static_cast<const int*>(weights),
                                           static_cast<int*>(dist), next, n, shape.next_hop, ws,
-                                          flags, kI32NoEdge, kI32NoEdge, kI32NoEdge, stop);
+                                          flags, kI32NoEdge, kI32NoEdge, kI32NoEdge, stop, tuning);
     }
   }();
   if (!st.ok()) return st;

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "detail/graph_device_kernels.cuh"
 #include "gcompute/kernels/cuda/check.hpp"
+#include "gcompute/kernels/cuda/memory.hpp"
 
 namespace gcompute::kernels::cuda {
 
@@ -33,79 +34,68 @@ unsigned warp_blocks(std::size_t items) {
   return static_cast<unsigned>(std::clamp<std::size_t>(want, 1, 132 * 16));
 }
 
-template <class T>
-absl::Status device_alloc(T** p, std::size_t count) {
-  *p = nullptr;
-  if (count == 0) return absl::OkStatus();
-  GC_CUDA_TRY(cudaMalloc(reinterpret_cast<void**>(p), count * sizeof(T)));
-  return absl::OkStatus();
-}
-
-template <class T>
-void device_free(T*& p) {
-  if (p != nullptr) cudaFree(p);
-  p = nullptr;
-}
-
-absl::Status validate_options(const GraphOptions& o) {
-  if (o.min_capacity < 1 || !(o.grow_load > 0.0f) || !(o.grow_load <= o.max_load) ||
-      !(o.max_load < 1.0f) || !(o.pool_slack >= 0.0f)) {
-    return absl::InvalidArgumentError(
-        "GraphOptions: need min_capacity >= 1, 0 < grow_load <= max_load < 1, pool_slack >= 0");
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 struct DeviceGraph::State {
+  MemoryResource memory;
+  StreamView stream;  // the latest call's: allocations and frees are ordered on it
   GraphOptions opt;
   std::uint32_t n = 0;
   std::uint32_t n_cap = 0;  // allocated length of the per-vertex arrays
-  VertexArrays va{};
-  unsigned long long* pool = nullptr;
-  std::uint64_t pool_cap = 0;
+  DeviceArray<unsigned long long> offset;
+  DeviceArray<std::uint32_t> cap, live, used, pending;
+  DeviceArray<unsigned long long> pool;  // the slot pool; its size is the capacity
   std::uint64_t pool_used = 0;
   std::uint64_t garbage = 0;  // slots of abandoned tables inside [0, pool_used)
   std::uint64_t num_edges = 0;
 
   // Batch scratch, grown on demand.
   std::size_t batch_cap = 0;
-  unsigned long long* keys_in = nullptr;
-  unsigned long long* keys_out = nullptr;
-  std::uint32_t* idx_in = nullptr;
-  std::uint32_t* idx_out = nullptr;
-  std::uint32_t* list = nullptr;
-  unsigned long long* new_cap = nullptr;
-  unsigned long long* new_end = nullptr;
-  void* cub_tmp = nullptr;
-  std::size_t cub_bytes = 0;
-  Counters* counters = nullptr;       // device
-  Counters* host_counters = nullptr;  // pinned
+  DeviceArray<unsigned long long> keys_in, keys_out;
+  DeviceArray<std::uint32_t> idx_in, idx_out, list;
+  DeviceArray<unsigned long long> new_cap, new_end;
+  DeviceBuffer cub_tmp;
+  DeviceArray<Counters> counters;
+  PinnedBuffer host;  // one Counters, read back after each pass
 
-  ~State() {
-    device_free(va.offset);
-    device_free(va.cap);
-    device_free(va.live);
-    device_free(va.used);
-    device_free(va.pending);
-    device_free(pool);
-    free_scratch();
-    device_free(counters);
-    if (host_counters != nullptr) cudaFreeHost(host_counters);
+  Counters& host_counters() { return *host.data_as<Counters>(); }
+  const Counters& host_counters() const { return *host.data_as<Counters>(); }
+
+  VertexArrays va() {
+    return VertexArrays{offset.data(), cap.data(), live.data(), used.data(), pending.data()};
+  }
+
+  /// Makes `s` the stream of this call: every buffer is freed on it from now on.
+  void adopt_stream(StreamView s) {
+    stream = s;
+    for (DeviceArray<unsigned long long>* a :
+         {&offset, &pool, &keys_in, &keys_out, &new_cap, &new_end}) {
+      a->set_stream(s);
+    }
+    for (DeviceArray<std::uint32_t>* a : {&cap, &live, &used, &pending, &idx_in, &idx_out, &list}) {
+      a->set_stream(s);
+    }
+    cub_tmp.set_stream(s);
+    counters.set_stream(s);
+  }
+
+  template <class T>
+  absl::Status allocate(DeviceArray<T>& array, std::size_t count) {
+    absl::StatusOr<DeviceArray<T>> a = DeviceArray<T>::create(count, stream, memory);
+    if (!a.ok()) return a.status();
+    array = *std::move(a);
+    return absl::OkStatus();
   }
 
   void free_scratch() {
-    device_free(keys_in);
-    device_free(keys_out);
-    device_free(idx_in);
-    device_free(idx_out);
-    device_free(list);
-    device_free(new_cap);
-    device_free(new_end);
-    if (cub_tmp != nullptr) cudaFree(cub_tmp);
-    cub_tmp = nullptr;
-    cub_bytes = 0;
+    keys_in.reset();
+    keys_out.reset();
+    idx_in.reset();
+    idx_out.reset();
+    list.reset();
+    new_cap.reset();
+    new_end.reset();
+    cub_tmp.reset();
     batch_cap = 0;
   }
 
@@ -113,12 +103,11 @@ struct DeviceGraph::State {
   int key_bits() const { return dst_bits() + static_cast<int>(std::bit_width(n)); }
 
   absl::Status ensure_cub(std::size_t bytes) {
-    if (bytes <= cub_bytes) return absl::OkStatus();
-    if (cub_tmp != nullptr) cudaFree(cub_tmp);
-    cub_tmp = nullptr;
-    cub_bytes = 0;
-    GC_CUDA_TRY(cudaMalloc(&cub_tmp, bytes));
-    cub_bytes = bytes;
+    if (bytes <= cub_tmp.size()) return absl::OkStatus();
+    cub_tmp.reset();
+    absl::StatusOr<DeviceBuffer> tmp = DeviceBuffer::create(bytes, stream, memory);
+    if (!tmp.ok()) return tmp.status();
+    cub_tmp = *std::move(tmp);
     return absl::OkStatus();
   }
 
@@ -126,189 +115,176 @@ struct DeviceGraph::State {
     if (count <= batch_cap) return absl::OkStatus();
     free_scratch();
     const std::size_t c = std::max<std::size_t>(count, 1024);
-    if (absl::Status s = device_alloc(&keys_in, c); !s.ok()) return s;
-    if (absl::Status s = device_alloc(&keys_out, c); !s.ok()) return s;
-    if (absl::Status s = device_alloc(&idx_in, c); !s.ok()) return s;
-    if (absl::Status s = device_alloc(&idx_out, c); !s.ok()) return s;
-    if (absl::Status s = device_alloc(&list, c); !s.ok()) return s;
-    if (absl::Status s = device_alloc(&new_cap, c); !s.ok()) return s;
-    if (absl::Status s = device_alloc(&new_end, c); !s.ok()) return s;
+    if (absl::Status s = allocate(keys_in, c); !s.ok()) return s;
+    if (absl::Status s = allocate(keys_out, c); !s.ok()) return s;
+    if (absl::Status s = allocate(idx_in, c); !s.ok()) return s;
+    if (absl::Status s = allocate(idx_out, c); !s.ok()) return s;
+    if (absl::Status s = allocate(list, c); !s.ok()) return s;
+    if (absl::Status s = allocate(new_cap, c); !s.ok()) return s;
+    if (absl::Status s = allocate(new_end, c); !s.ok()) return s;
     std::size_t sort_bytes = 0, scan_bytes = 0;
-    GC_CUDA_TRY(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, keys_in, keys_out, idx_in,
-                                                idx_out, c, 0, 64));
-    GC_CUDA_TRY(cub::DeviceScan::InclusiveSum(nullptr, scan_bytes, new_cap, new_end, c));
+    GC_CUDA_TRY(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, keys_in.data(),
+                                                keys_out.data(), idx_in.data(), idx_out.data(), c,
+                                                0, 64));
+    GC_CUDA_TRY(
+        cub::DeviceScan::InclusiveSum(nullptr, scan_bytes, new_cap.data(), new_end.data(), c));
     if (absl::Status s = ensure_cub(std::max(sort_bytes, scan_bytes)); !s.ok()) return s;
     batch_cap = c;
     return absl::OkStatus();
   }
 
-  absl::Status read_counters(cudaStream_t stream) {
-    GC_CUDA_TRY(
-        cudaMemcpyAsync(host_counters, counters, sizeof(Counters), cudaMemcpyDeviceToHost, stream));
+  absl::Status read_counters() {
+    GC_CUDA_TRY(cudaMemcpyAsync(&host_counters(), counters.data(), sizeof(Counters),
+                                cudaMemcpyDeviceToHost, stream));
     GC_CUDA_TRY(cudaStreamSynchronize(stream));
     return absl::OkStatus();
   }
 
   /// Builds the sort keys (counting invalid elements on the device) and sorts them; no sync.
-  absl::Status prepare(cudaStream_t stream, const GraphEdge* edges, std::size_t count) {
+  absl::Status prepare(const GraphEdge* edges, std::size_t count) {
     if (absl::Status s = ensure_batch(count); !s.ok()) return s;
-    GC_CUDA_TRY(cudaMemsetAsync(counters, 0, sizeof(Counters), stream));
-    detail::make_keys_kernel<<<blocks_for(count), kBlock, 0, stream>>>(edges, count, n, dst_bits(),
-                                                                       keys_in, idx_in, counters);
+    GC_CUDA_TRY(cudaMemsetAsync(counters.data(), 0, sizeof(Counters), stream));
+    detail::make_keys_kernel<<<blocks_for(count), kBlock, 0, stream>>>(
+        edges, count, n, dst_bits(), keys_in.data(), idx_in.data(), counters.data());
     GC_CUDA_CHECK_LAUNCH("make_keys_kernel");
-    std::size_t bytes = cub_bytes;
-    GC_CUDA_TRY(cub::DeviceRadixSort::SortPairs(cub_tmp, bytes, keys_in, keys_out, idx_in, idx_out,
+    std::size_t bytes = cub_tmp.size();
+    GC_CUDA_TRY(cub::DeviceRadixSort::SortPairs(cub_tmp.data(), bytes, keys_in.data(),
+                                                keys_out.data(), idx_in.data(), idx_out.data(),
                                                 count, 0, key_bits(), stream));
     return absl::OkStatus();
   }
 
   /// Enlarges the m listed tables (their ids are in `list`), appending them to the pool, or
   /// repacks every table into a new pool when the tail is too short.
-  absl::Status grow(cudaStream_t stream, std::size_t m, GraphBatchResult& result) {
-    detail::new_caps_kernel<<<blocks_for(m), kBlock, 0, stream>>>(list, m, va, opt, new_cap);
+  absl::Status grow(std::size_t m, GraphBatchResult& result) {
+    detail::new_caps_kernel<<<blocks_for(m), kBlock, 0, stream>>>(list.data(), m, va(), opt,
+                                                                  new_cap.data());
     GC_CUDA_CHECK_LAUNCH("new_caps_kernel");
-    std::size_t bytes = cub_bytes;
-    GC_CUDA_TRY(cub::DeviceScan::InclusiveSum(cub_tmp, bytes, new_cap, new_end, m, stream));
+    std::size_t bytes = cub_tmp.size();
+    GC_CUDA_TRY(cub::DeviceScan::InclusiveSum(cub_tmp.data(), bytes, new_cap.data(), new_end.data(),
+                                              m, stream));
     unsigned long long total = 0;
-    GC_CUDA_TRY(
-        cudaMemcpyAsync(&total, new_end + (m - 1), sizeof(total), cudaMemcpyDeviceToHost, stream));
+    GC_CUDA_TRY(cudaMemcpyAsync(&total, new_end.data() + (m - 1), sizeof(total),
+                                cudaMemcpyDeviceToHost, stream));
     GC_CUDA_TRY(cudaStreamSynchronize(stream));
     result.grown_vertices = m;
-    if (pool_used + total <= pool_cap && garbage <= pool_used / 2) {
-      GC_CUDA_TRY(
-          cudaMemsetAsync(pool + pool_used, 0xFF, total * sizeof(unsigned long long), stream));
-      detail::rehash_kernel<<<warp_blocks(m), kBlock, 0, stream>>>(list, m, va, new_cap, new_end,
-                                                                   pool_used, pool, pool, counters);
+    if (pool_used + total <= pool.size() && garbage <= pool_used / 2) {
+      GC_CUDA_TRY(cudaMemsetAsync(pool.data() + pool_used, 0xFF, total * sizeof(unsigned long long),
+                                  stream));
+      detail::rehash_kernel<<<warp_blocks(m), kBlock, 0, stream>>>(
+          list.data(), m, va(), new_cap.data(), new_end.data(), pool_used, pool.data(), pool.data(),
+          counters.data());
       GC_CUDA_CHECK_LAUNCH("rehash_kernel");
       pool_used += total;
       return absl::OkStatus();
     }
-    return rebuild(stream, result);
+    return rebuild(result);
   }
 
-  /// Repacks every table (enlarging the overflowing ones) into a new pool with slack.
-  absl::Status rebuild(cudaStream_t stream, GraphBatchResult& result) {
+  /// Repacks every table (enlarging the overflowing ones) into a new pool with slack. The old
+  /// pool is freed after the rehash that reads it (ordered on the stream).
+  absl::Status rebuild(GraphBatchResult& result) {
     result.rebuilt = true;
-    unsigned long long* caps = nullptr;
-    unsigned long long* ends = nullptr;
-    void* tmp = nullptr;
-    unsigned long long* fresh = nullptr;
-    auto cleanup = [&] {
-      device_free(caps);
-      device_free(ends);
-      if (tmp != nullptr) cudaFree(tmp);
-      device_free(fresh);
-    };
-    absl::Status st = [&]() -> absl::Status {
-      if (absl::Status s = device_alloc(&caps, n); !s.ok()) return s;
-      if (absl::Status s = device_alloc(&ends, n); !s.ok()) return s;
-      std::size_t tmp_bytes = 0;
-      GC_CUDA_TRY(cub::DeviceScan::InclusiveSum(nullptr, tmp_bytes, caps, ends, n));
-      GC_CUDA_TRY(cudaMalloc(&tmp, std::max<std::size_t>(tmp_bytes, 1)));
-      detail::new_caps_kernel<<<blocks_for(n), kBlock, 0, stream>>>(nullptr, n, va, opt, caps);
-      GC_CUDA_CHECK_LAUNCH("new_caps_kernel");
-      GC_CUDA_TRY(cub::DeviceScan::InclusiveSum(tmp, tmp_bytes, caps, ends, n, stream));
-      unsigned long long total = 0;
-      GC_CUDA_TRY(
-          cudaMemcpyAsync(&total, ends + (n - 1), sizeof(total), cudaMemcpyDeviceToHost, stream));
-      GC_CUDA_TRY(cudaStreamSynchronize(stream));
-      const std::uint64_t new_cap_slots = std::max<std::uint64_t>(
-          total + static_cast<std::uint64_t>(static_cast<double>(total) * opt.pool_slack), 1);
-      if (absl::Status s = device_alloc(&fresh, new_cap_slots); !s.ok()) return s;
-      GC_CUDA_TRY(cudaMemsetAsync(fresh, 0xFF, total * sizeof(unsigned long long), stream));
-      detail::rehash_kernel<<<warp_blocks(n), kBlock, 0, stream>>>(nullptr, n, va, caps, ends, 0,
-                                                                   pool, fresh, counters);
-      GC_CUDA_CHECK_LAUNCH("rehash_kernel");
-      GC_CUDA_TRY(cudaStreamSynchronize(stream));
-      device_free(pool);
-      pool = fresh;
-      fresh = nullptr;
-      pool_cap = new_cap_slots;
-      pool_used = total;
-      garbage = 0;
-      return absl::OkStatus();
-    }();
-    cleanup();
-    return st;
+    DeviceArray<unsigned long long> caps, ends, fresh;
+    if (absl::Status s = allocate(caps, n); !s.ok()) return s;
+    if (absl::Status s = allocate(ends, n); !s.ok()) return s;
+    std::size_t tmp_bytes = 0;
+    GC_CUDA_TRY(cub::DeviceScan::InclusiveSum(nullptr, tmp_bytes, caps.data(), ends.data(), n));
+    absl::StatusOr<DeviceBuffer> tmp =
+        DeviceBuffer::create(std::max<std::size_t>(tmp_bytes, 1), stream, memory);
+    if (!tmp.ok()) return tmp.status();
+    detail::new_caps_kernel<<<blocks_for(n), kBlock, 0, stream>>>(nullptr, n, va(), opt,
+                                                                  caps.data());
+    GC_CUDA_CHECK_LAUNCH("new_caps_kernel");
+    GC_CUDA_TRY(
+        cub::DeviceScan::InclusiveSum(tmp->data(), tmp_bytes, caps.data(), ends.data(), n, stream));
+    unsigned long long total = 0;
+    GC_CUDA_TRY(cudaMemcpyAsync(&total, ends.data() + (n - 1), sizeof(total),
+                                cudaMemcpyDeviceToHost, stream));
+    GC_CUDA_TRY(cudaStreamSynchronize(stream));
+    const std::uint64_t new_cap_slots = std::max<std::uint64_t>(
+        total + static_cast<std::uint64_t>(static_cast<double>(total) * opt.pool_slack), 1);
+    if (absl::Status s = allocate(fresh, new_cap_slots); !s.ok()) return s;
+    GC_CUDA_TRY(cudaMemsetAsync(fresh.data(), 0xFF, total * sizeof(unsigned long long), stream));
+    detail::rehash_kernel<<<warp_blocks(n), kBlock, 0, stream>>>(
+        nullptr, n, va(), caps.data(), ends.data(), 0, pool.data(), fresh.data(), counters.data());
+    GC_CUDA_CHECK_LAUNCH("rehash_kernel");
+    GC_CUDA_TRY(cudaStreamSynchronize(stream));
+    pool = std::move(fresh);
+    pool_used = total;
+    garbage = 0;
+    return absl::OkStatus();
   }
 
-  absl::Status resize_vertices(cudaStream_t stream, std::uint32_t new_n) {
+  absl::Status resize_vertices(std::uint32_t new_n) {
     if (new_n <= n_cap) {
       if (new_n > n) {
         const std::size_t k = new_n - n;
-        GC_CUDA_TRY(cudaMemsetAsync(va.offset + n, 0, k * sizeof(unsigned long long), stream));
-        GC_CUDA_TRY(cudaMemsetAsync(va.cap + n, 0, k * sizeof(std::uint32_t), stream));
-        GC_CUDA_TRY(cudaMemsetAsync(va.live + n, 0, k * sizeof(std::uint32_t), stream));
-        GC_CUDA_TRY(cudaMemsetAsync(va.used + n, 0, k * sizeof(std::uint32_t), stream));
-        GC_CUDA_TRY(cudaMemsetAsync(va.pending + n, 0, k * sizeof(std::uint32_t), stream));
+        GC_CUDA_TRY(cudaMemsetAsync(offset.data() + n, 0, k * sizeof(unsigned long long), stream));
+        GC_CUDA_TRY(cudaMemsetAsync(cap.data() + n, 0, k * sizeof(std::uint32_t), stream));
+        GC_CUDA_TRY(cudaMemsetAsync(live.data() + n, 0, k * sizeof(std::uint32_t), stream));
+        GC_CUDA_TRY(cudaMemsetAsync(used.data() + n, 0, k * sizeof(std::uint32_t), stream));
+        GC_CUDA_TRY(cudaMemsetAsync(pending.data() + n, 0, k * sizeof(std::uint32_t), stream));
       }
       n = new_n;
       return absl::OkStatus();
     }
-    const std::uint32_t cap = static_cast<std::uint32_t>(std::min<std::uint64_t>(
+    const std::uint32_t c = static_cast<std::uint32_t>(std::min<std::uint64_t>(
         kMaxGraphVertices, std::max<std::uint64_t>(new_n, 2 * std::uint64_t{n_cap})));
-    VertexArrays next{};
-    absl::Status st = [&]() -> absl::Status {
-      if (absl::Status s = device_alloc(&next.offset, cap); !s.ok()) return s;
-      if (absl::Status s = device_alloc(&next.cap, cap); !s.ok()) return s;
-      if (absl::Status s = device_alloc(&next.live, cap); !s.ok()) return s;
-      if (absl::Status s = device_alloc(&next.used, cap); !s.ok()) return s;
-      if (absl::Status s = device_alloc(&next.pending, cap); !s.ok()) return s;
-      if (cap == 0) return absl::OkStatus();
-      GC_CUDA_TRY(cudaMemsetAsync(next.offset, 0, cap * sizeof(unsigned long long), stream));
-      GC_CUDA_TRY(cudaMemsetAsync(next.cap, 0, cap * sizeof(std::uint32_t), stream));
-      GC_CUDA_TRY(cudaMemsetAsync(next.live, 0, cap * sizeof(std::uint32_t), stream));
-      GC_CUDA_TRY(cudaMemsetAsync(next.used, 0, cap * sizeof(std::uint32_t), stream));
-      GC_CUDA_TRY(cudaMemsetAsync(next.pending, 0, cap * sizeof(std::uint32_t), stream));
+    // The new arrays replace the old ones only once filled; a failure leaves the graph as it was.
+    DeviceArray<unsigned long long> next_offset;
+    DeviceArray<std::uint32_t> next_cap, next_live, next_used, next_pending;
+    if (absl::Status s = allocate(next_offset, c); !s.ok()) return s;
+    if (absl::Status s = allocate(next_cap, c); !s.ok()) return s;
+    if (absl::Status s = allocate(next_live, c); !s.ok()) return s;
+    if (absl::Status s = allocate(next_used, c); !s.ok()) return s;
+    if (absl::Status s = allocate(next_pending, c); !s.ok()) return s;
+    if (c != 0) {
+      GC_CUDA_TRY(cudaMemsetAsync(next_offset.data(), 0, c * sizeof(unsigned long long), stream));
+      GC_CUDA_TRY(cudaMemsetAsync(next_cap.data(), 0, c * sizeof(std::uint32_t), stream));
+      GC_CUDA_TRY(cudaMemsetAsync(next_live.data(), 0, c * sizeof(std::uint32_t), stream));
+      GC_CUDA_TRY(cudaMemsetAsync(next_used.data(), 0, c * sizeof(std::uint32_t), stream));
+      GC_CUDA_TRY(cudaMemsetAsync(next_pending.data(), 0, c * sizeof(std::uint32_t), stream));
       if (n > 0) {
-        GC_CUDA_TRY(cudaMemcpyAsync(next.offset, va.offset, n * sizeof(unsigned long long),
+        GC_CUDA_TRY(cudaMemcpyAsync(next_offset.data(), offset.data(),
+                                    n * sizeof(unsigned long long), cudaMemcpyDeviceToDevice,
+                                    stream));
+        GC_CUDA_TRY(cudaMemcpyAsync(next_cap.data(), cap.data(), n * sizeof(std::uint32_t),
                                     cudaMemcpyDeviceToDevice, stream));
-        GC_CUDA_TRY(cudaMemcpyAsync(next.cap, va.cap, n * sizeof(std::uint32_t),
+        GC_CUDA_TRY(cudaMemcpyAsync(next_live.data(), live.data(), n * sizeof(std::uint32_t),
                                     cudaMemcpyDeviceToDevice, stream));
-        GC_CUDA_TRY(cudaMemcpyAsync(next.live, va.live, n * sizeof(std::uint32_t),
-                                    cudaMemcpyDeviceToDevice, stream));
-        GC_CUDA_TRY(cudaMemcpyAsync(next.used, va.used, n * sizeof(std::uint32_t),
+        GC_CUDA_TRY(cudaMemcpyAsync(next_used.data(), used.data(), n * sizeof(std::uint32_t),
                                     cudaMemcpyDeviceToDevice, stream));
       }
       GC_CUDA_TRY(cudaStreamSynchronize(stream));
-      return absl::OkStatus();
-    }();
-    if (!st.ok()) {
-      device_free(next.offset);
-      device_free(next.cap);
-      device_free(next.live);
-      device_free(next.used);
-      device_free(next.pending);
-      return st;
     }
-    device_free(va.offset);
-    device_free(va.cap);
-    device_free(va.live);
-    device_free(va.used);
-    device_free(va.pending);
-    va = next;
-    n_cap = cap;
+    offset = std::move(next_offset);
+    cap = std::move(next_cap);
+    live = std::move(next_live);
+    used = std::move(next_used);
+    pending = std::move(next_pending);
+    n_cap = c;
     n = new_n;
     return absl::OkStatus();
   }
 
   void fill_counts(GraphBatchResult& r) const {
-    r.inserted = host_counters->inserted;
-    r.updated = host_counters->updated;
-    r.removed = host_counters->removed;
-    r.missing = host_counters->missing;
-    r.superseded = host_counters->superseded;
+    const Counters& h = host_counters();
+    r.inserted = h.inserted;
+    r.updated = h.updated;
+    r.removed = h.removed;
+    r.missing = h.missing;
+    r.superseded = h.superseded;
   }
 
-  absl::Status reject(cudaStream_t stream, const GraphEdge* edges, std::size_t count,
-                      EdgeStatus* status) {
+  absl::Status reject(const GraphEdge* edges, std::size_t count, EdgeStatus* status) {
     if (status != nullptr) {
       detail::mark_invalid_kernel<<<blocks_for(count), kBlock, 0, stream>>>(edges, count, n,
                                                                             status);
       GC_CUDA_CHECK_LAUNCH("mark_invalid_kernel");
       GC_CUDA_TRY(cudaStreamSynchronize(stream));
     }
-    return absl::InvalidArgumentError(absl::StrCat("DeviceGraph: ", host_counters->invalid, " of ",
+    return absl::InvalidArgumentError(absl::StrCat("DeviceGraph: ", host_counters().invalid, " of ",
                                                    count, " edges have src or dst >= ", n));
   }
 };
@@ -318,18 +294,22 @@ DeviceGraph::DeviceGraph(DeviceGraph&&) noexcept = default;
 DeviceGraph& DeviceGraph::operator=(DeviceGraph&&) noexcept = default;
 DeviceGraph::~DeviceGraph() = default;
 
-absl::StatusOr<DeviceGraph> DeviceGraph::create(const Context& ctx, std::uint32_t num_vertices,
-                                                GraphOptions options) {
+absl::StatusOr<DeviceGraph> DeviceGraph::create(const Context& ctx, const MemoryResource& memory,
+                                                std::uint32_t num_vertices, GraphOptions options) {
   if (num_vertices > kMaxGraphVertices) {
     return absl::InvalidArgumentError(
         absl::StrCat("DeviceGraph: num_vertices ", num_vertices, " > ", kMaxGraphVertices));
   }
-  if (absl::Status s = validate_options(options); !s.ok()) return s;
+  if (absl::Status s = validate(options); !s.ok()) return s;
   auto st = std::make_unique<State>();
+  st->memory = memory;
   st->opt = options;
-  if (absl::Status s = device_alloc(&st->counters, 1); !s.ok()) return s;
-  GC_CUDA_TRY(cudaMallocHost(reinterpret_cast<void**>(&st->host_counters), sizeof(Counters)));
-  if (absl::Status s = st->resize_vertices(ctx.stream, num_vertices); !s.ok()) return s;
+  st->adopt_stream(ctx.stream);
+  if (absl::Status s = st->allocate(st->counters, 1); !s.ok()) return s;
+  absl::StatusOr<PinnedBuffer> host = PinnedBuffer::create(sizeof(Counters));
+  if (!host.ok()) return host.status();
+  st->host = *std::move(host);
+  if (absl::Status s = st->resize_vertices(num_vertices); !s.ok()) return s;
   return DeviceGraph(std::move(st));
 }
 
@@ -340,22 +320,25 @@ absl::StatusOr<GraphBatchResult> DeviceGraph::insert_edges(const Context& ctx,
   if (count == 0) return result;
   if (count > 0xFFFFFFFFull) return absl::InvalidArgumentError("DeviceGraph: batch over 2^32-1");
   State& s = *s_;
+  s.adopt_stream(ctx.stream);
   const cudaStream_t stream = ctx.stream;
-  if (absl::Status st = s.prepare(stream, edges, count); !st.ok()) return st;
+  if (absl::Status st = s.prepare(edges, count); !st.ok()) return st;
   detail::count_pending_kernel<<<blocks_for(count), kBlock, 0, stream>>>(
-      s.keys_out, count, s.n, s.dst_bits(), s.va, s.opt.max_load, s.list, s.counters);
+      s.keys_out.data(), count, s.n, s.dst_bits(), s.va(), s.opt.max_load, s.list.data(),
+      s.counters.data());
   GC_CUDA_CHECK_LAUNCH("count_pending_kernel");
-  if (absl::Status st = s.read_counters(stream); !st.ok()) return st;
-  if (s.host_counters->invalid != 0) return s.reject(stream, edges, count, status);
-  if (const std::size_t m = s.host_counters->overflow; m != 0) {
-    if (absl::Status st = s.grow(stream, m, result); !st.ok()) return st;
+  if (absl::Status st = s.read_counters(); !st.ok()) return st;
+  if (s.host_counters().invalid != 0) return s.reject(edges, count, status);
+  if (const std::size_t m = s.host_counters().overflow; m != 0) {
+    if (absl::Status st = s.grow(m, result); !st.ok()) return st;
   }
   detail::insert_kernel<<<blocks_for(count), kBlock, 0, stream>>>(
-      s.keys_out, s.idx_out, count, s.n, s.dst_bits(), edges, s.va, s.pool, status, s.counters);
+      s.keys_out.data(), s.idx_out.data(), count, s.n, s.dst_bits(), edges, s.va(), s.pool.data(),
+      status, s.counters.data());
   GC_CUDA_CHECK_LAUNCH("insert_kernel");
-  if (absl::Status st = s.read_counters(stream); !st.ok()) return st;
+  if (absl::Status st = s.read_counters(); !st.ok()) return st;
   s.fill_counts(result);
-  s.garbage += s.host_counters->garbage;
+  s.garbage += s.host_counters().garbage;
   s.num_edges += result.inserted;
   return result;
 }
@@ -367,15 +350,16 @@ absl::StatusOr<GraphBatchResult> modify(DeviceGraph::State& s, const Context& ct
   GraphBatchResult result;
   if (count == 0) return result;
   if (count > 0xFFFFFFFFull) return absl::InvalidArgumentError("DeviceGraph: batch over 2^32-1");
+  s.adopt_stream(ctx.stream);
   const cudaStream_t stream = ctx.stream;
-  if (absl::Status st = s.prepare(stream, edges, count); !st.ok()) return st;
+  if (absl::Status st = s.prepare(edges, count); !st.ok()) return st;
   // The kernel checks the invalid count itself, so a valid batch needs only the final sync.
-  detail::modify_kernel<<<blocks_for(count), kBlock, 0, stream>>>(s.keys_out, s.idx_out, count, s.n,
-                                                                  s.dst_bits(), edges, s.va, s.pool,
-                                                                  remove, status, s.counters);
+  detail::modify_kernel<<<blocks_for(count), kBlock, 0, stream>>>(
+      s.keys_out.data(), s.idx_out.data(), count, s.n, s.dst_bits(), edges, s.va(), s.pool.data(),
+      remove, status, s.counters.data());
   GC_CUDA_CHECK_LAUNCH("modify_kernel");
-  if (absl::Status st = s.read_counters(stream); !st.ok()) return st;
-  if (s.host_counters->invalid != 0) return s.reject(stream, edges, count, status);
+  if (absl::Status st = s.read_counters(); !st.ok()) return st;
+  if (s.host_counters().invalid != 0) return s.reject(edges, count, status);
   s.fill_counts(result);
   s.num_edges -= result.removed;
   return result;
@@ -401,66 +385,63 @@ absl::StatusOr<std::uint32_t> DeviceGraph::add_vertices(const Context& ctx, std:
     return absl::ResourceExhaustedError(
         absl::StrCat("DeviceGraph: ", first + count, " vertices > ", kMaxGraphVertices));
   }
-  if (absl::Status st = s_->resize_vertices(ctx.stream, static_cast<std::uint32_t>(first + count));
-      !st.ok())
+  s_->adopt_stream(ctx.stream);
+  if (absl::Status st = s_->resize_vertices(static_cast<std::uint32_t>(first + count)); !st.ok()) {
     return st;
+  }
   return static_cast<std::uint32_t>(first);
 }
 
-absl::Status DeviceGraph::reserve_batch(const Context&, std::size_t count) {
+absl::Status DeviceGraph::reserve_batch(const Context& ctx, std::size_t count) {
+  s_->adopt_stream(ctx.stream);
   return s_->ensure_batch(count);
 }
 
 absl::StatusOr<HostCsr> DeviceGraph::export_csr(const Context& ctx) {
   State& s = *s_;
+  s.adopt_stream(ctx.stream);
   const cudaStream_t stream = ctx.stream;
   HostCsr csr;
   csr.num_vertices = s.n;
   csr.row_offsets.assign(static_cast<std::size_t>(s.n) + 1, 0);
   if (s.n == 0) return csr;
-  unsigned long long* wide = nullptr;
-  unsigned long long* ends = nullptr;
-  void* tmp = nullptr;
-  std::uint32_t* cols = nullptr;
-  float* weights = nullptr;
-  absl::Status st = [&]() -> absl::Status {
-    if (absl::Status e = device_alloc(&wide, s.n); !e.ok()) return e;
-    if (absl::Status e = device_alloc(&ends, s.n); !e.ok()) return e;
-    std::size_t tmp_bytes = 0;
-    GC_CUDA_TRY(cub::DeviceScan::InclusiveSum(nullptr, tmp_bytes, wide, ends, s.n));
-    GC_CUDA_TRY(cudaMalloc(&tmp, std::max<std::size_t>(tmp_bytes, 1)));
-    detail::widen_kernel<<<blocks_for(s.n), kBlock, 0, stream>>>(s.va.live, s.n, wide);
-    GC_CUDA_CHECK_LAUNCH("widen_kernel");
-    GC_CUDA_TRY(cub::DeviceScan::InclusiveSum(tmp, tmp_bytes, wide, ends, s.n, stream));
-    GC_CUDA_TRY(cudaMemcpyAsync(csr.row_offsets.data() + 1, ends, s.n * sizeof(std::uint64_t),
-                                cudaMemcpyDeviceToHost, stream));
-    GC_CUDA_TRY(cudaStreamSynchronize(stream));
-    const std::uint64_t total = csr.row_offsets.back();
-    if (total != s.num_edges) {
-      return absl::InternalError(absl::StrCat("DeviceGraph: per-vertex counts sum to ", total,
-                                              " but ", s.num_edges, " edges were recorded"));
-    }
-    csr.cols.resize(total);
-    csr.weights.resize(total);
-    if (total == 0) return absl::OkStatus();
-    if (absl::Status e = device_alloc(&cols, total); !e.ok()) return e;
-    if (absl::Status e = device_alloc(&weights, total); !e.ok()) return e;
-    detail::export_kernel<<<warp_blocks(s.n), kBlock, 0, stream>>>(s.n, s.va, s.pool, ends, cols,
-                                                                   weights);
+  // Scratch for this call, freed on the stream when it returns (after the last copy).
+  DeviceArray<unsigned long long> wide, ends;
+  DeviceArray<std::uint32_t> cols;
+  DeviceArray<float> weights;
+  if (absl::Status e = s.allocate(wide, s.n); !e.ok()) return e;
+  if (absl::Status e = s.allocate(ends, s.n); !e.ok()) return e;
+  std::size_t tmp_bytes = 0;
+  GC_CUDA_TRY(cub::DeviceScan::InclusiveSum(nullptr, tmp_bytes, wide.data(), ends.data(), s.n));
+  absl::StatusOr<DeviceBuffer> tmp =
+      DeviceBuffer::create(std::max<std::size_t>(tmp_bytes, 1), stream, s.memory);
+  if (!tmp.ok()) return tmp.status();
+  detail::widen_kernel<<<blocks_for(s.n), kBlock, 0, stream>>>(s.live.data(), s.n, wide.data());
+  GC_CUDA_CHECK_LAUNCH("widen_kernel");
+  GC_CUDA_TRY(
+      cub::DeviceScan::InclusiveSum(tmp->data(), tmp_bytes, wide.data(), ends.data(), s.n, stream));
+  GC_CUDA_TRY(cudaMemcpyAsync(csr.row_offsets.data() + 1, ends.data(), s.n * sizeof(std::uint64_t),
+                              cudaMemcpyDeviceToHost, stream));
+  GC_CUDA_TRY(cudaStreamSynchronize(stream));
+  const std::uint64_t total = csr.row_offsets.back();
+  if (total != s.num_edges) {
+    return absl::InternalError(absl::StrCat("DeviceGraph: per-vertex counts sum to ", total,
+                                            " but ", s.num_edges, " edges were recorded"));
+  }
+  csr.cols.resize(total);
+  csr.weights.resize(total);
+  if (total != 0) {
+    if (absl::Status e = s.allocate(cols, total); !e.ok()) return e;
+    if (absl::Status e = s.allocate(weights, total); !e.ok()) return e;
+    detail::export_kernel<<<warp_blocks(s.n), kBlock, 0, stream>>>(
+        s.n, s.va(), s.pool.data(), ends.data(), cols.data(), weights.data());
     GC_CUDA_CHECK_LAUNCH("export_kernel");
-    GC_CUDA_TRY(cudaMemcpyAsync(csr.cols.data(), cols, total * sizeof(std::uint32_t),
+    GC_CUDA_TRY(cudaMemcpyAsync(csr.cols.data(), cols.data(), total * sizeof(std::uint32_t),
                                 cudaMemcpyDeviceToHost, stream));
-    GC_CUDA_TRY(cudaMemcpyAsync(csr.weights.data(), weights, total * sizeof(float),
+    GC_CUDA_TRY(cudaMemcpyAsync(csr.weights.data(), weights.data(), total * sizeof(float),
                                 cudaMemcpyDeviceToHost, stream));
     GC_CUDA_TRY(cudaStreamSynchronize(stream));
-    return absl::OkStatus();
-  }();
-  device_free(wide);
-  device_free(ends);
-  if (tmp != nullptr) cudaFree(tmp);
-  device_free(cols);
-  device_free(weights);
-  if (!st.ok()) return st;
+  }
   // Rows come out in slot order; sort each by dst.
   std::vector<std::pair<std::uint32_t, float>> row;
   for (std::uint32_t v = 0; v < csr.num_vertices; ++v) {
@@ -484,7 +465,7 @@ std::uint64_t DeviceGraph::num_edges() const {
   return s_->num_edges;
 }
 std::uint64_t DeviceGraph::pool_capacity() const {
-  return s_->pool_cap;
+  return s_->pool.size();
 }
 std::uint64_t DeviceGraph::pool_used() const {
   return s_->pool_used;

@@ -26,13 +26,14 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "detail/svd_kernels.cuh"
 #include "gcompute/kernels/cuda/check.hpp"
+#include "gcompute/kernels/cuda/event.hpp"
 #include "gcompute/kernels/cuda/svd.hpp"
 
 namespace gcompute::kernels::cuda {
@@ -45,64 +46,46 @@ constexpr int kDefaultBlock = 32;
 // (f32 / f64 ms at n = 256, 512): 7-15 % faster than width 32; 1-4 % slower at n = 1024.
 constexpr std::int64_t kNarrowBlockMaxN = 512;
 constexpr int kNarrowBlock = 16;
-// Inner sweeps on a block pair's Gram matrix. Measured on the H200 (f32, n = 256..2048, ms):
-// 4 sweeps 29.6 / 77.3 / 190 / 497, 2 sweeps 19.0 / 49.6 / 129 / 362, 1 sweep 12.0 / 31.1 /
-// 81.9 / 259, at the cost of at most one more outer sweep (the inner solve is latency-bound).
-constexpr int kDefaultInnerSweeps = 1;
 constexpr std::int64_t kSmallChunk = 1 << 16;  // matrices per launch (stop is polled between)
 constexpr int kWarpMaxM = 32;                  // tiny driver: max(m, n) <= 32, one lane per column
 constexpr int kWarpThreads = 128;
 
-/// Developer knobs for tuning the blocked driver (benchmarks): GCOMPUTE_SVD_BLOCK (column block
-/// width, 8..64, multiple of 8), GCOMPUTE_SVD_INNER_SWEEPS (1..30), GCOMPUTE_SVD_PROFILE (0/1),
-/// GCOMPUTE_SVD_INNER_DOUBLE (0/1: the f32 inner Gram solver computes in double, as before),
-/// GCOMPUTE_SVD_SORT (0/1: de Rijk ordering of the columns by norm before every sweep).
-int env_int(const char* name, int def, int lo, int hi) {
-  const char* v = std::getenv(name);
-  if (v == nullptr) return def;
-  const int x = std::atoi(v);
-  return x >= lo && x <= hi ? x : def;
-}
-
-/// GCOMPUTE_SVD_PROFILE=1 (developer knob, benchmarks only): splits the blocked driver's device
-/// time into the Gram GEMM, the inner Jacobi and the update GEMMs with CUDA events around every
-/// round, and prints the sums to stderr once per call (best effort: event errors are ignored).
+/// SvdTuning::profile: CUDA events around every round of the blocked driver split its device
+/// time into the Gram GEMM, the inner Jacobi and the update GEMMs; the sums go to stderr once
+/// per call. Best effort: a failing event call turns the profile off (and clears the error, so
+/// that no later launch check reports it), never failing the SVD.
 class RoundProfile {
  public:
-  RoundProfile(cudaStream_t st, bool on) : st_(st), on_(on) {
-    if (on_) {
-      cudaEventCreate(&begin_);
-      cudaEventCreate(&end_);
-      cudaEventRecord(begin_, st_);
+  RoundProfile(StreamView st, bool on) : st_(st), on_(on) {
+    if (!on_) return;
+    absl::StatusOr<Event> begin = Event::create(EventTiming::kEnabled);
+    absl::StatusOr<Event> end = Event::create(EventTiming::kEnabled);
+    if (!begin.ok() || !end.ok() || !begin->record(st_).ok()) {
+      give_up();
+      return;
     }
+    begin_ = *std::move(begin);
+    end_ = *std::move(end);
   }
-  ~RoundProfile() {
-    for (cudaEvent_t e : ev_) cudaEventDestroy(e);
-    if (on_) {
-      cudaEventDestroy(begin_);
-      cudaEventDestroy(end_);
-    }
-  }
-  RoundProfile(const RoundProfile&) = delete;
-  RoundProfile& operator=(const RoundProfile&) = delete;
   /// Marks 0..3 of a round: before the Gram GEMM, after it, after the inner kernel, after the
   /// updates.
   void mark() {
     if (!on_) return;
     if (used_ == ev_.size()) {
-      cudaEvent_t e = nullptr;
-      cudaEventCreate(&e);
-      ev_.push_back(e);
+      absl::StatusOr<Event> e = Event::create(EventTiming::kEnabled);
+      if (!e.ok()) return give_up();
+      ev_.push_back(*std::move(e));
     }
-    cudaEventRecord(ev_[used_++], st_);
+    if (!ev_[used_++].record(st_).ok()) give_up();
   }
   /// After a stream synchronisation: adds up the marked rounds.
   void collect() {
     if (!on_) return;
     for (std::size_t i = 0; i + 3 < used_; i += 4) {
       for (int p = 0; p < 3; ++p) {
-        float ms = 0;
-        if (cudaEventElapsedTime(&ms, ev_[i + p], ev_[i + p + 1]) == cudaSuccess) sum_[p] += ms;
+        absl::StatusOr<float> ms = elapsed_ms(ev_[i + p], ev_[i + p + 1]);
+        if (!ms.ok()) return give_up();
+        sum_[p] += *ms;
       }
       ++rounds_;
     }
@@ -110,22 +93,26 @@ class RoundProfile {
   }
   void report(std::int64_t n, int nb, int sweeps) {
     if (!on_) return;
-    cudaEventRecord(end_, st_);
-    cudaEventSynchronize(end_);
-    float total = 0;
-    cudaEventElapsedTime(&total, begin_, end_);
+    if (!end_.record(st_).ok() || !end_.synchronize().ok()) return give_up();
+    const absl::StatusOr<float> total = elapsed_ms(begin_, end_);
+    if (!total.ok()) return give_up();
     std::fprintf(stderr,
                  "svd profile: N=%lld nb=%d sweeps=%d rounds=%lld total %.3f ms: gram gemm %.3f, "
                  "inner jacobi %.3f, update gemms %.3f, rest (launch gaps, syncs, finish) %.3f\n",
-                 static_cast<long long>(n), nb, sweeps, static_cast<long long>(rounds_), total,
-                 sum_[0], sum_[1], sum_[2], total - sum_[0] - sum_[1] - sum_[2]);
+                 static_cast<long long>(n), nb, sweeps, static_cast<long long>(rounds_), *total,
+                 sum_[0], sum_[1], sum_[2], *total - sum_[0] - sum_[1] - sum_[2]);
   }
 
  private:
-  cudaStream_t st_;
+  void give_up() {
+    on_ = false;
+    static_cast<void>(cudaGetLastError());
+  }
+
+  StreamView st_;
   bool on_;
-  cudaEvent_t begin_ = nullptr, end_ = nullptr;
-  std::vector<cudaEvent_t> ev_;
+  Event begin_, end_;
+  std::vector<Event> ev_;
   std::size_t used_ = 0;
   double sum_[3] = {0, 0, 0};
   std::int64_t rounds_ = 0;
@@ -142,7 +129,7 @@ struct Plan {
   int inner_sweeps = 0;
 };
 
-Plan make_plan(const SvdShape& s) {
+Plan make_plan(const SvdShape& s, const SvdTuning& tuning) {
   Plan pl;
   pl.transposed = s.m < s.n;
   pl.M = std::max(s.m, s.n);
@@ -154,13 +141,12 @@ Plan make_plan(const SvdShape& s) {
       static_cast<std::size_t>(pl.M * pl.N + (s.compute_uv ? pl.N * pl.N : 0)) * el;
   pl.small = pl.N <= kSmallMaxN && smem <= kSmallMaxSmem;
   if (!pl.small) {
-    int nb = env_int("GCOMPUTE_SVD_BLOCK", pl.N <= kNarrowBlockMaxN ? kNarrowBlock : kDefaultBlock,
-                     8, 64);
-    nb -= nb % 8;
+    const int nb = tuning.block != 0 ? tuning.block
+                                     : (pl.N <= kNarrowBlockMaxN ? kNarrowBlock : kDefaultBlock);
     pl.nb = nb;
     pl.npad = (pl.N + 2 * nb - 1) / (2 * nb) * (2 * nb);
     pl.k = pl.npad / nb;
-    pl.inner_sweeps = env_int("GCOMPUTE_SVD_INNER_SWEEPS", kDefaultInnerSweeps, 1, 30);
+    pl.inner_sweeps = tuning.inner_sweeps;
   }
   return pl;
 }
@@ -452,38 +438,56 @@ absl::StatusOr<SvdInfo> run_small(const Context& ctx, const Plan& pl, const SvdS
   return finish_small<T>(st, pl, s, b, s_out, u, vt);
 }
 
+// ------------------------------------------------------------------------------------------
+// Blocked driver, in the order run_blocked takes its steps.
+
+/// What every step of the blocked driver reads.
 template <typename T>
-absl::StatusOr<SvdInfo> run_blocked(const Context& ctx, const Plan& pl, const SvdShape& s,
-                                    const T* a, T* s_out, T* u, T* vt, const Buffers<T>& b, T tol,
-                                    int max_sweeps, StopToken stop) {
+struct Blocked {
+  const Context& ctx;
+  const Plan& pl;
+  const SvdShape& s;
+  const Buffers<T>& b;
+  T tol;
+};
+
+/// The blocked driver's preconditions: a cuBLAS handle, and sizes the int GEMM arguments and
+/// 64-bit offsets hold.
+absl::Status check_blocked(const Context& ctx, const Plan& pl, const SvdShape& s) {
   if (ctx.cublas == nullptr) {
     return absl::FailedPreconditionError("svd: the blocked GPU Jacobi needs ctx.cublas");
   }
-  cudaStream_t st = ctx.stream;
-  const bool uv = s.compute_uv;
-  const std::int64_t M = pl.M, npad = pl.npad, k = pl.k, nb = pl.nb, nb2 = 2 * pl.nb;
-  const std::int64_t rounds = k - 1;
-  if (M > std::numeric_limits<int>::max() / 2 || M * npad > (std::int64_t{1} << 40)) {
+  if (pl.M > std::numeric_limits<int>::max() / 2 || pl.M * pl.npad > (std::int64_t{1} << 40)) {
     return absl::InvalidArgumentError(absl::StrCat("svd: matrix too large, ", s.m, " x ", s.n));
   }
-  PointerModeGuard guard(ctx.cublas);
-  GC_CUBLAS_TRY(cublasSetPointerMode(ctx.cublas, CUBLAS_POINTER_MODE_HOST));
+  return absl::OkStatus();
+}
 
-  // Round-robin arrangement: slot -> block per round, relabelled so that round 0 is the identity
-  // (pairs (0,1), (2,3), ...), which is also the order after each full sweep.
+/// Copies to b.ptrs the operand pointers of every round's batched update GEMMs, for both
+/// parities of the double-buffered W and V: per slot, the pair's [Wi Wj], its half of Q, the
+/// slot's place in the next round's W, and the same for V. Slots follow a round-robin
+/// arrangement relabelled so that round 0 is the identity (pairs (0,1), (2,3), ...), which is
+/// also the order after each full sweep.
+template <typename T>
+absl::Status upload_round_pointers(const Blocked<T>& x) {
+  const Plan& pl = x.pl;
+  const Buffers<T>& b = x.b;
+  const bool uv = x.s.compute_uv;
+  const std::int64_t M = pl.M, npad = pl.npad, k = pl.k, nb = pl.nb, nb2 = 2 * pl.nb;
+  const std::int64_t rounds = k - 1;
   std::vector<int> label(k), arr(rounds * k), pos(rounds * k);
   for (int p = 0; p < k / 2; ++p) {
-    int x, y;
-    detail::round_robin_pair(static_cast<int>(k), 0, p, &x, &y);
-    label[x] = 2 * p;
-    label[y] = 2 * p + 1;
+    int i, j;
+    detail::round_robin_pair(static_cast<int>(k), 0, p, &i, &j);
+    label[i] = 2 * p;
+    label[j] = 2 * p + 1;
   }
   for (int r = 0; r < rounds; ++r) {
     for (int p = 0; p < k / 2; ++p) {
-      int x, y;
-      detail::round_robin_pair(static_cast<int>(k), r, p, &x, &y);
-      arr[r * k + 2 * p] = label[x];
-      arr[r * k + 2 * p + 1] = label[y];
+      int i, j;
+      detail::round_robin_pair(static_cast<int>(k), r, p, &i, &j);
+      arr[r * k + 2 * p] = label[i];
+      arr[r * k + 2 * p + 1] = label[j];
     }
     for (int slot = 0; slot < k; ++slot) pos[r * k + arr[r * k + slot]] = slot;
   }
@@ -507,132 +511,208 @@ absl::StatusOr<SvdInfo> run_blocked(const Context& ctx, const Plan& pl, const Sv
       }
     }
   }
+  // From pageable memory: the copy has read `ptrs` when the call returns.
   GC_CUDA_TRY(cudaMemcpyAsync(b.ptrs, ptrs.data(), ptrs.size() * sizeof(void*),
-                              cudaMemcpyHostToDevice, st));
+                              cudaMemcpyHostToDevice, x.ctx.stream));
+  return absl::OkStatus();
+}
 
-  // The inner solver computes in the element type (f32: half the shared-memory traffic and
-  // single-precision sqrt/divide on its latency-bound path); GCOMPUTE_SVD_INNER_DOUBLE=1 makes
-  // the f32 one compute in double as before.
-  const bool inner_double = sizeof(T) == 8 || env_int("GCOMPUTE_SVD_INNER_DOUBLE", 0, 0, 1) != 0;
-  const std::size_t ti_size = inner_double ? sizeof(double) : sizeof(T);
-  const std::size_t gram_smem =
-      (2 * static_cast<std::size_t>(nb2) * (nb2 + 1) + nb2) * ti_size + nb2 * sizeof(int);
-  if (inner_double) {
+/// Launch configuration of the inner Gram solver.
+struct GramSolver {
+  bool inner_double = false;  ///< f32 data, double arithmetic
+  std::size_t smem = 0;
+  int threads = 0;
+};
+
+/// The inner solver computes in the element type (f32: half the shared-memory traffic and
+/// single-precision sqrt/divide on its latency-bound path) unless tuning.inner_double.
+template <typename T>
+absl::StatusOr<GramSolver> configure_gram_solver(const Plan& pl, const SvdTuning& tuning) {
+  GramSolver g;
+  const std::int64_t nb2 = 2 * pl.nb;
+  g.inner_double = sizeof(T) == 8 || tuning.inner_double;
+  const std::size_t ti_size = g.inner_double ? sizeof(double) : sizeof(T);
+  g.smem = (2 * static_cast<std::size_t>(nb2) * (nb2 + 1) + nb2) * ti_size + nb2 * sizeof(int);
+  if (g.inner_double) {
     GC_CUDA_TRY(cudaFuncSetAttribute(detail::gram_jacobi_kernel<T, double>,
                                      cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     static_cast<int>(gram_smem)));
+                                     static_cast<int>(g.smem)));
   } else {
     GC_CUDA_TRY(cudaFuncSetAttribute(detail::gram_jacobi_kernel<T, T>,
                                      cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     static_cast<int>(gram_smem)));
+                                     static_cast<int>(g.smem)));
   }
   // Update items of a round: (nb2/2)^2 blocks of G and nb2^2/2 row pieces of Q; about three a
   // thread (1024 threads at nb2 = 64: few pairs run at once, so each wants its SM's warps).
   const std::int64_t gram_items = nb2 * nb2 / 4 + nb2 * nb2 / 2;
-  const int gram_threads =
-      static_cast<int>(std::clamp<std::int64_t>((gram_items / 3 + 31) / 32 * 32, 32, 1024));
+  g.threads = static_cast<int>(std::clamp<std::int64_t>((gram_items / 3 + 31) / 32 * 32, 32, 1024));
+  return g;
+}
+
+/// Matrix `bi` into W (buffer 0; the padding columns zero) and V = I.
+template <typename T>
+absl::Status load_blocked(const Blocked<T>& x, const T* a, std::int64_t bi) {
+  const Plan& pl = x.pl;
+  const cudaStream_t st = x.ctx.stream;
+  GC_CUDA_TRY(cudaMemsetAsync(x.b.w[0], 0, pl.M * pl.npad * sizeof(T), st));
+  SvdShape one_shape = x.s;
+  one_shape.batch = 1;
+  if (auto st_ = load_working<T>(st, pl, one_shape, a + bi * x.s.m * x.s.n, 1, x.b.max_bits + bi,
+                                 x.b.w[0], pl.M, pl.M * pl.npad);
+      !st_.ok()) {
+    return st_;
+  }
+  if (!x.s.compute_uv) return absl::OkStatus();
+  return identity<T>(st, x.b.v[0], pl.npad, pl.npad, pl.npad * pl.npad, 1);
+}
+
+/// De Rijk: the columns of W (and V's) in descending norm order, from buffer `cur` into the
+/// other one, which the sweep then starts from. Padding columns (zero) stay last.
+template <typename T>
+absl::Status sort_columns(const Blocked<T>& x, int cur) {
+  const Plan& pl = x.pl;
+  const Buffers<T>& b = x.b;
+  const cudaStream_t st = x.ctx.stream;
+  const std::int64_t M = pl.M, npad = pl.npad;
+  const int ncols = static_cast<int>(npad);
+  detail::column_norms_kernel<T><<<static_cast<unsigned>((npad * 32 + 255) / 256), 256, 0, st>>>(
+      b.w[cur], M, M, 0, ncols, npad, b.sort_norm);
+  GC_CUDA_CHECK_LAUNCH("column_norms_kernel(sort)");
+  detail::sort_order_kernel<T>
+      <<<grid_1d(npad, 256), 256, 0, st>>>(b.sort_norm, ncols, b.sort_order);
+  GC_CUDA_CHECK_LAUNCH("sort_order_kernel");
+  detail::gather_columns_kernel<T>
+      <<<dim3(grid_1d(M, 256), static_cast<unsigned>(npad)), 256, 0, st>>>(b.w[cur], b.w[1 - cur],
+                                                                           M, M, b.sort_order);
+  GC_CUDA_CHECK_LAUNCH("gather_columns_kernel(W)");
+  if (x.s.compute_uv) {
+    detail::gather_columns_kernel<T>
+        <<<dim3(grid_1d(npad, 256), static_cast<unsigned>(npad)), 256, 0, st>>>(
+            b.v[cur], b.v[1 - cur], npad, npad, b.sort_order);
+    GC_CUDA_CHECK_LAUNCH("gather_columns_kernel(V)");
+  }
+  return absl::OkStatus();
+}
+
+/// Round r of a sweep, from buffer `par`: G = [Wi Wj]^T [Wi Wj] for every block pair (one
+/// strided-batched GEMM), diagonalised by the inner solver into Q (raising b.flag if it
+/// rotated), then [Wi Wj] Q and [Vi Vj] Q into the slots of the other buffer (batched GEMMs
+/// through the pointer table).
+template <typename T>
+absl::Status run_round(const Blocked<T>& x, const GramSolver& gram, int par, int r,
+                       RoundProfile& prof) {
+  const Plan& pl = x.pl;
+  const Buffers<T>& b = x.b;
+  const cudaStream_t st = x.ctx.stream;
+  const cublasHandle_t h = x.ctx.cublas;
+  const std::int64_t M = pl.M, npad = pl.npad, k = pl.k, nb = pl.nb, nb2 = 2 * pl.nb;
+  const std::int64_t rounds = k - 1;
   const T one = 1, zero = 0;
   const cudaDataType_t ty = cuda_type<T>();
   const cublasComputeType_t ct = compute_type<T>();
+  const void* const* e = reinterpret_cast<const void* const*>(b.ptrs) + (par * rounds + r) * 5 * k;
+  prof.mark();
+  GC_CUBLAS_TRY(cublasGemmStridedBatchedEx(
+      h, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(nb2), static_cast<int>(nb2),
+      static_cast<int>(M), &one, b.w[par], ty, static_cast<int>(M), nb2 * M, b.w[par], ty,
+      static_cast<int>(M), nb2 * M, &zero, b.g, ty, static_cast<int>(nb2), nb2 * nb2,
+      static_cast<int>(k / 2), ct, CUBLAS_GEMM_DEFAULT));
+  prof.mark();
+  if (gram.inner_double) {
+    detail::gram_jacobi_kernel<T, double>
+        <<<static_cast<unsigned>(k / 2), gram.threads, gram.smem, st>>>(
+            b.g, b.q, static_cast<int>(nb2), x.tol, pl.inner_sweeps, b.flag);
+  } else {
+    detail::gram_jacobi_kernel<T, T><<<static_cast<unsigned>(k / 2), gram.threads, gram.smem, st>>>(
+        b.g, b.q, static_cast<int>(nb2), x.tol, pl.inner_sweeps, b.flag);
+  }
+  GC_CUDA_CHECK_LAUNCH("gram_jacobi_kernel");
+  prof.mark();
+  GC_CUBLAS_TRY(cublasGemmBatchedEx(h, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(M),
+                                    static_cast<int>(nb), static_cast<int>(nb2), &one, e, ty,
+                                    static_cast<int>(M), e + k, ty, static_cast<int>(nb2), &zero,
+                                    const_cast<void* const*>(e + 2 * k), ty, static_cast<int>(M),
+                                    static_cast<int>(k), ct, CUBLAS_GEMM_DEFAULT));
+  if (x.s.compute_uv) {
+    GC_CUBLAS_TRY(cublasGemmBatchedEx(
+        h, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(npad), static_cast<int>(nb),
+        static_cast<int>(nb2), &one, e + 3 * k, ty, static_cast<int>(npad), e + k, ty,
+        static_cast<int>(nb2), &zero, const_cast<void* const*>(e + 4 * k), ty,
+        static_cast<int>(npad), static_cast<int>(k), ct, CUBLAS_GEMM_DEFAULT));
+  }
+  prof.mark();
+  return absl::OkStatus();
+}
 
-  RoundProfile prof(st, env_int("GCOMPUTE_SVD_PROFILE", 0, 0, 1) != 0);
+/// Sweeps of the loaded matrix until one rotates nothing (converged) or max_sweeps: each an
+/// optional column sort and k - 1 rounds, then one flag read. `done_rounds` counts the steps
+/// that switched buffers so far: its parity says which buffer holds W and V.
+struct SweepResult {
+  int sweeps = 0;
+  bool converged = false;
+};
+template <typename T>
+absl::StatusOr<SweepResult> sweep_until_converged(const Blocked<T>& x, const GramSolver& gram,
+                                                  bool sort, int max_sweeps, StopToken stop,
+                                                  RoundProfile& prof, std::int64_t& done_rounds) {
+  const cudaStream_t st = x.ctx.stream;
+  const std::int64_t rounds = x.pl.k - 1;
+  SweepResult out;
+  while (!out.converged && out.sweeps < max_sweeps) {
+    if (stop.stop_requested()) return cancelled(st);
+    GC_CUDA_TRY(cudaMemsetAsync(x.b.flag, 0, sizeof(int), st));
+    if (sort) {
+      if (auto st_ = sort_columns<T>(x, static_cast<int>(done_rounds % 2)); !st_.ok()) return st_;
+      ++done_rounds;
+    }
+    for (int r = 0; r < rounds; ++r, ++done_rounds) {
+      if (auto st_ = run_round<T>(x, gram, static_cast<int>(done_rounds % 2), r, prof); !st_.ok()) {
+        return st_;
+      }
+    }
+    int flag = 0;
+    GC_CUDA_TRY(cudaMemcpyAsync(&flag, x.b.flag, sizeof(int), cudaMemcpyDeviceToHost, st));
+    GC_CUDA_TRY(cudaStreamSynchronize(st));
+    prof.collect();
+    ++out.sweeps;
+    out.converged = flag == 0;
+  }
+  return out;
+}
+
+/// Columns in blocks of nb; block pairs of a round orthogonalised together (see the top of
+/// this file). The matrices of a batch go one after another.
+template <typename T>
+absl::StatusOr<SvdInfo> run_blocked(const Context& ctx, const Plan& pl, const SvdShape& s,
+                                    const T* a, T* s_out, T* u, T* vt, const Buffers<T>& b, T tol,
+                                    int max_sweeps, const SvdTuning& tuning, StopToken stop) {
+  if (absl::Status st_ = check_blocked(ctx, pl, s); !st_.ok()) return st_;
+  const Blocked<T> x{ctx, pl, s, b, tol};
+  const cudaStream_t st = ctx.stream;
+  PointerModeGuard guard(ctx.cublas);
+  GC_CUBLAS_TRY(cublasSetPointerMode(ctx.cublas, CUBLAS_POINTER_MODE_HOST));
+  if (absl::Status st_ = upload_round_pointers<T>(x); !st_.ok()) return st_;
+  const absl::StatusOr<GramSolver> gram = configure_gram_solver<T>(pl, tuning);
+  if (!gram.ok()) return gram.status();
+  RoundProfile prof(ctx.stream, tuning.profile);
   // gather_columns_kernel has a grid column (y) per matrix column: at most 65535.
-  const bool sort_columns = env_int("GCOMPUTE_SVD_SORT", 1, 0, 1) != 0 && npad <= 65535;
+  const bool sort = tuning.sort_columns && pl.npad <= 65535;
   if (auto st_ = max_abs<T>(st, a, s.m * s.n, s.batch, b.max_bits); !st_.ok()) return st_;
   SvdInfo info{0, true};
   for (std::int64_t bi = 0; bi < s.batch; ++bi) {
-    const T* ab = a + bi * s.m * s.n;
-    GC_CUDA_TRY(cudaMemsetAsync(b.w[0], 0, M * npad * sizeof(T), st));
-    SvdShape one_shape = s;
-    one_shape.batch = 1;
-    if (auto st_ = load_working<T>(st, pl, one_shape, ab, 1, b.max_bits + bi, b.w[0], M, M * npad);
-        !st_.ok()) {
-      return st_;
-    }
-    if (uv) {
-      if (auto st_ = identity<T>(st, b.v[0], npad, npad, npad * npad, 1); !st_.ok()) return st_;
-    }
-    int sweeps = 0;
-    bool converged = false;
+    if (absl::Status st_ = load_blocked<T>(x, a, bi); !st_.ok()) return st_;
     std::int64_t done_rounds = 0;
-    while (!converged && sweeps < max_sweeps) {
-      if (stop.stop_requested()) return cancelled(st);
-      GC_CUDA_TRY(cudaMemsetAsync(b.flag, 0, sizeof(int), st));
-      if (sort_columns) {
-        // De Rijk: columns (and V's) in descending norm order, into the other buffer, which the
-        // sweep then starts from (one extra parity step). Padding columns (zero) stay last.
-        const int cur = static_cast<int>(done_rounds % 2);
-        const int ncols = static_cast<int>(npad);
-        detail::column_norms_kernel<T>
-            <<<static_cast<unsigned>((npad * 32 + 255) / 256), 256, 0, st>>>(
-                b.w[cur], M, M, 0, ncols, npad, b.sort_norm);
-        GC_CUDA_CHECK_LAUNCH("column_norms_kernel(sort)");
-        detail::sort_order_kernel<T>
-            <<<grid_1d(npad, 256), 256, 0, st>>>(b.sort_norm, ncols, b.sort_order);
-        GC_CUDA_CHECK_LAUNCH("sort_order_kernel");
-        detail::gather_columns_kernel<T>
-            <<<dim3(grid_1d(M, 256), static_cast<unsigned>(npad)), 256, 0, st>>>(
-                b.w[cur], b.w[1 - cur], M, M, b.sort_order);
-        GC_CUDA_CHECK_LAUNCH("gather_columns_kernel(W)");
-        if (uv) {
-          detail::gather_columns_kernel<T>
-              <<<dim3(grid_1d(npad, 256), static_cast<unsigned>(npad)), 256, 0, st>>>(
-                  b.v[cur], b.v[1 - cur], npad, npad, b.sort_order);
-          GC_CUDA_CHECK_LAUNCH("gather_columns_kernel(V)");
-        }
-        ++done_rounds;
-      }
-      for (int r = 0; r < rounds; ++r, ++done_rounds) {
-        const int par = static_cast<int>(done_rounds % 2);
-        const void* const* e =
-            reinterpret_cast<const void* const*>(b.ptrs) + (par * rounds + r) * 5 * k;
-        prof.mark();
-        GC_CUBLAS_TRY(cublasGemmStridedBatchedEx(
-            ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(nb2), static_cast<int>(nb2),
-            static_cast<int>(M), &one, b.w[par], ty, static_cast<int>(M), nb2 * M, b.w[par], ty,
-            static_cast<int>(M), nb2 * M, &zero, b.g, ty, static_cast<int>(nb2), nb2 * nb2,
-            static_cast<int>(k / 2), ct, CUBLAS_GEMM_DEFAULT));
-        prof.mark();
-        if (inner_double) {
-          detail::gram_jacobi_kernel<T, double>
-              <<<static_cast<unsigned>(k / 2), gram_threads, gram_smem, st>>>(
-                  b.g, b.q, static_cast<int>(nb2), tol, pl.inner_sweeps, b.flag);
-        } else {
-          detail::gram_jacobi_kernel<T, T>
-              <<<static_cast<unsigned>(k / 2), gram_threads, gram_smem, st>>>(
-                  b.g, b.q, static_cast<int>(nb2), tol, pl.inner_sweeps, b.flag);
-        }
-        GC_CUDA_CHECK_LAUNCH("gram_jacobi_kernel");
-        prof.mark();
-        GC_CUBLAS_TRY(cublasGemmBatchedEx(
-            ctx.cublas, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(M), static_cast<int>(nb),
-            static_cast<int>(nb2), &one, e, ty, static_cast<int>(M), e + k, ty,
-            static_cast<int>(nb2), &zero, const_cast<void* const*>(e + 2 * k), ty,
-            static_cast<int>(M), static_cast<int>(k), ct, CUBLAS_GEMM_DEFAULT));
-        if (uv) {
-          GC_CUBLAS_TRY(cublasGemmBatchedEx(
-              ctx.cublas, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(npad), static_cast<int>(nb),
-              static_cast<int>(nb2), &one, e + 3 * k, ty, static_cast<int>(npad), e + k, ty,
-              static_cast<int>(nb2), &zero, const_cast<void* const*>(e + 4 * k), ty,
-              static_cast<int>(npad), static_cast<int>(k), ct, CUBLAS_GEMM_DEFAULT));
-        }
-        prof.mark();
-      }
-      int flag = 0;
-      GC_CUDA_TRY(cudaMemcpyAsync(&flag, b.flag, sizeof(int), cudaMemcpyDeviceToHost, st));
-      GC_CUDA_TRY(cudaStreamSynchronize(st));
-      prof.collect();
-      ++sweeps;
-      converged = flag == 0;
-    }
+    const absl::StatusOr<SweepResult> swept =
+        sweep_until_converged<T>(x, *gram, sort, max_sweeps, stop, prof, done_rounds);
+    if (!swept.ok()) return swept.status();
     const int fin = static_cast<int>(done_rounds % 2);
-    if (auto st_ = finish<T>(st, pl, s, b, b.w[fin], M, M * npad, b.v[fin], npad, npad * npad, bi,
-                             1, s_out, u, vt);
+    if (auto st_ = finish<T>(st, pl, s, b, b.w[fin], pl.M, pl.M * pl.npad, b.v[fin], pl.npad,
+                             pl.npad * pl.npad, bi, 1, s_out, u, vt);
         !st_.ok()) {
       return st_;
     }
-    info.sweeps = std::max(info.sweeps, sweeps);
-    info.converged = info.converged && converged;
+    info.sweeps = std::max(info.sweeps, swept->sweeps);
+    info.converged = info.converged && swept->converged;
   }
   GC_CUDA_TRY(cudaStreamSynchronize(st));
   prof.report(pl.N, pl.nb, info.sweeps);
@@ -640,9 +720,10 @@ absl::StatusOr<SvdInfo> run_blocked(const Context& ctx, const Plan& pl, const Sv
 }
 
 template <typename T>
-absl::StatusOr<SvdInfo> run(const Context& ctx, const SvdShape& s, const void* a, void* s_out,
-                            void* u, void* vt, void* workspace, StopToken stop) {
-  const Plan pl = make_plan(s);
+absl::StatusOr<SvdInfo> run(const Context& ctx, const SvdShape& s, const SvdTuning& tuning,
+                            const void* a, void* s_out, void* u, void* vt, void* workspace,
+                            StopToken stop) {
+  const Plan pl = make_plan(s, tuning);
   Carver c(workspace);
   const Buffers<T> b = carve<T>(pl, s, c);
   const T tol = static_cast<T>(effective_tolerance(s));
@@ -652,7 +733,7 @@ absl::StatusOr<SvdInfo> run(const Context& ctx, const SvdShape& s, const void* a
   T* tu = static_cast<T*>(u);
   T* tvt = static_cast<T*>(vt);
   if (pl.small) return run_small<T>(ctx, pl, s, ta, ts, tu, tvt, b, tol, max_sweeps, stop);
-  return run_blocked<T>(ctx, pl, s, ta, ts, tu, tvt, b, tol, max_sweeps, stop);
+  return run_blocked<T>(ctx, pl, s, ta, ts, tu, tvt, b, tol, max_sweeps, tuning, stop);
 }
 
 /// p = 0 (an empty side): no values; full U (m x m) and Vt (n x n) are identities.
@@ -668,19 +749,24 @@ absl::Status empty_case(const Context& ctx, const SvdShape& s, void* u, void* vt
 
 }  // namespace
 
-std::size_t svd_workspace_bytes(const SvdShape& shape) {
-  if (!validate(shape).ok() || shape.batch == 0 || std::min(shape.m, shape.n) == 0) return 0;
-  return workspace_for(make_plan(shape), shape);
+std::size_t svd_workspace_bytes(const SvdShape& shape, const SvdTuning& tuning) {
+  if (!validate(shape).ok() || !validate(tuning).ok() || shape.batch == 0 ||
+      std::min(shape.m, shape.n) == 0) {
+    return 0;
+  }
+  return workspace_for(make_plan(shape, tuning), shape);
 }
 
 absl::StatusOr<SvdInfo> svd_jacobi(const Context& ctx, const void* a, void* s, void* u, void* vt,
                                    const SvdShape& shape, void* workspace,
-                                   std::size_t workspace_bytes, StopToken stop) {
+                                   std::size_t workspace_bytes, StopToken stop,
+                                   const SvdTuning& tuning) {
   if (absl::Status st = validate(shape); !st.ok()) return st;
+  if (absl::Status st = validate(tuning); !st.ok()) return st;
   if (shape.m > std::numeric_limits<int>::max() || shape.n > std::numeric_limits<int>::max()) {
     return absl::InvalidArgumentError("svd: m and n must fit in 32 bits");
   }
-  const std::size_t need = svd_workspace_bytes(shape);
+  const std::size_t need = svd_workspace_bytes(shape, tuning);
   if (workspace_bytes < need || (need > 0 && workspace == nullptr)) {
     return absl::InvalidArgumentError(absl::StrCat("svd: workspace of ", workspace_bytes,
                                                    " bytes is smaller than the ", need, " needed"));
@@ -700,8 +786,10 @@ absl::StatusOr<SvdInfo> svd_jacobi(const Context& ctx, const void* a, void* s, v
     GC_CUDA_TRY(cudaStreamSynchronize(ctx.stream));
     return SvdInfo{0, true};
   }
-  if (shape.dtype == DType::kF32) return run<float>(ctx, shape, a, s, u, vt, workspace, stop);
-  return run<double>(ctx, shape, a, s, u, vt, workspace, stop);
+  if (shape.dtype == DType::kF32) {
+    return run<float>(ctx, shape, tuning, a, s, u, vt, workspace, stop);
+  }
+  return run<double>(ctx, shape, tuning, a, s, u, vt, workspace, stop);
 }
 
 }  // namespace gcompute::kernels::cuda

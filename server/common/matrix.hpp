@@ -5,7 +5,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 
@@ -33,18 +32,16 @@ struct MatrixDesc {
 /// "3x4 f32" or "5 x 3x4 f64" for messages.
 std::string describe(const MatrixDesc& d);
 
-/// Device memory holding a matrix's bytes; frees itself through `release`.
+/// Device memory holding a matrix's bytes. A DeviceCopy only describes the memory: whoever
+/// made the shared_ptr that holds it owns the memory through that shared_ptr (the CUDA backend
+/// allocates the two together and frees the memory when the last reference goes).
 struct DeviceCopy {
   int device = 0;
   void* ptr = nullptr;
   std::uint64_t bytes = 0;
-  std::function<void(void*)> release;
   DeviceCopy() = default;
   DeviceCopy(const DeviceCopy&) = delete;
   DeviceCopy& operator=(const DeviceCopy&) = delete;
-  ~DeviceCopy() {
-    if (ptr != nullptr && release) release(ptr);
-  }
 };
 
 /// A matrix with its data: host bytes, a device copy, or both. Inputs may share their bytes

@@ -18,6 +18,9 @@ struct SvdLimits;
 template <>
 struct SvdLimits<float> {
   static constexpr float kEps = FLT_EPSILON;
+  // A squared column norm at or below this (the smallest normal number) marks a negligible
+  // column: see jacobi_rotation.
+  static constexpr float kNegligible = FLT_MIN;
   // Below this (after scaling A so that max|a| is in [0.5, 1)) a column norm is treated as
   // zero: its square would not be a normal number with a margin of 1/eps.
   static constexpr float kZero = 1.0e-12f;
@@ -27,6 +30,7 @@ struct SvdLimits<float> {
 template <>
 struct SvdLimits<double> {
   static constexpr double kEps = DBL_EPSILON;
+  static constexpr double kNegligible = DBL_MIN;
   static constexpr double kZero = 1.0e-138;
   static constexpr double kBigZeta = 1.0e150;
 };
@@ -46,7 +50,16 @@ __host__ __device__ inline void round_robin_pair(int players, int r, int p, int*
 
 /// Hestenes rotation that makes columns with Gram entries (alpha, beta, gamma) orthogonal:
 /// a_i' = c a_i - s a_j, a_j' = s a_i + c a_j. Returns false (c = 1, s = 0) when the pair
-/// already passes |gamma| <= tol * |a_i| * |a_j| (this includes zero columns).
+/// already passes |gamma| <= tol * |a_i| * |a_j| (this includes zero columns), or when alpha or
+/// beta is at or below `negligible` (SvdLimits<data type>::kNegligible, as in cpu::svd): such a
+/// column is rounding noise of a (numerically) zero singular value, orthogonal to everything
+/// for our purposes. Without that rule a noise column that is an exact multiple of another
+/// (all-equal or integer rank-1 matrices: rotating two equal columns leaves a residue
+/// x (1 + (c - 1) - s) with the pattern of x) fails the test at every sweep while shrinking by
+/// about eps per rotation, until its squared norm underflows to 0 while its dot product with
+/// the other column does not: |gamma| > tol * 0 * |a_j| then holds for good, t comes out 0 (zeta
+/// overflows), and that identity rotation still counts, so the matrix never converges
+/// (accurate factors, converged = false; issue 11).
 /// *cm1 = c - 1, computed without cancellation (-t^2 / (r (1 + r)), r = sqrt(1 + t^2)): apply the
 /// rotation with apply_rotation, never as c x - s y. For |t| below sqrt(eps), c rounds to exactly
 /// 1 and c^2 + s^2 = 1 + t^2: every such rotation lengthens both vectors by a relative t^2 / 2,
@@ -54,10 +67,11 @@ __host__ __device__ inline void round_robin_pair(int players, int r, int p, int*
 /// driver's Q) that bias grew |V^T V - I| linearly (f64: 2-4x over 50 n eps at n = 120..512);
 /// in the x + ((c - 1) x - s y) form the update is unbiased.
 template <typename T>
-__device__ inline bool jacobi_rotation(T alpha, T beta, T gamma, T tol, T* cm1, T* s) {
+__device__ inline bool jacobi_rotation(T alpha, T beta, T gamma, T tol, T negligible, T* cm1,
+                                       T* s) {
   const T na = sqrt(alpha);
   const T nb = sqrt(beta);
-  if (!(fabs(gamma) > tol * na * nb)) {
+  if (!(fabs(gamma) > tol * na * nb) || alpha <= negligible || beta <= negligible) {
     *cm1 = T(0);
     *s = T(0);
     return false;
@@ -253,7 +267,9 @@ __global__ void small_jacobi_kernel(T* __restrict__ w, T* __restrict__ v, int m,
         beta = warp_sum(beta);
         gamma = warp_sum(gamma);
         T cm1, s;
-        if (!jacobi_rotation(alpha, beta, gamma, tol, &cm1, &s)) continue;
+        if (!jacobi_rotation(alpha, beta, gamma, tol, SvdLimits<T>::kNegligible, &cm1, &s)) {
+          continue;
+        }
         if (lane == 0) rotated = 1;
         for (int row = lane; row < m; row += 32) apply_rotation(cm1, s, ci + row, cj + row);
         if (with_v) {
@@ -343,7 +359,7 @@ __global__ void __launch_bounds__(128)
       const T alpha = first ? aa : bb;
       const T beta = first ? bb : aa;
       T cm1, s;
-      rotated |= jacobi_rotation(alpha, beta, ab, tol, &cm1, &s);
+      rotated |= jacobi_rotation(alpha, beta, ab, tol, SvdLimits<T>::kNegligible, &cm1, &s);
       // i: x' = x + (cm1 x - s y); j: x' = x + (cm1 x + s y) (its partner is i).
       const T sm = first ? -s : s;
 #pragma unroll
@@ -426,8 +442,9 @@ __global__ void __launch_bounds__(1024)
         int i, j;
         round_robin_pair(nb2, r, p, &i, &j);
         TI cm1, s;
-        const bool rot =
-            jacobi_rotation(g[i + i * ld], g[j + j * ld], g[i + j * ld], tol, &cm1, &s);
+        // G was computed in T: its squared norms are negligible on T's scale.
+        const bool rot = jacobi_rotation(g[i + i * ld], g[j + j * ld], g[i + j * ld], tol,
+                                         TI(SvdLimits<T>::kNegligible), &cm1, &s);
         if (rot) any_rot = 1;
         cs[2 * p] = cm1;
         cs[2 * p + 1] = s;

@@ -3,11 +3,12 @@
 
 #include <bit>
 #include <chrono>
-#include <limits>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/output_shapes.hpp"
 #include "engine/cuda/graph_mirror_cuda.hpp"
+#include "engine/cuda/transfers.hpp"
 #include "gcompute/kernels/cuda/apsp.hpp"
 #include "gcompute/kernels/cuda/check.hpp"
 #include "gcompute/kernels/cuda/matmul.hpp"
@@ -36,6 +37,13 @@ double seconds_since(Clock::time_point t) {
 // Start-up
 
 absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::create(const BackendOptions& options) {
+  return create(options, kernels::cuda::tuning_from_environment());
+}
+
+absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::create(
+    const BackendOptions& options, const kernels::cuda::Tuning& tuning) {
+  if (absl::Status st = kernels::validate(tuning.svd); !st.ok()) return st;
+  if (absl::Status st = kernels::validate(tuning.apsp); !st.ok()) return st;
   int count = 0;
   if (cudaError_t err = cudaGetDeviceCount(&count); err != cudaSuccess) {
     cudaGetLastError();
@@ -48,6 +56,7 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::create(const BackendOp
         absl::StrCat("--lanes-per-device must be >= 1, got ", options.lanes_per_device));
   }
   std::unique_ptr<CudaBackend> b(new CudaBackend());
+  b->tuning_ = tuning;
   for (int d = 0; d < count; ++d) {
     auto dev = std::make_unique<Device>();
     dev->index = d;
@@ -56,13 +65,16 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::create(const BackendOp
     dev->info =
         DeviceInfo{d, prop.name, prop.totalGlobalMem, absl::StrCat(prop.major, ".", prop.minor)};
     GC_CUDA_TRY(cudaSetDevice(d));
-    GC_CUDA_TRY(cudaDeviceGetDefaultMemPool(&dev->pool, d));
-    // Keep freed memory in the pool for the next request instead of returning it to the OS.
-    std::uint64_t threshold = std::numeric_limits<std::uint64_t>::max();
-    GC_CUDA_TRY(cudaMemPoolSetAttribute(dev->pool, cudaMemPoolAttrReleaseThreshold, &threshold));
-    GC_CUDA_TRY(cudaStreamCreateWithFlags(&dev->aux_stream, cudaStreamNonBlocking));
-    for (auto& e : dev->aux_events)
-      GC_CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    // Keeps freed memory in the pool for the next request instead of returning it to the OS.
+    auto memory = kernels::cuda::MemoryResource::device_default(d);
+    if (!memory.ok()) return memory.status();
+    dev->memory = *memory;
+    auto aux_stream = kernels::cuda::Stream::create();
+    if (!aux_stream.ok()) return aux_stream.status();
+    dev->aux_stream = *std::move(aux_stream);
+    auto aux_events = make_staging_events();
+    if (!aux_events.ok()) return aux_events.status();
+    dev->aux_events = *std::move(aux_events);
     for (int l = 0; l < options.lanes_per_device; ++l) {
       auto lane = Lane::create(d, l);
       if (!lane.ok()) return lane.status();
@@ -84,13 +96,17 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::create(const BackendOp
 }
 
 CudaBackend::~CudaBackend() {
+  // Each device's resources are released with that device current, after its aux stream (the
+  // frees of stored results) has drained.
   for (auto& dev : devices_) {
-    cudaSetDevice(dev->index);
-    cudaStreamSynchronize(dev->aux_stream);
-    dev->lanes.clear();
-    for (auto& e : dev->aux_events) cudaEventDestroy(e);
-    cudaStreamDestroy(dev->aux_stream);
+    GC_CUDA_TRY_NO_THROW(cudaSetDevice(dev->index));
+    GC_CUDA_TRY_NO_THROW(cudaStreamSynchronize(dev->aux_stream.value()));
+    dev.reset();
   }
+}
+
+kernels::cuda::MemoryResource CudaBackend::memory_resource(int device) const {
+  return devices_[static_cast<std::size_t>(device)]->memory;
 }
 
 std::vector<DeviceInfo> CudaBackend::devices() const {
@@ -106,8 +122,7 @@ ResourceStats CudaBackend::resource_stats() const {
   s.pinned_misses = pinned_->misses();
   std::lock_guard lock(mu_);
   for (const auto& d : devices_) {
-    std::uint64_t used = 0;
-    if (!d->failed) cudaMemPoolGetAttribute(d->pool, cudaMemPoolAttrUsedMemCurrent, &used);
+    const std::uint64_t used = d->failed ? 0 : d->memory.used_bytes();
     s.devices.push_back({d->index, used, d->info.memory_bytes, !d->failed});
   }
   return s;
@@ -209,26 +224,30 @@ absl::Status CudaBackend::finish_compute(Lane& lane, absl::Status launched,
 }
 
 absl::StatusOr<std::shared_ptr<DeviceCopy>> CudaBackend::allocate(Lane& lane, std::uint64_t bytes) {
-  auto copy = std::make_shared<DeviceCopy>();
-  copy->device = lane.device();
-  copy->bytes = bytes;
-  if (bytes == 0) return copy;
-  const cudaError_t err = cudaMallocAsync(&copy->ptr, bytes, lane.stream());
-  if (err != cudaSuccess) {
-    cudaGetLastError();
-    if (err == cudaErrorMemoryAllocation) {
+  Device& dev = *devices_[static_cast<std::size_t>(lane.device())];
+  auto buffer = kernels::cuda::DeviceBuffer::create(bytes, lane.stream(), dev.memory);
+  if (!buffer.ok()) {
+    if (absl::IsResourceExhausted(buffer.status())) {
       return absl::ResourceExhaustedError(absl::StrCat("GPU ", lane.device(),
                                                        " is out of memory allocating ", bytes,
                                                        " bytes; retry later or send less"));
     }
-    return check_device(lane.device(),
-                        kernels::cuda::cuda_status(err, "cudaMallocAsync", __FILE__, __LINE__));
+    return check_device(lane.device(), buffer.status());
   }
   // Stream-ordered free on the device's aux stream: by the time a DeviceCopy dies, every job
   // that used it has synchronised its lane.
-  cudaStream_t free_stream = devices_[static_cast<std::size_t>(lane.device())]->aux_stream;
-  copy->release = [free_stream](void* p) { cudaFreeAsync(p, free_stream); };
-  return copy;
+  buffer->set_stream(dev.aux_stream.view());
+  // The DeviceCopy and the buffer that owns its memory share one allocation and one count.
+  struct Owned {
+    kernels::cuda::DeviceBuffer buffer;
+    DeviceCopy copy;
+  };
+  auto owned = std::make_shared<Owned>();
+  owned->buffer = *std::move(buffer);
+  owned->copy.device = lane.device();
+  owned->copy.ptr = owned->buffer.data();
+  owned->copy.bytes = bytes;
+  return std::shared_ptr<DeviceCopy>(owned, &owned->copy);
 }
 
 absl::StatusOr<std::shared_ptr<DeviceCopy>> CudaBackend::to_device(Lane& lane, const Matrix& m,
@@ -242,9 +261,8 @@ absl::StatusOr<std::shared_ptr<DeviceCopy>> CudaBackend::to_device(Lane& lane, c
   auto buf = allocate(lane, m.desc.bytes());
   if (!buf.ok()) return buf.status();
   const auto t0 = Clock::now();
-  const cudaEvent_t events[2] = {lane.staging_event(0), lane.staging_event(1)};
-  if (auto st = copy_to_device(*pinned_, lane.stream(), events, (*buf)->ptr, m.data->data(),
-                               m.desc.bytes());
+  if (auto st = copy_to_device(*pinned_, lane.stream(), lane.staging_events(), (*buf)->ptr,
+                               m.data->data(), m.desc.bytes());
       !st.ok()) {
     return check_device(lane.device(), st);
   }
@@ -259,9 +277,8 @@ absl::StatusOr<Matrix> CudaBackend::finish_output(Lane& lane, const MatrixDesc& 
   auto host = allocate_matrix(desc);
   if (!host.ok()) return host.status();
   const auto t0 = Clock::now();
-  const cudaEvent_t events[2] = {lane.staging_event(0), lane.staging_event(1)};
-  if (auto st = copy_to_host(*pinned_, lane.stream(), events, host->data->data(), buffer->ptr,
-                             desc.bytes());
+  if (auto st = copy_to_host(*pinned_, lane.stream(), lane.staging_events(), host->data->data(),
+                             buffer->ptr, desc.bytes());
       !st.ok()) {
     return check_device(lane.device(), st);
   }
@@ -277,7 +294,7 @@ absl::Status CudaBackend::ensure_on_host(Matrix& m) {
   Device& d = *devices_[static_cast<std::size_t>(m.device->device)];
   std::lock_guard lock(d.aux_mu);
   GC_CUDA_TRY(cudaSetDevice(d.index));
-  if (auto st = copy_to_host(*pinned_, d.aux_stream, d.aux_events, host->data->data(),
+  if (auto st = copy_to_host(*pinned_, d.aux_stream.view(), d.aux_events, host->data->data(),
                              m.device->ptr, m.desc.bytes());
       !st.ok()) {
     return check_device(d.index, st);
@@ -294,12 +311,12 @@ namespace {
 class DeviceUploadSink final : public UploadSink {
  public:
   DeviceUploadSink(MatrixDesc desc, std::shared_ptr<DeviceCopy> buffer, PinnedPool& pool,
-                   cudaStream_t stream, const cudaEvent_t events[2], std::mutex& mu)
+                   kernels::cuda::StreamView stream, const StagingEvents& events, std::mutex& mu)
       : desc_(desc),
         buffer_(std::move(buffer)),
         pool_(pool),
         stream_(stream),
-        events_{events[0], events[1]},
+        events_(events),
         mu_(mu) {}
 
   absl::Status write(std::uint64_t offset, const char* data, std::uint64_t size) override {
@@ -314,8 +331,8 @@ class DeviceUploadSink final : public UploadSink {
   MatrixDesc desc_;
   std::shared_ptr<DeviceCopy> buffer_;
   PinnedPool& pool_;
-  cudaStream_t stream_;
-  cudaEvent_t events_[2];
+  kernels::cuda::StreamView stream_;
+  const StagingEvents& events_;
   std::mutex& mu_;
 };
 
@@ -336,7 +353,7 @@ absl::StatusOr<std::unique_ptr<UploadSink>> CudaBackend::begin_upload(const Matr
     device = (*lane)->device();
   }
   Device& d = *devices_[static_cast<std::size_t>(device)];
-  return std::make_unique<DeviceUploadSink>(desc, std::move(buffer), *pinned_, d.aux_stream,
+  return std::make_unique<DeviceUploadSink>(desc, std::move(buffer), *pinned_, d.aux_stream.view(),
                                             d.aux_events, d.aux_mu);
 }
 
@@ -405,13 +422,13 @@ absl::StatusOr<SvdOutput> CudaBackend::svd(const Matrix& a, const kernels::SvdSh
     u = *std::move(ub);
     vt = *std::move(vb);
   }
-  const std::uint64_t ws_bytes = kernels::cuda::svd_workspace_bytes(shape);
+  const std::uint64_t ws_bytes = kernels::cuda::svd_workspace_bytes(shape, tuning_.svd);
   auto ws = allocate(l, ws_bytes);
   if (!ws.ok()) return ws.status();
   const auto t0 = Clock::now();
   auto info = kernels::cuda::svd_jacobi(l.context(), (*da)->ptr, (*s)->ptr, u ? u->ptr : nullptr,
                                         vt ? vt->ptr : nullptr, shape, (*ws)->ptr, ws_bytes,
-                                        ctx.stop_token());
+                                        ctx.stop_token(), tuning_.svd);
   if (!info.ok()) {
     cudaStreamSynchronize(l.stream());  // buffers are freed stream-ordered; settle first
     return check_device(l.device(), info.status());
@@ -456,7 +473,7 @@ absl::StatusOr<ApspOutput> CudaBackend::apsp(const Matrix& weights, const kernel
   const auto t0 = Clock::now();
   auto info = kernels::cuda::apsp(l.context(), (*dw)->ptr, (*dist)->ptr,
                                   next ? static_cast<std::int32_t*>(next->ptr) : nullptr, shape,
-                                  (*ws)->ptr, ws_bytes, ctx.stop_token());
+                                  (*ws)->ptr, ws_bytes, ctx.stop_token(), tuning_.apsp);
   if (!info.ok()) {
     cudaStreamSynchronize(l.stream());
     return check_device(l.device(), info.status());

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // The CUDA backend: a device pool over every visible GPU, a fixed set of lanes per device
 // created at start-up, one pinned staging pool, and device memory from each device's
-// stream-ordered pool (cudaMallocAsync; the release threshold keeps freed memory for reuse).
-// No cudaMalloc, cudaFree or stream creation per request, and no managed memory.
+// stream-ordered pool (kernels::cuda::MemoryResource; freed memory stays in the pool for
+// reuse). No cudaMalloc, cudaFree or stream creation per request, and no managed memory.
+// Every CUDA resource is held by an owning type (kernels/cuda/{stream,event,memory,
+// resources}.hpp), so a failed start-up releases what it had created.
 #pragma once
-
-#include <cuda_runtime_api.h>
 
 #include <chrono>
 #include <condition_variable>
@@ -17,12 +17,19 @@
 #include "engine/backend_factory.hpp"
 #include "engine/cuda/lane.hpp"
 #include "engine/cuda/pinned_pool.hpp"
+#include "gcompute/kernels/cuda/memory.hpp"
+#include "gcompute/kernels/cuda/stream.hpp"
+#include "gcompute/kernels/cuda/tuning.hpp"
 
 namespace gcompute::server::cuda {
 
 class CudaBackend final : public Backend {
  public:
+  /// Every visible GPU, with the kernels' tuning read from the environment once, here
+  /// (kernels::cuda::tuning_from_environment).
   static absl::StatusOr<std::unique_ptr<CudaBackend>> create(const BackendOptions& options);
+  static absl::StatusOr<std::unique_ptr<CudaBackend>> create(const BackendOptions& options,
+                                                             const kernels::cuda::Tuning& tuning);
   ~CudaBackend() override;
 
   std::string name() const override { return "cuda"; }
@@ -58,16 +65,21 @@ class CudaBackend final : public Backend {
   /// A free lane on the least-loaded healthy device (waits if every lane is busy).
   absl::StatusOr<LaneLease> acquire_lane();
 
-  /// Device-side storage for `bytes` from the device's stream-ordered pool.
+  /// Device-side storage for `bytes` from the device's stream-ordered pool, allocated on the
+  /// lane's stream and freed on the device's aux stream.
   absl::StatusOr<std::shared_ptr<DeviceCopy>> allocate(Lane& lane, std::uint64_t bytes);
+
+  /// The stream-ordered pool of `device` (an index of devices()).
+  kernels::cuda::MemoryResource memory_resource(int device) const;
+  const kernels::cuda::Tuning& tuning() const { return tuning_; }
 
  private:
   struct Device {
     int index = 0;
     DeviceInfo info;
-    cudaMemPool_t pool = nullptr;
-    cudaStream_t aux_stream = nullptr;  ///< uploads, copies back of stored results, frees
-    cudaEvent_t aux_events[2] = {nullptr, nullptr};
+    kernels::cuda::MemoryResource memory;
+    kernels::cuda::Stream aux_stream;  ///< uploads, copies back of stored results, frees
+    StagingEvents aux_events;
     std::mutex aux_mu;  ///< serialises users of aux_events
     std::vector<std::unique_ptr<Lane>> lanes;
     std::vector<bool> busy;
@@ -93,18 +105,12 @@ class CudaBackend final : public Backend {
   absl::StatusOr<Matrix> finish_output(Lane& lane, const MatrixDesc& desc,
                                        std::shared_ptr<DeviceCopy> buffer, JobContext& ctx);
 
+  kernels::cuda::Tuning tuning_;
   std::vector<std::unique_ptr<Device>> devices_;
   std::unique_ptr<PinnedPool> pinned_;
   int total_lanes_ = 0;
   mutable std::mutex mu_;
   std::condition_variable lane_freed_;
 };
-
-/// Copies host -> device (and back) through two pinned blocks, overlapping the host copy of
-/// one piece with the DMA of the other. Synchronous: both have finished when they return.
-absl::Status copy_to_device(PinnedPool& pool, cudaStream_t stream, const cudaEvent_t events[2],
-                            void* dst, const char* src, std::uint64_t bytes);
-absl::Status copy_to_host(PinnedPool& pool, cudaStream_t stream, const cudaEvent_t events[2],
-                          char* dst, const void* src, std::uint64_t bytes);
 
 }  // namespace gcompute::server::cuda

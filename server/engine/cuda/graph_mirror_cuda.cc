@@ -14,6 +14,8 @@
 #include "absl/strings/str_cat.h"
 #include "gcompute/kernels/cuda/check.hpp"
 #include "gcompute/kernels/cuda/graph_device.hpp"
+#include "gcompute/kernels/cuda/memory.hpp"
+#include "gcompute/kernels/cuda/stream.hpp"
 
 namespace gcompute::server::cuda {
 namespace {
@@ -22,39 +24,35 @@ namespace {
 struct MirrorDevice {
   int index = 0;
   std::mutex mu;  // one DeviceGraph call at a time on this device
-  cudaStream_t stream = nullptr;
-  kernels::GraphEdge* staging = nullptr;  // device memory, guarded by mu
-  std::size_t staging_count = 0;
+  kernels::cuda::MemoryResource memory;
+  kernels::cuda::Stream stream;
+  kernels::cuda::DeviceArray<kernels::GraphEdge> staging;  // guarded by mu
 
   kernels::cuda::Context context() const {
-    return kernels::cuda::Context{stream, nullptr, nullptr, index};
+    kernels::cuda::Context c;
+    c.stream = stream.view();
+    c.device = index;
+    return c;
   }
 
   /// Copies `edges` to the staging buffer (growing it) and waits for the copy. Requires mu.
   absl::Status stage(std::span<const kernels::GraphEdge> edges) {
-    if (edges.size() > staging_count) {
-      std::size_t count = std::max<std::size_t>(edges.size(), 2 * staging_count);
-      if (staging != nullptr) {
-        GC_CUDA_TRY(cudaFree(staging));
-        staging = nullptr;
-        staging_count = 0;
-      }
-      GC_CUDA_TRY(
-          cudaMalloc(reinterpret_cast<void**>(&staging), count * sizeof(kernels::GraphEdge)));
-      staging_count = count;
+    if (edges.size() > staging.size()) {
+      const std::size_t count = std::max<std::size_t>(edges.size(), 2 * staging.size());
+      staging.reset();
+      auto grown =
+          kernels::cuda::DeviceArray<kernels::GraphEdge>::create(count, stream.view(), memory);
+      if (!grown.ok()) return grown.status();
+      staging = *std::move(grown);
     }
-    GC_CUDA_TRY(
-        cudaMemcpyAsync(staging, edges.data(), edges.size_bytes(), cudaMemcpyHostToDevice, stream));
-    GC_CUDA_TRY(cudaStreamSynchronize(stream));
+    GC_CUDA_TRY(cudaMemcpyAsync(staging.data(), edges.data(), edges.size_bytes(),
+                                cudaMemcpyHostToDevice, stream.value()));
+    GC_CUDA_TRY(cudaStreamSynchronize(stream.value()));
     return absl::OkStatus();
   }
 
-  ~MirrorDevice() {
-    // Shutdown: errors cannot be acted on.
-    cudaSetDevice(index);
-    if (staging != nullptr) cudaFree(staging);
-    if (stream != nullptr) cudaStreamDestroy(stream);
-  }
+  /// Releases the staging buffer and the stream with this device current.
+  ~MirrorDevice() { GC_CUDA_TRY_NO_THROW(cudaSetDevice(index)); }
 };
 
 class CudaMirrorTarget final : public MirrorTarget {
@@ -64,8 +62,8 @@ class CudaMirrorTarget final : public MirrorTarget {
 
   ~CudaMirrorTarget() override {
     std::lock_guard lock(device_->mu);
-    cudaSetDevice(device_->index);
-    graph_.reset();  // frees on the right device
+    GC_CUDA_TRY_NO_THROW(cudaSetDevice(device_->index));
+    graph_.reset();  // frees on the mirror's stream, with the graph's device current
   }
 
   absl::Status add_vertices(std::uint32_t count) override {
@@ -78,14 +76,14 @@ class CudaMirrorTarget final : public MirrorTarget {
     std::lock_guard lock(device_->mu);
     GC_CUDA_TRY(cudaSetDevice(device_->index));
     if (absl::Status s = device_->stage(edges); !s.ok()) return s;
-    return graph_->delete_edges(device_->context(), device_->staging, edges.size()).status();
+    return graph_->delete_edges(device_->context(), device_->staging.data(), edges.size()).status();
   }
 
   absl::Status upsert_edges(std::span<const kernels::GraphEdge> edges) override {
     std::lock_guard lock(device_->mu);
     GC_CUDA_TRY(cudaSetDevice(device_->index));
     if (absl::Status s = device_->stage(edges); !s.ok()) return s;
-    return graph_->insert_edges(device_->context(), device_->staging, edges.size()).status();
+    return graph_->insert_edges(device_->context(), device_->staging.data(), edges.size()).status();
   }
 
   absl::StatusOr<kernels::HostCsr> export_csr() override {
@@ -111,7 +109,7 @@ class CudaMirrorTargets final : public MirrorTargetFactory {
     std::lock_guard lock(device->mu);
     GC_CUDA_TRY(cudaSetDevice(device->index));
     absl::StatusOr<kernels::cuda::DeviceGraph> graph =
-        kernels::cuda::DeviceGraph::create(device->context(), num_vertices);
+        kernels::cuda::DeviceGraph::create(device->context(), device->memory, num_vertices);
     if (!graph.ok()) return graph.status();
     return std::make_unique<CudaMirrorTarget>(device, *std::move(graph));
   }
@@ -129,8 +127,11 @@ absl::StatusOr<std::unique_ptr<MirrorTargetFactory>> make_cuda_mirror_targets(
   for (const DeviceInfo& info : backend.devices()) {
     auto d = std::make_unique<MirrorDevice>();
     d->index = info.index;
+    d->memory = backend.memory_resource(info.index);
     GC_CUDA_TRY(cudaSetDevice(d->index));
-    GC_CUDA_TRY(cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking));
+    auto stream = kernels::cuda::Stream::create();
+    if (!stream.ok()) return stream.status();
+    d->stream = *std::move(stream);
     devices.push_back(std::move(d));
   }
   if (devices.empty()) return absl::FailedPreconditionError("graph mirror: no CUDA device");

@@ -4,9 +4,10 @@
 //
 // Each device gets one stream of the mirror's own, created here at start-up, and a mutex: a
 // DeviceGraph takes one caller at a time, and batches of different graphs on one device run
-// one after another. The mirror does not borrow the backend's lanes (acquire_lane()): an edit
-// would then wait behind long APSP/SVD jobs holding every lane, and a graph's copy is tied to
-// one device while acquire_lane() picks the least loaded one.
+// one after another. Graph memory comes from the device's stream-ordered pool, the backend's
+// (CudaBackend::memory_resource). The mirror does not borrow the backend's lanes
+// (acquire_lane()): an edit would then wait behind long APSP/SVD jobs holding every lane, and a
+// graph's copy is tied to one device while acquire_lane() picks the least loaded one.
 #pragma once
 
 #include <memory>

@@ -1,36 +1,33 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "engine/cuda/lane.hpp"
 
+#include <utility>
+
 #include "gcompute/kernels/cuda/check.hpp"
 
 namespace gcompute::server::cuda {
 
+absl::StatusOr<StagingEvents> make_staging_events() {
+  StagingEvents events;
+  for (kernels::cuda::Event& e : events) {
+    absl::StatusOr<kernels::cuda::Event> event =
+        kernels::cuda::Event::create(kernels::cuda::EventTiming::kDisabled);
+    if (!event.ok()) return event.status();
+    e = *std::move(event);
+  }
+  return events;
+}
+
 absl::StatusOr<std::unique_ptr<Lane>> Lane::create(int device, int index) {
-  std::unique_ptr<Lane> lane(new Lane(device, index));
-  GC_CUDA_TRY(cudaSetDevice(device));
-  GC_CUDA_TRY(cudaStreamCreateWithFlags(&lane->stream_, cudaStreamNonBlocking));
-  int least = 0, greatest = 0;
-  GC_CUDA_TRY(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-  GC_CUDA_TRY(
-      cudaStreamCreateWithPriority(&lane->priority_stream_, cudaStreamNonBlocking, greatest));
-  for (auto& e : lane->staging_) GC_CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-  GC_CUBLAS_TRY(cublasCreate(&lane->cublas_));
-  GC_CUBLAS_TRY(cublasSetStream(lane->cublas_, lane->stream_));
-  GC_CUSOLVER_TRY(cusolverDnCreate(&lane->cusolver_));
-  GC_CUSOLVER_TRY(cusolverDnSetStream(lane->cusolver_, lane->stream_));
-  return lane;
+  absl::StatusOr<kernels::cuda::Resources> resources = kernels::cuda::Resources::create(device);
+  if (!resources.ok()) return resources.status();
+  absl::StatusOr<StagingEvents> staging = make_staging_events();
+  if (!staging.ok()) return staging.status();
+  return std::unique_ptr<Lane>(new Lane(index, *std::move(resources), *std::move(staging)));
 }
 
 Lane::~Lane() {
-  // Destruction happens at shutdown; errors here cannot be acted on.
-  cudaSetDevice(device_);
-  if (cusolver_ != nullptr) cusolverDnDestroy(cusolver_);
-  if (cublas_ != nullptr) cublasDestroy(cublas_);
-  for (auto& e : staging_) {
-    if (e != nullptr) cudaEventDestroy(e);
-  }
-  if (priority_stream_ != nullptr) cudaStreamDestroy(priority_stream_);
-  if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  GC_CUDA_TRY_NO_THROW(cudaSetDevice(device()));
 }
 
 }  // namespace gcompute::server::cuda

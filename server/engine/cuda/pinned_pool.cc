@@ -4,9 +4,9 @@
 #include <cuda_runtime_api.h>
 
 #include <bit>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "gcompute/kernels/cuda/check.hpp"
 
 namespace gcompute::server::cuda {
 
@@ -17,18 +17,18 @@ absl::StatusOr<std::unique_ptr<PinnedPool>> PinnedPool::create(std::uint64_t byt
         absl::StrCat("--pinned-pool-bytes must be at least ", 2 * kMinBlock, ", got ", bytes));
   }
   max_block = std::bit_floor(std::max(kMinBlock, std::min(max_block, bytes / 2)));
-  void* base = nullptr;
-  GC_CUDA_TRY(cudaHostAlloc(&base, bytes, cudaHostAllocPortable));
-  return std::unique_ptr<PinnedPool>(new PinnedPool(static_cast<char*>(base), bytes, max_block));
+  absl::StatusOr<kernels::cuda::PinnedBuffer> region =
+      kernels::cuda::PinnedBuffer::create(bytes, cudaHostAllocPortable);
+  if (!region.ok()) return region.status();
+  return std::unique_ptr<PinnedPool>(new PinnedPool(*std::move(region), max_block));
 }
 
-PinnedPool::PinnedPool(char* base, std::uint64_t capacity, std::uint64_t max_block)
-    : base_(base), capacity_(capacity), max_block_(max_block) {
+PinnedPool::PinnedPool(kernels::cuda::PinnedBuffer region, std::uint64_t max_block)
+    : region_(std::move(region)),
+      base_(region_.data_as<char>()),
+      capacity_(region_.size()),
+      max_block_(max_block) {
   free_.resize(static_cast<std::size_t>(size_class(max_block)) + 1);
-}
-
-PinnedPool::~PinnedPool() {
-  cudaFreeHost(base_);
 }
 
 int PinnedPool::size_class(std::uint64_t bytes) const {

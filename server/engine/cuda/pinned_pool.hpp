@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "gcompute/kernels/cuda/memory.hpp"
 
 namespace gcompute::server::cuda {
 
@@ -22,7 +23,6 @@ class PinnedPool {
   /// out (a power of two <= bytes / 2).
   static absl::StatusOr<std::unique_ptr<PinnedPool>> create(std::uint64_t bytes,
                                                             std::uint64_t max_block);
-  ~PinnedPool();
 
   struct Block {
     char* ptr = nullptr;
@@ -39,9 +39,10 @@ class PinnedPool {
   std::uint64_t misses() const;
 
  private:
-  PinnedPool(char* base, std::uint64_t capacity, std::uint64_t max_block);
+  PinnedPool(kernels::cuda::PinnedBuffer region, std::uint64_t max_block);
   int size_class(std::uint64_t bytes) const;
 
+  kernels::cuda::PinnedBuffer region_;
   char* base_;
   std::uint64_t capacity_;
   std::uint64_t max_block_;

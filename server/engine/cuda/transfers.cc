@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// Pipelined host <-> device copies through pinned staging blocks.
+#include "engine/cuda/transfers.hpp"
+
 #include <algorithm>
 #include <cstring>
 
-#include "engine/cuda/cuda_backend.hpp"
 #include "gcompute/kernels/cuda/check.hpp"
 
 namespace gcompute::server::cuda {
@@ -27,8 +27,9 @@ struct StagingPair {
 
 }  // namespace
 
-absl::Status copy_to_device(PinnedPool& pool, cudaStream_t stream, const cudaEvent_t events[2],
-                            void* dst, const char* src, std::uint64_t bytes) {
+absl::Status copy_to_device(PinnedPool& pool, kernels::cuda::StreamView stream,
+                            const StagingEvents& events, void* dst, const char* src,
+                            std::uint64_t bytes) {
   if (bytes == 0) return absl::OkStatus();
   StagingPair staging(pool, bytes);
   const std::uint64_t piece = staging.piece;
@@ -37,19 +38,20 @@ absl::Status copy_to_device(PinnedPool& pool, cudaStream_t stream, const cudaEve
     const int slot = static_cast<int>(i % 2);
     const std::uint64_t n = std::min(piece, bytes - off);
     // The block may be reused once the copy that last read it has finished.
-    if (pending[slot]) GC_CUDA_TRY(cudaEventSynchronize(events[slot]));
+    if (pending[slot]) GC_CUDA_TRY(cudaEventSynchronize(events[slot].value()));
     std::memcpy(staging.ptr[slot], src + off, n);
     GC_CUDA_TRY(cudaMemcpyAsync(static_cast<char*>(dst) + off, staging.ptr[slot], n,
                                 cudaMemcpyHostToDevice, stream));
-    GC_CUDA_TRY(cudaEventRecord(events[slot], stream));
+    GC_CUDA_TRY(cudaEventRecord(events[slot].value(), stream));
     pending[slot] = true;
   }
   GC_CUDA_TRY(cudaStreamSynchronize(stream));
   return absl::OkStatus();
 }
 
-absl::Status copy_to_host(PinnedPool& pool, cudaStream_t stream, const cudaEvent_t events[2],
-                          char* dst, const void* src, std::uint64_t bytes) {
+absl::Status copy_to_host(PinnedPool& pool, kernels::cuda::StreamView stream,
+                          const StagingEvents& events, char* dst, const void* src,
+                          std::uint64_t bytes) {
   if (bytes == 0) return absl::OkStatus();
   StagingPair staging(pool, bytes);
   const std::uint64_t piece = staging.piece;
@@ -59,7 +61,7 @@ absl::Status copy_to_host(PinnedPool& pool, cudaStream_t stream, const cudaEvent
     const std::uint64_t off = i * piece, n = std::min(piece, bytes - off);
     GC_CUDA_TRY(cudaMemcpyAsync(staging.ptr[slot], static_cast<const char*>(src) + off, n,
                                 cudaMemcpyDeviceToHost, stream));
-    GC_CUDA_TRY(cudaEventRecord(events[slot], stream));
+    GC_CUDA_TRY(cudaEventRecord(events[slot].value(), stream));
     return absl::OkStatus();
   };
   for (std::uint64_t i = 0; i < std::min<std::uint64_t>(2, pieces); ++i) {
@@ -68,7 +70,7 @@ absl::Status copy_to_host(PinnedPool& pool, cudaStream_t stream, const cudaEvent
   for (std::uint64_t i = 0; i < pieces; ++i) {
     const int slot = static_cast<int>(i % 2);
     const std::uint64_t off = i * piece, n = std::min(piece, bytes - off);
-    GC_CUDA_TRY(cudaEventSynchronize(events[slot]));
+    GC_CUDA_TRY(cudaEventSynchronize(events[slot].value()));
     std::memcpy(dst + off, staging.ptr[slot], n);
     if (i + 2 < pieces) {
       if (auto st = issue(i + 2); !st.ok()) return st;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "gcompute/kernels/cuda/apsp.hpp"
+#include "kernels/cuda/test_device.hpp"
 #include "support/gpu.hpp"
 
 namespace gcompute::kernels::cuda {
@@ -119,41 +120,28 @@ struct GpuResult {
   std::vector<std::int32_t> next;
 };
 
-class Stream {
- public:
-  /// A stream; with `high_priority` at the device's greatest priority, like the second stream
-  /// of a server lane. Blocking (ordered after the legacy stream's cudaMemset poison), unlike
-  /// the lanes' streams.
-  explicit Stream(bool high_priority = false) {
-    int least = 0, greatest = 0;
-    EXPECT_EQ(cudaDeviceGetStreamPriorityRange(&least, &greatest), cudaSuccess);
-    EXPECT_EQ(
-        cudaStreamCreateWithPriority(&s_, cudaStreamDefault, high_priority ? greatest : least),
-        cudaSuccess);
-  }
-  ~Stream() { static_cast<void>(cudaStreamDestroy(s_)); }
-  cudaStream_t get() const { return s_; }
-
- private:
-  cudaStream_t s_ = nullptr;
-};
-
+/// Device memory for `count` elements of T (at least one), on the test device's stream.
 template <class T>
 struct DevBuf {
+  DeviceArray<T> a;
   T* p = nullptr;
-  explicit DevBuf(std::size_t count) {
-    EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&p), std::max<std::size_t>(count, 1) * sizeof(T)),
-              cudaSuccess);
+  DevBuf(const testing::TestDevice& device, std::size_t count) {
+    absl::StatusOr<DeviceArray<T>> made =
+        DeviceArray<T>::create(std::max<std::size_t>(count, 1), device.stream(), device.memory());
+    EXPECT_TRUE(made.ok()) << made.status();
+    if (!made.ok()) return;
+    a = *std::move(made);
+    p = a.data();
   }
-  ~DevBuf() { static_cast<void>(cudaFree(p)); }
 };
 
 /// Runs cuda::apsp on g in `dtype`; outputs are poisoned before the run. With `two_streams`
 /// (the server's configuration) the context carries a higher-priority second stream, so the
 /// next round's pivot work overlaps the bulk of each round; without, everything runs in order
-/// on one stream.
+/// on one stream. The streams are blocking: ordered after the legacy stream's cudaMemset
+/// poison, unlike the lanes' streams.
 GpuResult run_gpu(const Graph& g, DType dtype, bool next_hop, StopToken stop = {},
-                  bool two_streams = true) {
+                  bool two_streams = true, ApspTuning tuning = {}) {
   const std::int64_t n = g.n;
   const std::size_t count = static_cast<std::size_t>(n * n);
   ApspShape shape{n, dtype, next_hop};
@@ -167,20 +155,21 @@ GpuResult run_gpu(const Graph& g, DType dtype, bool next_hop, StopToken stop = {
       std::memcpy(&host_w[e], &v, 4);
     }
   }
-  Stream stream, priority(true);
-  Context ctx;
-  ctx.stream = stream.get();
-  if (two_streams) ctx.priority_stream = priority.get();
-  DevBuf<std::uint32_t> w(count), d(count);
-  DevBuf<std::int32_t> nx(count);
+  absl::StatusOr<testing::TestDevice> device = testing::TestDevice::create(two_streams, false);
+  EXPECT_TRUE(device.ok()) << device.status();
+  if (!device.ok()) return GpuResult{device.status(), {}, {}};
+  const Context ctx = device->context();
+  DevBuf<std::uint32_t> w(*device, count), d(*device, count);
+  DevBuf<std::int32_t> nx(*device, count);
   const std::size_t ws_bytes = apsp_workspace_bytes(shape);
-  DevBuf<unsigned char> ws(ws_bytes);
+  DevBuf<unsigned char> ws(*device, ws_bytes);
   EXPECT_EQ(cudaMemcpy(w.p, host_w.data(), count * 4, cudaMemcpyHostToDevice), cudaSuccess);
   EXPECT_EQ(cudaMemset(d.p, 0x7f, std::max<std::size_t>(count, 1) * 4), cudaSuccess);  // poison
   EXPECT_EQ(cudaMemset(nx.p, 0x5a, std::max<std::size_t>(count, 1) * 4), cudaSuccess);
   EXPECT_EQ(cudaMemset(ws.p, 0x33, std::max<std::size_t>(ws_bytes, 1)), cudaSuccess);
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // the poison lands before apsp starts
-  GpuResult r{apsp(ctx, w.p, d.p, next_hop ? nx.p : nullptr, shape, ws.p, ws_bytes, stop), {}, {}};
+  GpuResult r{
+      apsp(ctx, w.p, d.p, next_hop ? nx.p : nullptr, shape, ws.p, ws_bytes, stop, tuning), {}, {}};
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   std::vector<std::uint32_t> raw(count);
   EXPECT_EQ(cudaMemcpy(raw.data(), d.p, count * 4, cudaMemcpyDeviceToHost), cudaSuccess);
@@ -412,21 +401,14 @@ TEST(CudaApsp, DeterministicAcrossRuns) {
   EXPECT_EQ(a.next, b.next);
 }
 
-/// Sets GCOMPUTE_APSP_DEPTH (pivot blocks per round for distances) for one scope.
-class ForcedRoundDepth {
- public:
-  explicit ForcedRoundDepth(const char* depth) { setenv("GCOMPUTE_APSP_DEPTH", depth, 1); }
-  ~ForcedRoundDepth() { unsetenv("GCOMPUTE_APSP_DEPTH"); }
-};
-
 TEST(CudaApsp, OneStreamAndLookAheadStreamsAgreeWithTheOracle) {
   GC_REQUIRE_GPU();
   // 1 to 7 pivot blocks, one- and two-block rounds (small graphs take one-block rounds by
   // default, so both are forced): rounds whose look-ahead has zero, one and several bulk
   // tiles, and an odd number of blocks that leaves a last one-block round.
-  for (const char* depth : {"1", "2"}) {
-    SCOPED_TRACE(::testing::Message() << "GCOMPUTE_APSP_DEPTH=" << depth);
-    ForcedRoundDepth forced(depth);
+  for (const int depth : {1, 2}) {
+    SCOPED_TRACE(::testing::Message() << "ApspTuning::depth = " << depth);
+    const ApspTuning forced{.depth = depth};
     for (std::int64_t n : {100, 129, 300, 640, 777}) {
       Graph g = random_graph(n, 0.3, 1, 50, true);
       apply_potentials(g, 40);  // negative edges, no negative cycle
@@ -434,13 +416,13 @@ TEST(CudaApsp, OneStreamAndLookAheadStreamsAgreeWithTheOracle) {
       ASSERT_FALSE(o.negative_cycle);
       const std::vector<double>& want = o.d;
       for (DType dtype : {DType::kF32, DType::kI32}) {
-        const GpuResult one = run_gpu(g, dtype, false, {}, false);
-        const GpuResult two = run_gpu(g, dtype, false, {}, true);
+        const GpuResult one = run_gpu(g, dtype, false, {}, false, forced);
+        const GpuResult two = run_gpu(g, dtype, false, {}, true, forced);
         ASSERT_TRUE(one.info.ok()) << n << ": " << one.info.status();
         ASSERT_TRUE(two.info.ok()) << n << ": " << two.info.status();
         expect_distances(g, want, one.d, 0, "one stream");
         expect_distances(g, want, two.d, 0, "two streams");
-        const GpuResult hops = run_gpu(g, dtype, true, {}, true);
+        const GpuResult hops = run_gpu(g, dtype, true, {}, true, forced);
         ASSERT_TRUE(hops.info.ok()) << n << ": " << hops.info.status();
         expect_distances(g, want, hops.d, 0, "two streams, next-hop");
         expect_paths(g, hops, 0);
@@ -465,12 +447,14 @@ TEST(CudaApsp, RejectsInvalidInput) {
   EXPECT_EQ(run_gpu(g, DType::kI32, false).info.status().code(),
             absl::StatusCode::kInvalidArgument);
 
-  Context ctx;
+  absl::StatusOr<testing::TestDevice> device = testing::TestDevice::create(true, false);
+  ASSERT_TRUE(device.ok()) << device.status();
+  Context ctx = device->context();
   ApspShape shape{65, DType::kF32, false};
   const std::size_t need = apsp_workspace_bytes(shape);
   EXPECT_GT(need, 0u);
-  DevBuf<float> buf(65 * 65);
-  DevBuf<unsigned char> ws(need);
+  DevBuf<float> buf(*device, 65 * 65);
+  DevBuf<unsigned char> ws(*device, need);
   EXPECT_EQ(apsp(ctx, buf.p, buf.p, nullptr, shape, ws.p, need - 1).status().code(),
             absl::StatusCode::kInvalidArgument);
   shape.next_hop = true;
@@ -483,6 +467,16 @@ TEST(CudaApsp, RejectsInvalidInput) {
   auto info = apsp(ctx, nullptr, nullptr, nullptr, empty, nullptr, 0);
   ASSERT_TRUE(info.ok()) << info.status();
   EXPECT_FALSE(info->negative_cycle);
+  shape.next_hop = false;
+  EXPECT_EQ(apsp(ctx, buf.p, buf.p, nullptr, shape, ws.p, need, {}, ApspTuning{.depth = 3})
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  // The events are the caller's: without them the call cannot run.
+  Context no_events = ctx;
+  no_events.events[2] = nullptr;
+  EXPECT_EQ(apsp(no_events, buf.p, buf.p, nullptr, shape, ws.p, need).status().code(),
+            absl::StatusCode::kFailedPrecondition);
 }
 
 TEST(CudaApsp, StopTokenCancels) {

@@ -12,6 +12,7 @@
 #include "gcompute/kernels/cpu/graph_batch.hpp"
 #include "gcompute/kernels/cuda/graph_device.hpp"
 #include "kernels/cpu/graph_batch_oracle.hpp"
+#include "kernels/cuda/test_device.hpp"
 #include "support/gpu.hpp"
 
 namespace gcompute::kernels::cuda {
@@ -22,42 +23,43 @@ using testing::GraphOracle;
 
 #define ASSERT_CUDA(call) ASSERT_EQ((call), cudaSuccess) << #call
 
+/// A batch in device memory with its per-element status array.
 class DeviceBatch {
  public:
-  DeviceBatch() = default;
-  DeviceBatch(const DeviceBatch&) = delete;
-  DeviceBatch& operator=(const DeviceBatch&) = delete;
-  ~DeviceBatch() {
-    cudaFree(edges_);
-    cudaFree(status_);
-  }
+  explicit DeviceBatch(const ::gcompute::testing::TestDevice& device) : device_(device) {}
   /// Uploads the batch and poisons the status array.
   void upload(const std::vector<GraphEdge>& b) {
-    if (b.size() > cap_) {
-      cudaFree(edges_);
-      cudaFree(status_);
-      cap_ = b.size();
-      ASSERT_CUDA(cudaMalloc(&edges_, cap_ * sizeof(GraphEdge)));
-      ASSERT_CUDA(cudaMalloc(&status_, cap_));
+    if (b.size() > edges_.size()) {
+      edges_.reset();
+      status_.reset();
+      auto edges = DeviceArray<GraphEdge>::create(b.size(), device_.stream(), device_.memory());
+      ASSERT_TRUE(edges.ok()) << edges.status();
+      auto status = DeviceArray<EdgeStatus>::create(b.size(), device_.stream(), device_.memory());
+      ASSERT_TRUE(status.ok()) << status.status();
+      edges_ = *std::move(edges);
+      status_ = *std::move(status);
     }
     size_ = b.size();
     if (size_ == 0) return;
-    ASSERT_CUDA(cudaMemcpy(edges_, b.data(), size_ * sizeof(GraphEdge), cudaMemcpyHostToDevice));
-    ASSERT_CUDA(cudaMemset(status_, 0xEE, size_));
+    ASSERT_CUDA(
+        cudaMemcpy(edges_.data(), b.data(), size_ * sizeof(GraphEdge), cudaMemcpyHostToDevice));
+    ASSERT_CUDA(cudaMemset(status_.data(), 0xEE, size_));
   }
   std::vector<EdgeStatus> status() const {
     std::vector<EdgeStatus> out(size_);
-    if (size_ != 0) cudaMemcpy(out.data(), status_, size_, cudaMemcpyDeviceToHost);
+    if (size_ != 0) {
+      EXPECT_EQ(cudaMemcpy(out.data(), status_.data(), size_, cudaMemcpyDeviceToHost), cudaSuccess);
+    }
     return out;
   }
-  const GraphEdge* edges() const { return edges_; }
-  EdgeStatus* status_ptr() const { return status_; }
+  const GraphEdge* edges() const { return edges_.data(); }
+  EdgeStatus* status_ptr() { return status_.data(); }
   std::size_t size() const { return size_; }
 
  private:
-  GraphEdge* edges_ = nullptr;
-  EdgeStatus* status_ = nullptr;
-  std::size_t cap_ = 0;
+  const ::gcompute::testing::TestDevice& device_;
+  DeviceArray<GraphEdge> edges_;
+  DeviceArray<EdgeStatus> status_;
   std::size_t size_ = 0;
 };
 
@@ -70,7 +72,7 @@ void expect_result(const GraphBatchResult& got, const GraphBatchResult& want) {
 }
 
 absl::StatusOr<GraphBatchResult> run(DeviceGraph& g, const Context& ctx, GraphOp op,
-                                     const DeviceBatch& b) {
+                                     DeviceBatch& b) {
   switch (op) {
     case GraphOp::kInsert:
       return g.insert_edges(ctx, b.edges(), b.size(), b.status_ptr());
@@ -86,11 +88,15 @@ class CudaGraphDevice : public ::testing::Test {
  protected:
   void SetUp() override {
     GC_REQUIRE_GPU();
-    ASSERT_CUDA(cudaStreamCreate(&stream_));
-    ctx_.stream = stream_;
+    absl::StatusOr<::gcompute::testing::TestDevice> device =
+        ::gcompute::testing::TestDevice::create(false, false);
+    ASSERT_TRUE(device.ok()) << device.status();
+    device_ = *std::move(device);
+    ctx_ = device_.context();
   }
-  void TearDown() override {
-    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+
+  absl::StatusOr<DeviceGraph> make_graph(std::uint32_t n, GraphOptions options = {}) {
+    return DeviceGraph::create(ctx_, device_.memory(), n, options);
   }
 
   /// Random rounds against the oracle and the CPU twin. expect_rebuild: the pool must have
@@ -98,12 +104,12 @@ class CudaGraphDevice : public ::testing::Test {
   void random_rounds(std::uint32_t n, std::uint64_t seed, int rounds, std::size_t max_batch,
                      GraphOptions options, bool expect_rebuild) {
     std::mt19937_64 rng(seed);
-    auto g = DeviceGraph::create(ctx_, n, options);
+    auto g = make_graph(n, options);
     ASSERT_TRUE(g.ok()) << g.status();
     auto twin = cpu::DynamicGraph::create(n, options);
     ASSERT_TRUE(twin.ok());
     GraphOracle oracle(n);
-    DeviceBatch db;
+    DeviceBatch db(device_);
     std::vector<EdgeStatus> want_status;
     std::uint64_t grown = 0, rebuilds = 0;
     for (int round = 0; round < rounds; ++round) {
@@ -144,7 +150,7 @@ class CudaGraphDevice : public ::testing::Test {
     }
   }
 
-  cudaStream_t stream_ = nullptr;
+  ::gcompute::testing::TestDevice device_;  // before every buffer: they are freed on its stream
   Context ctx_;
 };
 
@@ -173,9 +179,9 @@ TEST_F(CudaGraphDevice, LargeBatches) {
 }
 
 TEST_F(CudaGraphDevice, DuplicatesLastOneWinsAndTombstoneReuse) {
-  auto g = DeviceGraph::create(ctx_, 4);
+  auto g = make_graph(4);
   ASSERT_TRUE(g.ok());
-  DeviceBatch db;
+  DeviceBatch db(device_);
   db.upload({{1, 2, 1.0f}, {1, 2, 2.0f}, {3, 0, 5.0f}, {1, 2, 3.0f}});
   auto r = g->insert_edges(ctx_, db.edges(), db.size(), db.status_ptr());
   ASSERT_TRUE(r.ok()) << r.status();
@@ -202,9 +208,9 @@ TEST_F(CudaGraphDevice, DuplicatesLastOneWinsAndTombstoneReuse) {
 }
 
 TEST_F(CudaGraphDevice, InvalidBatchChangesNothing) {
-  auto g = DeviceGraph::create(ctx_, 10);
+  auto g = make_graph(10);
   ASSERT_TRUE(g.ok());
-  DeviceBatch db;
+  DeviceBatch db(device_);
   db.upload({{0, 1, 1.0f}});
   ASSERT_TRUE(g->insert_edges(ctx_, db.edges(), db.size()).ok());
   db.upload({{2, 3, 1.0f}, {10, 0, 1.0f}, {0, 1, 9.0f}, {0, 4000000000u, 1.0f}});
@@ -229,14 +235,14 @@ TEST_F(CudaGraphDevice, InvalidBatchChangesNothing) {
 }
 
 TEST_F(CudaGraphDevice, AddVerticesAndEmpty) {
-  auto g = DeviceGraph::create(ctx_, 0);
+  auto g = make_graph(0);
   ASSERT_TRUE(g.ok());
   EXPECT_TRUE(g->insert_edges(ctx_, nullptr, 0).ok());
   auto csr = g->export_csr(ctx_);
   ASSERT_TRUE(csr.ok());
   EXPECT_EQ(csr->row_offsets.size(), 1u);
   GraphOracle oracle(0);
-  DeviceBatch db;
+  DeviceBatch db(device_);
   std::mt19937_64 rng(21);
   std::vector<EdgeStatus> want;
   for (int round = 0; round < 6; ++round) {
@@ -255,7 +261,7 @@ TEST_F(CudaGraphDevice, AddVerticesAndEmpty) {
   csr = g->export_csr(ctx_);
   ASSERT_TRUE(csr.ok());
   testing::expect_csr_equals(*csr, oracle);
-  EXPECT_FALSE(DeviceGraph::create(ctx_, kMaxGraphVertices + 1u).ok());
+  EXPECT_FALSE(make_graph(kMaxGraphVertices + 1u).ok());
 }
 
 }  // namespace

@@ -12,12 +12,12 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "gcompute/kernels/cuda/matmul.hpp"
+#include "kernels/cuda/test_device.hpp"
 #include "support/gpu.hpp"
 
 namespace gcompute::kernels::cuda {
@@ -132,20 +132,20 @@ class CudaMatmulTest : public ::testing::Test {
  protected:
   void SetUp() override {
     GC_REQUIRE_GPU();
-    ASSERT_CUDA(cudaStreamCreate(&stream_));
-    ASSERT_EQ(cublasCreate(&handle_), CUBLAS_STATUS_SUCCESS);
-    ctx_.stream = stream_;
-    ctx_.cublas = handle_;
+    absl::StatusOr<testing::TestDevice> device = testing::TestDevice::create(false, true);
+    ASSERT_TRUE(device.ok()) << device.status();
+    device_ = *std::move(device);
+    ctx_ = device_.context();
   }
-  void TearDown() override {
-    if (handle_ != nullptr) static_cast<void>(cublasDestroy(handle_));
-    if (stream_ != nullptr) static_cast<void>(cudaStreamDestroy(stream_));
+
+  /// `bytes` of device memory kept until the test ends.
+  void* scratch(std::size_t bytes) {
+    buffers_.push_back(device_.buffer(bytes));
+    return buffers_.back().data();
   }
 
   void* upload(const std::vector<std::uint8_t>& bytes) {
-    void* p = nullptr;
-    EXPECT_EQ(cudaMalloc(&p, bytes.size() + 16), cudaSuccess);
-    buffers_.emplace_back(p);
+    void* p = scratch(bytes.size() + 16);
     EXPECT_EQ(cudaMemcpy(p, bytes.data(), bytes.size(), cudaMemcpyHostToDevice), cudaSuccess);
     return p;
   }
@@ -173,7 +173,7 @@ class CudaMatmulTest : public ::testing::Test {
     ASSERT_CUDA(cudaMemset(static_cast<std::uint8_t*>(dc) + c_bytes, 0xFF, 16));
     const absl::Status st = matmul(ctx_, da, db, dc, s);
     ASSERT_TRUE(st.ok()) << st;
-    ASSERT_CUDA(cudaStreamSynchronize(stream_));
+    ASSERT_CUDA(cudaStreamSynchronize(ctx_.stream));
     std::vector<std::uint8_t> got(c_bytes + 16);
     ASSERT_CUDA(cudaMemcpy(got.data(), dc, got.size(), cudaMemcpyDeviceToHost));
     for (std::size_t i = c_bytes; i < got.size(); ++i) ASSERT_EQ(got[i], 0xFF) << "past C";
@@ -215,13 +215,9 @@ class CudaMatmulTest : public ::testing::Test {
     RecordProperty("worst_error_over_bound", std::to_string(worst));
   }
 
-  cudaStream_t stream_ = nullptr;
-  cublasHandle_t handle_ = nullptr;
+  testing::TestDevice device_;  // before every buffer: they are freed on its stream
   Context ctx_;
-  struct Free {
-    void operator()(void* p) const { static_cast<void>(cudaFree(p)); }
-  };
-  std::vector<std::unique_ptr<void, Free>> buffers_;
+  std::vector<DeviceBuffer> buffers_;
 };
 
 struct Combo {
@@ -354,9 +350,8 @@ TEST_F(CudaMatmulTest, KZeroScalesC) {
 }
 
 TEST_F(CudaMatmulTest, EmptyOutputsWriteNothing) {
-  void* c = nullptr;
-  ASSERT_CUDA(cudaMalloc(&c, 256));
-  buffers_.emplace_back(c);
+  void* c = scratch(256);
+  ASSERT_NE(c, nullptr);
   for (const MatmulShape& s :
        {MatmulShape{.m = 0, .n = 5, .k = 3}, MatmulShape{.m = 5, .n = 0, .k = 3},
         MatmulShape{.batch = 0, .a_batch = 0, .b_batch = 0, .m = 4, .n = 4, .k = 4},
@@ -364,7 +359,7 @@ TEST_F(CudaMatmulTest, EmptyOutputsWriteNothing) {
     ASSERT_CUDA(cudaMemset(c, 0xFF, 256));
     const absl::Status st = matmul(ctx_, nullptr, nullptr, c, s);
     ASSERT_TRUE(st.ok()) << st;
-    ASSERT_CUDA(cudaStreamSynchronize(stream_));
+    ASSERT_CUDA(cudaStreamSynchronize(ctx_.stream));
     std::vector<std::uint8_t> got(256);
     ASSERT_CUDA(cudaMemcpy(got.data(), c, 256, cudaMemcpyDeviceToHost));
     for (std::uint8_t v : got) ASSERT_EQ(v, 0xFF);
@@ -373,9 +368,8 @@ TEST_F(CudaMatmulTest, EmptyOutputsWriteNothing) {
 
 TEST_F(CudaMatmulTest, RejectsBadArguments) {
   const auto kInvalid = absl::StatusCode::kInvalidArgument;
-  void* buf = nullptr;
-  ASSERT_CUDA(cudaMalloc(&buf, 4096));
-  buffers_.emplace_back(buf);
+  void* buf = scratch(4096);
+  ASSERT_NE(buf, nullptr);
   auto code = [&](const MatmulShape& s) { return matmul(ctx_, buf, buf, buf, s).code(); };
   EXPECT_EQ(code({.m = -1, .n = 2, .k = 2}), kInvalid);
   EXPECT_EQ(code({.m = 2, .n = 2, .k = 2, .dtype = DType::kI32}), kInvalid);
@@ -385,7 +379,7 @@ TEST_F(CudaMatmulTest, RejectsBadArguments) {
   EXPECT_EQ(code({.batch = 3, .a_batch = 2, .b_batch = 3, .m = 2, .n = 2, .k = 2}), kInvalid);
   EXPECT_EQ(code({.m = 2, .n = 2, .k = 2, .alpha = NAN}), kInvalid);
   EXPECT_EQ(matmul(ctx_, nullptr, buf, buf, {.m = 2, .n = 2, .k = 2}).code(), kInvalid);
-  Context no_handle{.stream = stream_};
+  Context no_handle{.stream = ctx_.stream};
   EXPECT_EQ(matmul(no_handle, buf, buf, buf, {.m = 2, .n = 2, .k = 2}).code(),
             absl::StatusCode::kFailedPrecondition);
 }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "gcompute/kernels/cuda/svd.hpp"
+#include "kernels/cuda/test_device.hpp"
 #include "support/gpu.hpp"
 
 // LAPACK's Fortran interface (the LAPACKE wrappers are not in the linked library).
@@ -34,24 +35,7 @@ namespace {
 
 #define ASSERT_CUDA(call) ASSERT_EQ((call), cudaSuccess) << #call
 
-class DeviceBuffer {
- public:
-  explicit DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
-    if (bytes_ > 0) ok_ = cudaMalloc(&p_, bytes_) == cudaSuccess;
-  }
-  ~DeviceBuffer() {
-    if (p_ != nullptr) cudaFree(p_);
-  }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  void* get() const { return p_; }
-  bool ok() const { return ok_; }
-
- private:
-  void* p_ = nullptr;
-  std::size_t bytes_;
-  bool ok_ = true;
-};
+using cuda::DeviceBuffer;
 
 std::uint64_t fresh_seed() {
   std::random_device rd;
@@ -113,7 +97,18 @@ std::vector<double> with_singular_values(int m, int n, const std::vector<double>
   return a;
 }
 
-enum class Kind { kGaussian, kIllConditioned, kRankDeficient, kZero, kZeroColumn };
+/// kOnes, kIntegerRankOne and kRepeatedRow are rank-1 matrices whose columns are exact
+/// multiples of one another, so that the rounding residues of rotations are too (issue 11).
+enum class Kind {
+  kGaussian,
+  kIllConditioned,
+  kRankDeficient,
+  kZero,
+  kZeroColumn,
+  kOnes,
+  kIntegerRankOne,
+  kRepeatedRow
+};
 
 std::vector<double> make_matrix(Kind kind, int m, int n, int rank, std::mt19937_64& rng) {
   std::normal_distribution<double> nd;
@@ -149,6 +144,20 @@ std::vector<double> make_matrix(Kind kind, int m, int n, int rank, std::mt19937_
     }
     case Kind::kZero:
       break;
+    case Kind::kOnes:
+      for (auto& x : a) x = 1.0;
+      break;
+    case Kind::kIntegerRankOne:
+      for (int i = 0; i < m; ++i) {
+        for (int j = 0; j < n; ++j) a[static_cast<std::size_t>(i) * n + j] = (i + 1) * (j + 1);
+      }
+      break;
+    case Kind::kRepeatedRow: {
+      std::vector<double> row(n);
+      for (auto& x : row) x = nd(rng);
+      for (int i = 0; i < m; ++i) std::copy(row.begin(), row.end(), a.begin() + i * n);
+      break;
+    }
   }
   return a;
 }
@@ -180,15 +189,10 @@ class CudaSvdTest : public ::testing::Test {
  public:
   void SetUp() override {
     GC_REQUIRE_GPU();
-    ASSERT_CUDA(cudaStreamCreate(&stream_));
-    ASSERT_EQ(cublasCreate(&cublas_), CUBLAS_STATUS_SUCCESS);
-    ASSERT_EQ(cublasSetStream(cublas_, stream_), CUBLAS_STATUS_SUCCESS);
-    ctx_.stream = stream_;
-    ctx_.cublas = cublas_;
-  }
-  void TearDown() override {
-    if (cublas_ != nullptr) cublasDestroy(cublas_);
-    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+    absl::StatusOr<testing::TestDevice> device = testing::TestDevice::create();
+    ASSERT_TRUE(device.ok()) << device.status();
+    device_ = *std::move(device);
+    ctx_ = device_.context();
   }
 
   /// Runs the GPU SVD on `a` (batch of row-major double matrices, converted to T) and checks it.
@@ -204,32 +208,34 @@ class CudaSvdTest : public ::testing::Test {
                                       << (shape.compute_uv ? " uv" : " values"));
     std::vector<T> ha(a.begin(), a.end());
     const std::size_t el = sizeof(T);
-    DeviceBuffer da(ha.size() * el), ds(batch * p * el), du(batch * m * ucols * el),
-        dvt(batch * vtrows * n * el);
-    const std::size_t ws_bytes = cuda::svd_workspace_bytes(shape);
-    DeviceBuffer ws(ws_bytes);
-    ASSERT_TRUE(da.ok() && ds.ok() && du.ok() && dvt.ok() && ws.ok());
-    ASSERT_CUDA(cudaMemcpy(da.get(), ha.data(), ha.size() * el, cudaMemcpyHostToDevice));
+    DeviceBuffer da = device_.buffer(ha.size() * el), ds = device_.buffer(batch * p * el),
+                 du = device_.buffer(batch * m * ucols * el),
+                 dvt = device_.buffer(batch * vtrows * n * el);
+    const std::size_t ws_bytes = cuda::svd_workspace_bytes(shape, tuning_);
+    DeviceBuffer ws = device_.buffer(ws_bytes);
+    ASSERT_EQ(ws.size(), ws_bytes);
+    ASSERT_EQ(dvt.size(), static_cast<std::size_t>(batch * vtrows * n) * el);
+    ASSERT_CUDA(cudaMemcpy(da.data(), ha.data(), ha.size() * el, cudaMemcpyHostToDevice));
     // Poison every output (0xFF bytes are a NaN in f32 and f64).
-    ASSERT_CUDA(cudaMemset(ds.get(), 0xFF, batch * p * el));
-    ASSERT_CUDA(cudaMemset(du.get(), 0xFF, batch * m * ucols * el));
-    ASSERT_CUDA(cudaMemset(dvt.get(), 0xFF, batch * vtrows * n * el));
-    ASSERT_CUDA(cudaMemset(ws.get(), 0xFF, ws_bytes));
-    absl::StatusOr<SvdInfo> info =
-        cuda::svd_jacobi(ctx_, da.get(), ds.get(), shape.compute_uv ? du.get() : nullptr,
-                         shape.compute_uv ? dvt.get() : nullptr, shape, ws.get(), ws_bytes);
+    ASSERT_CUDA(cudaMemset(ds.data(), 0xFF, batch * p * el));
+    ASSERT_CUDA(cudaMemset(du.data(), 0xFF, batch * m * ucols * el));
+    ASSERT_CUDA(cudaMemset(dvt.data(), 0xFF, batch * vtrows * n * el));
+    ASSERT_CUDA(cudaMemset(ws.data(), 0xFF, ws_bytes));
+    absl::StatusOr<SvdInfo> info = cuda::svd_jacobi(
+        ctx_, da.data(), ds.data(), shape.compute_uv ? du.data() : nullptr,
+        shape.compute_uv ? dvt.data() : nullptr, shape, ws.data(), ws_bytes, {}, tuning_);
     ASSERT_TRUE(info.ok()) << info.status();
     if (info_out != nullptr) *info_out = *info;
     if (shape.max_sweeps == 0) {
       EXPECT_TRUE(info->converged) << "sweeps " << info->sweeps;
     }
     std::vector<T> hs(batch * p), hu(batch * m * ucols), hvt(batch * vtrows * n);
-    ASSERT_CUDA(cudaMemcpy(hs.data(), ds.get(), hs.size() * el, cudaMemcpyDeviceToHost));
-    ASSERT_CUDA(cudaMemcpy(hu.data(), du.get(), hu.size() * el, cudaMemcpyDeviceToHost));
-    ASSERT_CUDA(cudaMemcpy(hvt.data(), dvt.get(), hvt.size() * el, cudaMemcpyDeviceToHost));
+    ASSERT_CUDA(cudaMemcpy(hs.data(), ds.data(), hs.size() * el, cudaMemcpyDeviceToHost));
+    ASSERT_CUDA(cudaMemcpy(hu.data(), du.data(), hu.size() * el, cudaMemcpyDeviceToHost));
+    ASSERT_CUDA(cudaMemcpy(hvt.data(), dvt.data(), hvt.size() * el, cudaMemcpyDeviceToHost));
     // The input must be untouched.
     std::vector<T> after(ha.size());
-    ASSERT_CUDA(cudaMemcpy(after.data(), da.get(), after.size() * el, cudaMemcpyDeviceToHost));
+    ASSERT_CUDA(cudaMemcpy(after.data(), da.data(), after.size() * el, cudaMemcpyDeviceToHost));
     ASSERT_TRUE(std::equal(after.begin(), after.end(), ha.begin(),
                            [](T x, T y) { return std::memcmp(&x, &y, sizeof(T)) == 0; }));
 
@@ -311,11 +317,19 @@ class CudaSvdTest : public ::testing::Test {
   template <typename T>
   void shape_case(Kind kind, std::int64_t batch, int m, int n, bool uv, bool full, int rank = 0,
                   Checks checks = {}) {
+    shape_case<T>(std::vector<Kind>{kind}, batch, m, n, uv, full, rank, checks);
+  }
+
+  /// A batch whose matrix b is of kind kinds[b % kinds.size()].
+  template <typename T>
+  void shape_case(const std::vector<Kind>& kinds, std::int64_t batch, int m, int n, bool uv,
+                  bool full, int rank = 0, Checks checks = {}) {
     const std::uint64_t seed = fresh_seed();
     SCOPED_TRACE(::testing::Message() << "seed " << seed);
     std::mt19937_64 rng(seed);
     std::vector<double> a;
     for (std::int64_t b = 0; b < batch; ++b) {
+      const Kind kind = kinds[static_cast<std::size_t>(b) % kinds.size()];
       const std::vector<double> one = make_matrix(kind, m, n, rank, rng);
       a.insert(a.end(), one.begin(), one.end());
     }
@@ -328,9 +342,9 @@ class CudaSvdTest : public ::testing::Test {
     run_and_check<T>(shape, a, checks);
   }
 
-  cudaStream_t stream_ = nullptr;
-  cublasHandle_t cublas_ = nullptr;
+  testing::TestDevice device_;  // before every buffer: they are freed on its stream
   cuda::Context ctx_;
+  SvdTuning tuning_;
 };
 
 struct Dims {
@@ -425,11 +439,45 @@ TEST_F(CudaSvdTest, BatchedBlocked) {
 TEST_F(CudaSvdTest, NarrowBlocksManyRounds) {
   GC_REQUIRE_GPU();
   // Block width 8: 18 blocks, 17 rounds a sweep, so the slot permutation is exercised.
-  ASSERT_EQ(setenv("GCOMPUTE_SVD_BLOCK", "8", 1), 0);
+  tuning_.block = 8;
   shape_case<float>(Kind::kGaussian, 1, 200, 130, true, false);
   shape_case<double>(Kind::kGaussian, 1, 130, 200, true, true);
   shape_case<double>(Kind::kIllConditioned, 1, 140, 140, true, false);
-  ASSERT_EQ(unsetenv("GCOMPUTE_SVD_BLOCK"), 0);
+}
+
+TEST_F(CudaSvdTest, TuningVariantsAgreeWithLapack) {
+  GC_REQUIRE_GPU();
+  // Every knob of SvdTuning away from its default, on the blocked driver.
+  tuning_.inner_sweeps = 3;
+  tuning_.inner_double = true;
+  tuning_.sort_columns = false;
+  tuning_.block = 24;
+  shape_case<float>(Kind::kGaussian, 1, 150, 110, true, false);
+  shape_case<double>(Kind::kRankDeficient, 1, 110, 150, true, true, 12);
+}
+
+TEST_F(CudaSvdTest, MixedBatchOfZeroRankOneAndRandomConverges) {
+  GC_REQUIRE_GPU();
+  // Issue 11: 62 matrices of 16 x 12 mixing zero, rank-1 and random ones. Rank-1 matrices whose
+  // columns are exact multiples of one another left noise columns that kept failing the
+  // orthogonality test until their norms underflowed, and never converged after that.
+  const std::vector<Kind> kinds = {Kind::kZero,           Kind::kOnes,          Kind::kGaussian,
+                                   Kind::kIntegerRankOne, Kind::kRankDeficient, Kind::kRepeatedRow};
+  shape_case<float>(kinds, 62, 16, 12, true, false, 1);
+  shape_case<double>(kinds, 62, 16, 12, true, false, 1);
+  shape_case<float>(kinds, 62, 12, 16, true, true, 1);
+  shape_case<double>(kinds, 62, 16, 12, false, false, 1);
+}
+
+TEST_F(CudaSvdTest, RankOneWithParallelColumnsConvergesOnEveryDriver) {
+  GC_REQUIRE_GPU();
+  // The same inputs on the shared-memory driver (min(m, n) <= 64) and the blocked one.
+  for (const Kind kind : {Kind::kOnes, Kind::kIntegerRankOne, Kind::kRepeatedRow}) {
+    shape_case<float>(kind, 3, 40, 30, true, true);
+    shape_case<double>(kind, 3, 30, 40, true, false);
+    shape_case<float>(kind, 1, 150, 100, true, false);
+    shape_case<double>(kind, 1, 100, 150, true, true);
+  }
 }
 
 TEST_F(CudaSvdTest, Larger) {
@@ -453,16 +501,18 @@ TEST_F(CudaSvdTest, SweepCapReportsNotConverged) {
     shape.max_sweeps = 1;
     shape.compute_uv = false;
     const std::size_t ws_bytes = cuda::svd_workspace_bytes(shape);
-    DeviceBuffer da(ha.size() * 8), ds(d.n * 8), ws(ws_bytes);
-    ASSERT_CUDA(cudaMemcpy(da.get(), ha.data(), ha.size() * 8, cudaMemcpyHostToDevice));
-    ASSERT_CUDA(cudaMemset(ds.get(), 0xFF, d.n * 8));
+    DeviceBuffer da = device_.buffer(ha.size() * 8), ds = device_.buffer(d.n * 8),
+                 ws = device_.buffer(ws_bytes);
+    ASSERT_EQ(ws.size(), ws_bytes);
+    ASSERT_CUDA(cudaMemcpy(da.data(), ha.data(), ha.size() * 8, cudaMemcpyHostToDevice));
+    ASSERT_CUDA(cudaMemset(ds.data(), 0xFF, d.n * 8));
     absl::StatusOr<SvdInfo> info =
-        cuda::svd_jacobi(ctx_, da.get(), ds.get(), nullptr, nullptr, shape, ws.get(), ws_bytes);
+        cuda::svd_jacobi(ctx_, da.data(), ds.data(), nullptr, nullptr, shape, ws.data(), ws_bytes);
     ASSERT_TRUE(info.ok()) << info.status();
     EXPECT_EQ(info->sweeps, 1);
     EXPECT_FALSE(info->converged);
     std::vector<double> hs(d.n);
-    ASSERT_CUDA(cudaMemcpy(hs.data(), ds.get(), hs.size() * 8, cudaMemcpyDeviceToHost));
+    ASSERT_CUDA(cudaMemcpy(hs.data(), ds.data(), hs.size() * 8, cudaMemcpyDeviceToHost));
     for (int k = 0; k < d.n; ++k) {
       ASSERT_TRUE(std::isfinite(hs[k]));
       if (k > 0) {
@@ -481,16 +531,17 @@ TEST_F(CudaSvdTest, EmptyShapes) {
     shape.full_matrices = true;
     shape.dtype = DType::kF64;
     EXPECT_EQ(cuda::svd_workspace_bytes(shape), 0u);
-    DeviceBuffer du(std::max(1, d.m * d.m) * 8), dvt(std::max(1, d.n * d.n) * 8);
-    ASSERT_CUDA(cudaMemset(du.get(), 0xFF, std::max(1, d.m * d.m) * 8));
-    ASSERT_CUDA(cudaMemset(dvt.get(), 0xFF, std::max(1, d.n * d.n) * 8));
+    DeviceBuffer du = device_.buffer(std::max(1, d.m * d.m) * 8),
+                 dvt = device_.buffer(std::max(1, d.n * d.n) * 8);
+    ASSERT_CUDA(cudaMemset(du.data(), 0xFF, std::max(1, d.m * d.m) * 8));
+    ASSERT_CUDA(cudaMemset(dvt.data(), 0xFF, std::max(1, d.n * d.n) * 8));
     absl::StatusOr<SvdInfo> info =
-        cuda::svd_jacobi(ctx_, nullptr, nullptr, du.get(), dvt.get(), shape, nullptr, 0);
+        cuda::svd_jacobi(ctx_, nullptr, nullptr, du.data(), dvt.data(), shape, nullptr, 0);
     ASSERT_TRUE(info.ok()) << info.status();
     const int side = std::max(d.m, d.n);
     std::vector<double> h(side * side);
-    ASSERT_CUDA(
-        cudaMemcpy(h.data(), d.m > 0 ? du.get() : dvt.get(), h.size() * 8, cudaMemcpyDeviceToHost));
+    ASSERT_CUDA(cudaMemcpy(h.data(), d.m > 0 ? du.data() : dvt.data(), h.size() * 8,
+                           cudaMemcpyDeviceToHost));
     for (int i = 0; i < side; ++i) {
       for (int j = 0; j < side; ++j) EXPECT_EQ(h[i * side + j], i == j ? 1.0 : 0.0);
     }
@@ -504,27 +555,37 @@ TEST_F(CudaSvdTest, CancelledAndInvalid) {
   shape.n = 70;
   shape.dtype = DType::kF32;
   const std::size_t ws_bytes = cuda::svd_workspace_bytes(shape);
-  DeviceBuffer da(80 * 70 * 4), ds(70 * 4), du(80 * 70 * 4), dvt(70 * 70 * 4), ws(ws_bytes);
+  DeviceBuffer da = device_.buffer(80 * 70 * 4), ds = device_.buffer(70 * 4),
+               du = device_.buffer(80 * 70 * 4), dvt = device_.buffer(70 * 70 * 4),
+               ws = device_.buffer(ws_bytes);
   std::vector<float> ha(80 * 70, 1.0f);
-  ASSERT_CUDA(cudaMemcpy(da.get(), ha.data(), ha.size() * 4, cudaMemcpyHostToDevice));
+  ASSERT_CUDA(cudaMemcpy(da.data(), ha.data(), ha.size() * 4, cudaMemcpyHostToDevice));
   std::atomic<bool> flag{true};
-  absl::StatusOr<SvdInfo> r = cuda::svd_jacobi(ctx_, da.get(), ds.get(), du.get(), dvt.get(), shape,
-                                               ws.get(), ws_bytes, StopToken(&flag));
+  absl::StatusOr<SvdInfo> r = cuda::svd_jacobi(ctx_, da.data(), ds.data(), du.data(), dvt.data(),
+                                               shape, ws.data(), ws_bytes, StopToken(&flag));
   EXPECT_EQ(r.status().code(), absl::StatusCode::kCancelled);
-  r = cuda::svd_jacobi(ctx_, da.get(), ds.get(), du.get(), dvt.get(), shape, ws.get(),
+  r = cuda::svd_jacobi(ctx_, da.data(), ds.data(), du.data(), dvt.data(), shape, ws.data(),
                        ws_bytes - 1);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
   SvdShape bad = shape;
   bad.tolerance = 1.5;
-  r = cuda::svd_jacobi(ctx_, da.get(), ds.get(), du.get(), dvt.get(), bad, ws.get(), ws_bytes);
+  r = cuda::svd_jacobi(ctx_, da.data(), ds.data(), du.data(), dvt.data(), bad, ws.data(), ws_bytes);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
   bad = shape;
   bad.dtype = DType::kF16;
-  r = cuda::svd_jacobi(ctx_, da.get(), ds.get(), du.get(), dvt.get(), bad, ws.get(), ws_bytes);
+  r = cuda::svd_jacobi(ctx_, da.data(), ds.data(), du.data(), dvt.data(), bad, ws.data(), ws_bytes);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  for (const SvdTuning bad_tuning : {SvdTuning{.block = 12}, SvdTuning{.block = 72},
+                                     SvdTuning{.inner_sweeps = 0}, SvdTuning{.inner_sweeps = 31}}) {
+    EXPECT_EQ(cuda::svd_workspace_bytes(shape, bad_tuning), 0u);
+    r = cuda::svd_jacobi(ctx_, da.data(), ds.data(), du.data(), dvt.data(), shape, ws.data(),
+                         ws_bytes, {}, bad_tuning);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
+  }
   cuda::Context no_blas = ctx_;
   no_blas.cublas = nullptr;
-  r = cuda::svd_jacobi(no_blas, da.get(), ds.get(), du.get(), dvt.get(), shape, ws.get(), ws_bytes);
+  r = cuda::svd_jacobi(no_blas, da.data(), ds.data(), du.data(), dvt.data(), shape, ws.data(),
+                       ws_bytes);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gcompute/kernels/cuda/transpose.hpp"
+#include "kernels/cuda/test_device.hpp"
 #include "support/gpu.hpp"
 
 namespace gcompute::kernels::cuda {
@@ -19,24 +20,15 @@ namespace {
 
 #define ASSERT_CUDA(call) ASSERT_EQ((call), cudaSuccess) << #call
 
-/// Device buffer released on scope exit.
-class DeviceBuffer {
+/// Device bytes released on scope exit (a failed allocation has failed the test already).
+class Bytes {
  public:
-  explicit DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
-    if (bytes_ > 0) err_ = cudaMalloc(&ptr_, bytes_);
-  }
-  ~DeviceBuffer() {
-    if (ptr_ != nullptr) static_cast<void>(cudaFree(ptr_));
-  }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  std::uint8_t* get() const { return static_cast<std::uint8_t*>(ptr_); }
-  cudaError_t status() const { return err_; }
+  Bytes(const testing::TestDevice& device, std::size_t bytes) : buffer_(device.buffer(bytes)) {}
+  std::uint8_t* get() { return static_cast<std::uint8_t*>(buffer_.data()); }
+  bool ok(std::size_t bytes) const { return buffer_.size() == bytes; }
 
  private:
-  std::size_t bytes_;
-  void* ptr_ = nullptr;
-  cudaError_t err_ = cudaSuccess;
+  DeviceBuffer buffer_;
 };
 
 std::mt19937_64& rng() {
@@ -72,30 +64,29 @@ class CudaTransposeTest : public ::testing::Test {
  protected:
   void SetUp() override {
     GC_REQUIRE_GPU();
-    ASSERT_CUDA(cudaStreamCreate(&stream_));
-    ctx_.stream = stream_;
-  }
-  void TearDown() override {
-    if (stream_ != nullptr) static_cast<void>(cudaStreamDestroy(stream_));
+    absl::StatusOr<testing::TestDevice> device = testing::TestDevice::create(false, false);
+    ASSERT_TRUE(device.ok()) << device.status();
+    device_ = *std::move(device);
+    ctx_ = device_.context();
   }
 
-  /// Transposes fresh random input placed `in_offset` / `out_offset` bytes past a cudaMalloc
-  /// base (to force narrower paths) and compares every byte with the oracle.
+  /// Transposes fresh random input placed `in_offset` / `out_offset` bytes past the base of an
+  /// allocation (256-byte aligned, to force narrower paths) and compares every byte with the
+  /// oracle.
   void check(const TransposeShape& s, std::size_t in_offset = 0, std::size_t out_offset = 0) {
     SCOPED_TRACE(::testing::Message()
                  << "batch=" << s.batch << " rows=" << s.rows << " cols=" << s.cols
                  << " bytes=" << s.element_bytes << " in+" << in_offset << " out+" << out_offset);
     const std::size_t bytes = static_cast<std::size_t>(s.batch * s.rows * s.cols) * s.element_bytes;
     const std::vector<std::uint8_t> host_in = random_bytes(bytes);
-    DeviceBuffer in(bytes + in_offset + 1);
-    DeviceBuffer out(bytes + out_offset + 1);
-    ASSERT_CUDA(in.status());
-    ASSERT_CUDA(out.status());
+    Bytes in(device_, bytes + in_offset + 1);
+    Bytes out(device_, bytes + out_offset + 1);
+    ASSERT_TRUE(in.ok(bytes + in_offset + 1) && out.ok(bytes + out_offset + 1));
     ASSERT_CUDA(cudaMemcpy(in.get() + in_offset, host_in.data(), bytes, cudaMemcpyHostToDevice));
     ASSERT_CUDA(cudaMemset(out.get(), 0xFF, bytes + out_offset + 1));
     const absl::Status st = transpose(ctx_, in.get() + in_offset, out.get() + out_offset, s);
     ASSERT_TRUE(st.ok()) << st;
-    ASSERT_CUDA(cudaStreamSynchronize(stream_));
+    ASSERT_CUDA(cudaStreamSynchronize(ctx_.stream));
     std::vector<std::uint8_t> got(bytes + out_offset + 1);
     ASSERT_CUDA(cudaMemcpy(got.data(), out.get(), got.size(), cudaMemcpyDeviceToHost));
     const std::vector<std::uint8_t> want = oracle(host_in, s);
@@ -111,7 +102,7 @@ class CudaTransposeTest : public ::testing::Test {
     EXPECT_EQ(got[out_offset + bytes], 0xFF) << "past the output";
   }
 
-  cudaStream_t stream_ = nullptr;
+  testing::TestDevice device_;  // before every buffer: they are freed on its stream
   Context ctx_;
 };
 
@@ -159,11 +150,11 @@ TEST_F(CudaTransposeTest, ZeroSizedIsANoOp) {
        {TransposeShape{.batch = 0, .rows = 5, .cols = 5, .element_bytes = 4},
         TransposeShape{.batch = 2, .rows = 0, .cols = 5, .element_bytes = 8},
         TransposeShape{.batch = 2, .rows = 5, .cols = 0, .element_bytes = 1}}) {
-    DeviceBuffer out(64);
-    ASSERT_CUDA(out.status());
+    Bytes out(device_, 64);
+    ASSERT_TRUE(out.ok(64));
     ASSERT_CUDA(cudaMemset(out.get(), 0xFF, 64));
     ASSERT_TRUE(transpose(ctx_, out.get(), out.get(), s).ok());
-    ASSERT_CUDA(cudaStreamSynchronize(stream_));
+    ASSERT_CUDA(cudaStreamSynchronize(ctx_.stream));
     std::vector<std::uint8_t> got(64);
     ASSERT_CUDA(cudaMemcpy(got.data(), out.get(), 64, cudaMemcpyDeviceToHost));
     for (std::uint8_t b : got) ASSERT_EQ(b, 0xFF);
@@ -171,8 +162,8 @@ TEST_F(CudaTransposeTest, ZeroSizedIsANoOp) {
 }
 
 TEST_F(CudaTransposeTest, RejectsBadArguments) {
-  DeviceBuffer buf(4096);
-  ASSERT_CUDA(buf.status());
+  Bytes buf(device_, 4096);
+  ASSERT_TRUE(buf.ok(4096));
   auto code = [&](const void* in, void* out, const TransposeShape& s) {
     return transpose(ctx_, in, out, s).code();
   };
@@ -203,23 +194,22 @@ std::uint8_t pattern(std::uint64_t i, std::uint64_t key) {
 
 /// More than 2^31 elements: int64 indexing. Checks the first and last output rows in full and
 /// a million random positions.
-void check_large(const Context& ctx, cudaStream_t stream, std::int64_t rows, std::int64_t cols) {
+void check_large(const testing::TestDevice& device, std::int64_t rows, std::int64_t cols) {
   SCOPED_TRACE(::testing::Message() << "rows=" << rows << " cols=" << cols);
   const auto n = static_cast<std::size_t>(rows * cols);
   ASSERT_GT(n, std::size_t{1} << 31);
   const std::uint64_t key = rng()();
   std::vector<std::uint8_t> host(n);
   for (std::size_t i = 0; i < n; ++i) host[i] = pattern(i, key);
-  DeviceBuffer in(n);
-  DeviceBuffer out(n);
-  ASSERT_CUDA(in.status());
-  ASSERT_CUDA(out.status());
+  Bytes in(device, n);
+  Bytes out(device, n);
+  ASSERT_TRUE(in.ok(n) && out.ok(n));
   ASSERT_CUDA(cudaMemcpy(in.get(), host.data(), n, cudaMemcpyHostToDevice));
   ASSERT_CUDA(cudaMemset(out.get(), 0xFF, n));
-  const absl::Status st =
-      transpose(ctx, in.get(), out.get(), {.rows = rows, .cols = cols, .element_bytes = 1});
+  const absl::Status st = transpose(device.context(), in.get(), out.get(),
+                                    {.rows = rows, .cols = cols, .element_bytes = 1});
   ASSERT_TRUE(st.ok()) << st;
-  ASSERT_CUDA(cudaStreamSynchronize(stream));
+  ASSERT_CUDA(cudaStreamSynchronize(device.stream()));
   ASSERT_CUDA(cudaMemcpy(host.data(), out.get(), n, cudaMemcpyDeviceToHost));
   auto expect_at = [&](std::int64_t j, std::int64_t i) {  // out[j][i] = in[i][j]
     const std::uint8_t want = pattern(static_cast<std::uint64_t>(i * cols + j), key);
@@ -241,11 +231,11 @@ void check_large(const Context& ctx, cudaStream_t stream, std::int64_t rows, std
 }
 
 TEST_F(CudaTransposeTest, MoreThan2To31ElementsVectorPath) {
-  check_large(ctx_, stream_, 40000, 60000);
+  check_large(device_, 40000, 60000);
 }
 
 TEST_F(CudaTransposeTest, MoreThan2To31ElementsPaddedPath) {
-  check_large(ctx_, stream_, 46341, 46343);
+  check_large(device_, 46341, 46343);
 }
 
 }  // namespace

@@ -37,6 +37,17 @@ struct ApspInfo {
 /// INVALID_ARGUMENT for n < 0 or a dtype other than f32/i32.
 absl::Status validate(const ApspShape& shape);
 
+/// How the GPU APSP goes about it (speed only; the CPU ignores it). The server reads it once at
+/// start-up (cuda::tuning_from_environment, docs/dev/knobs.md).
+struct ApspTuning {
+  /// Pivot blocks (of 128 vertices) a round of the distance-only kernel takes: 1 or 2; 0 picks
+  /// by size (2 from 48 blocks on, 1 below). The next-hop kernel always takes 1.
+  int depth = 0;
+};
+
+/// INVALID_ARGUMENT unless depth is 0, 1 or 2.
+absl::Status validate(const ApspTuning& tuning);
+
 /// An edge list to be turned into a dense weight matrix: edge e goes src[e] -> dst[e] with
 /// weight[e]. Parallel edges keep the minimum weight. Vertices are 0..n-1.
 struct EdgeListView {

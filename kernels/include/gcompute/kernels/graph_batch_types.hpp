@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "absl/status/status.h"
+
 namespace gcompute::kernels {
 
 /// Largest vertex count; indices 0xFFFFFFFE and 0xFFFFFFFF are the empty and deleted slot marks.
@@ -71,6 +73,10 @@ struct GraphOptions {
   /// needed, so that later enlargements append instead of repacking everything.
   float pool_slack = 0.25f;
 };
+
+/// INVALID_ARGUMENT unless min_capacity >= 1, 0 < grow_load <= max_load < 1 and
+/// pool_slack >= 0.
+absl::Status validate(const GraphOptions& options);
 
 #if defined(__CUDACC__)
 #define GC_GRAPH_HD __host__ __device__

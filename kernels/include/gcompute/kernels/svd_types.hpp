@@ -37,6 +37,31 @@ struct SvdInfo {
 
 constexpr int kSvdDefaultMaxSweeps = 60;
 
+/// How the GPU drivers go about it (speed only: the contract above holds for every valid
+/// setting; the CPU ignores it). The server reads it once at start-up from the environment
+/// (cuda::tuning_from_environment, docs/dev/knobs.md); benchmarks and tests set it directly.
+struct SvdTuning {
+  /// Column block width of the blocked driver: 8..64, a multiple of 8; 0 picks by N (16 up to
+  /// N = 512, 32 above).
+  int block = 0;
+  /// Jacobi sweeps on each block pair's Gram matrix, 1..30. Measured on the H200 (f32,
+  /// n = 256..2048, ms): 4 sweeps 29.6 / 77.3 / 190 / 497, 2 sweeps 19.0 / 49.6 / 129 / 362,
+  /// 1 sweep 12.0 / 31.1 / 81.9 / 259, at the cost of at most one more outer sweep (the inner
+  /// solve is latency-bound).
+  int inner_sweeps = 1;
+  /// f32: the blocked driver's inner Gram solver computes in double (f64 always does).
+  bool inner_double = false;
+  /// De Rijk ordering: the blocked driver sorts the columns by norm before every sweep.
+  bool sort_columns = true;
+  /// Splits the blocked driver's device time into the Gram GEMM, the inner Jacobi and the
+  /// update GEMMs (CUDA events around every round) and prints the sums to stderr once per call.
+  bool profile = false;
+};
+
+/// INVALID_ARGUMENT naming the field unless block is 0 or a multiple of 8 in 8..64 and
+/// inner_sweeps is in 1..30.
+absl::Status validate(const SvdTuning& tuning);
+
 /// The tolerance actually used (the default resolved).
 double effective_tolerance(const SvdShape& shape);
 

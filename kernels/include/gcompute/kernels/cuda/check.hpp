@@ -6,6 +6,9 @@
 #include <cuda_runtime_api.h>
 #include <cusolverDn.h>
 
+#include <atomic>
+#include <cstdint>
+
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 
@@ -58,7 +61,41 @@ inline bool is_sticky(cudaError_t err) {
   }
 }
 
+namespace detail {
+inline std::atomic<std::uint64_t>& dropped_error_count() noexcept {
+  static std::atomic<std::uint64_t> count{0};
+  return count;
+}
+}  // namespace detail
+
+/// What a destructor does with the status of a release call it cannot report: a failure is
+/// counted, and for the runtime API the thread's last-error state is cleared, so that the next
+/// GC_CUDA_CHECK_LAUNCH does not blame an unrelated launch for it. A sticky error stays visible
+/// to the owner's next checked call (every call returns it). Never throws, never aborts, never
+/// logs (kernels/ has no logger).
+inline void drop_error(cudaError_t err) noexcept {
+  if (err == cudaSuccess) return;
+  static_cast<void>(cudaGetLastError());
+  detail::dropped_error_count().fetch_add(1, std::memory_order_relaxed);
+}
+inline void drop_error(cublasStatus_t err) noexcept {
+  if (err != CUBLAS_STATUS_SUCCESS)
+    detail::dropped_error_count().fetch_add(1, std::memory_order_relaxed);
+}
+inline void drop_error(cusolverStatus_t err) noexcept {
+  if (err != CUSOLVER_STATUS_SUCCESS)
+    detail::dropped_error_count().fetch_add(1, std::memory_order_relaxed);
+}
+
+/// Failures dropped by destructors so far (for tests and diagnostics).
+inline std::uint64_t dropped_errors() noexcept {
+  return detail::dropped_error_count().load(std::memory_order_relaxed);
+}
+
 }  // namespace gcompute::kernels::cuda
+
+/// For destructors and other paths that cannot return a status (see drop_error).
+#define GC_CUDA_TRY_NO_THROW(call) ::gcompute::kernels::cuda::drop_error((call))
 
 #define GC_CUDA_TRY(call)                                                              \
   do {                                                                                 \

@@ -16,9 +16,12 @@
 // thread per distinct key probes its table and inserts with atomicCAS, or overwrites its weight.
 // No in-kernel allocation, no locks: the only contention is CAS on a free slot, retried.
 //
-// Memory: cudaMalloc/cudaFree (growth of the pool and of the batch scratch is rare and
-// amortised); entry points take the caller's stream in Context and never create one. Not
-// thread-safe: one caller (one lane) at a time.
+// Memory: a growing container, so unlike the stateless kernels it allocates: from the
+// MemoryResource given at creation, ordered on the stream of the call that needs the memory,
+// and freed on the stream of the latest call (growth of the pool and of the batch scratch is
+// rare and amortised). The per-batch counters are read back through a small pinned buffer.
+// Entry points take the caller's stream in Context and never create one. Not thread-safe: one
+// caller at a time.
 #pragma once
 
 #include <cstddef>
@@ -28,17 +31,19 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "gcompute/kernels/cuda/context.hpp"
+#include "gcompute/kernels/cuda/memory.hpp"
 #include "gcompute/kernels/graph_batch_types.hpp"
 
 namespace gcompute::kernels::cuda {
 
 class DeviceGraph {
  public:
-  /// An edgeless graph of num_vertices vertices (no slot pool yet). INVALID_ARGUMENT for
-  /// num_vertices > kMaxGraphVertices or inconsistent options; RESOURCE_EXHAUSTED if out of
-  /// device memory.
-  static absl::StatusOr<DeviceGraph> create(const Context& ctx, std::uint32_t num_vertices,
-                                            GraphOptions options = {});
+  /// An edgeless graph of num_vertices vertices (no slot pool yet) whose memory comes from
+  /// `memory` (on ctx.device) for its whole life. INVALID_ARGUMENT for num_vertices >
+  /// kMaxGraphVertices or inconsistent options; RESOURCE_EXHAUSTED if out of device or pinned
+  /// memory.
+  static absl::StatusOr<DeviceGraph> create(const Context& ctx, const MemoryResource& memory,
+                                            std::uint32_t num_vertices, GraphOptions options = {});
 
   DeviceGraph(DeviceGraph&&) noexcept;
   DeviceGraph& operator=(DeviceGraph&&) noexcept;
@@ -61,7 +66,7 @@ class DeviceGraph {
   absl::StatusOr<std::uint32_t> add_vertices(const Context& ctx, std::uint32_t count);
 
   /// Allocates the batch scratch for batches of up to `count` edges now, so that the first
-  /// batch of that size does not pay for cudaMalloc.
+  /// batch of that size does not pay for the allocation.
   absl::Status reserve_batch(const Context& ctx, std::size_t count);
 
   /// Copies the live edges to the host as CSR, rows sorted by dst.

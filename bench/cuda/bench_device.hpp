@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: Apache-2.0
+// What a GPU benchmark runs on, built from the owning types the server uses: a Resources
+// bundle (streams, cuBLAS and cuSOLVER handles, the kernels' events) and the device's
+// stream-ordered pool, with the release threshold the server sets. Failures print where and
+// why and exit 1, like CHECK_CUDA (exit_on_error.hpp).
+#pragma once
+
+#include <cstddef>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "gcompute/kernels/cuda/context.hpp"
+#include "gcompute/kernels/cuda/event.hpp"
+#include "gcompute/kernels/cuda/memory.hpp"
+#include "gcompute/kernels/cuda/resources.hpp"
+
+namespace gcompute::bench {
+
+/// The value of `result`, or exit 1 naming `what`.
+template <typename T>
+T check_ok(absl::StatusOr<T> result, const char* what) {
+  if (!result.ok()) {
+    std::fprintf(stderr, "%s: %s\n", what, result.status().ToString().c_str());
+    std::exit(1);
+  }
+  return *std::move(result);
+}
+
+inline void check_ok(const absl::Status& status, const char* what) {
+  if (!status.ok()) {
+    std::fprintf(stderr, "%s: %s\n", what, status.ToString().c_str());
+    std::exit(1);
+  }
+}
+
+class BenchDevice {
+ public:
+  /// Device 0 with `options`' resources (the server's non-blocking streams by default).
+  explicit BenchDevice(kernels::cuda::ResourcesOptions options = {})
+      : resources_(check_ok(kernels::cuda::Resources::create(0, options), "resources")),
+        memory_(check_ok(kernels::cuda::MemoryResource::device_default(0), "memory pool")) {}
+
+  kernels::cuda::Context context() const { return resources_.context(); }
+  kernels::cuda::StreamView stream() const { return resources_.stream(); }
+  const kernels::cuda::MemoryResource& memory() const { return memory_; }
+
+  /// `count` uninitialised elements of T on stream().
+  template <typename T>
+  kernels::cuda::DeviceArray<T> array(std::size_t count) const {
+    return check_ok(kernels::cuda::DeviceArray<T>::create(count, stream(), memory_),
+                    "device allocation");
+  }
+  /// `bytes` uninitialised bytes on stream().
+  kernels::cuda::DeviceBuffer buffer(std::size_t bytes) const {
+    return check_ok(kernels::cuda::DeviceBuffer::create(bytes, stream(), memory_),
+                    "device allocation");
+  }
+
+ private:
+  kernels::cuda::Resources resources_;
+  kernels::cuda::MemoryResource memory_;
+};
+
+/// A timing event (exit 1 on failure).
+inline kernels::cuda::Event timing_event() {
+  return check_ok(kernels::cuda::Event::create(kernels::cuda::EventTiming::kEnabled), "event");
+}
+
+}  // namespace gcompute::bench

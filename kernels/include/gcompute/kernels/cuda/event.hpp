@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: Apache-2.0
+// An owned CUDA event (move-only): a marker recorded on a stream that other streams and the
+// host can wait on, and, with timing, the two ends of a measured interval.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "gcompute/kernels/cuda/stream.hpp"
+
+namespace gcompute::kernels::cuda {
+
+/// Whether an event records a timestamp. Without one it is cheaper to record and to wait on.
+enum class EventTiming { kDisabled, kEnabled };
+
+/// An event on the device that was current when it was created. Default-built and moved-from
+/// Events own nothing.
+class Event {
+ public:
+  /// RESOURCE_EXHAUSTED or INTERNAL (naming the CUDA error) when the event cannot be created.
+  static absl::StatusOr<Event> create(EventTiming timing = EventTiming::kDisabled);
+
+  Event() = default;
+  Event(Event&& other) noexcept;
+  Event& operator=(Event&& other) noexcept;
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  ~Event();
+
+  cudaEvent_t value() const noexcept { return event_; }
+  explicit operator bool() const noexcept { return event_ != nullptr; }
+
+  /// Captures the work enqueued on `stream` so far.
+  absl::Status record(StreamView stream) const;
+  /// Waits on the host until the captured work has finished.
+  absl::Status synchronize() const;
+
+ private:
+  explicit Event(cudaEvent_t event) : event_(event) {}
+  cudaEvent_t event_ = nullptr;
+};
+
+/// Milliseconds from `start` to `end`: both created with EventTiming::kEnabled, recorded, and
+/// `end` completed (cudaEventElapsedTime).
+absl::StatusOr<float> elapsed_ms(const Event& start, const Event& end);
+
+}  // namespace gcompute::kernels::cuda

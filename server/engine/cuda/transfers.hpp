@@ -1,0 +1,25 @@
+// SPDX-License-Identifier: Apache-2.0
+// Pipelined host <-> device copies through pinned staging blocks: the host copy of one piece
+// overlaps the DMA of the other. Synchronous: both have finished when they return.
+#pragma once
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "engine/cuda/lane.hpp"
+#include "engine/cuda/pinned_pool.hpp"
+#include "gcompute/kernels/cuda/stream.hpp"
+
+namespace gcompute::server::cuda {
+
+/// Copies `bytes` from host `src` to device `dst` on `stream`, alternating between `events`
+/// (the caller's; one copy at a time per pair).
+absl::Status copy_to_device(PinnedPool& pool, kernels::cuda::StreamView stream,
+                            const StagingEvents& events, void* dst, const char* src,
+                            std::uint64_t bytes);
+/// Copies `bytes` from device `src` to host `dst` on `stream`, alternating between `events`.
+absl::Status copy_to_host(PinnedPool& pool, kernels::cuda::StreamView stream,
+                          const StagingEvents& events, char* dst, const void* src,
+                          std::uint64_t bytes);
+
+}  // namespace gcompute::server::cuda
