@@ -309,6 +309,9 @@ absl::Status GraphWal::replay_segment(GraphStore& store, const std::string& path
     }
     absl::Status applied;
     if (type == kCreate) {
+      // The log holds the id a create got; an empty one would make the store invent one
+      // (a different one at every start).
+      if (graph_id.empty()) return corrupt("a create record without a graph id");
       std::uint64_t n = 0, m = 0;
       if (!r.varint(n).ok() || !r.varint(m).ok() || m > r.left()) {
         return corrupt("a create record does not decode");

@@ -553,6 +553,27 @@ TEST(GraphWal, SegmentsLeftBelowTheSnapshotAreSkipped) {
   EXPECT_THAT(node.log[0], HasSubstr("wholly below the snapshot's LSN 3"));
 }
 
+TEST(GraphWal, CreateRecordWithoutAGraphIdIsCorruption) {
+  // A checksummed create record with an empty id (found by fuzz_graph_log): replaying it would
+  // let the store invent a random id, a different graph at every start.
+  TempDir dir;
+  codec::Writer payload;
+  payload.u8(1);         // create
+  payload.u64_fixed(1);  // LSN
+  payload.bytes("");     // graph id
+  payload.varint(3);     // vertices
+  payload.varint(0);     // edges
+  codec::Writer frame;
+  frame.u32_fixed(static_cast<std::uint32_t>(payload.out().size()));
+  frame.u32_fixed(codec::crc32c(0, payload.out().data(), payload.out().size()));
+  const std::string seg = dir.path() + "/wal-00000000000000000001.log";
+  write_all(seg, frame.out() + payload.out());
+  Node node(dir.path());
+  EXPECT_EQ(node.recovered.code(), absl::StatusCode::kDataLoss) << node.recovered;
+  EXPECT_THAT(std::string(node.recovered.message()),
+              HasSubstr(seg + " at offset 0: a create record without a graph id"));
+}
+
 // Little-endian bytes of `v`, written out here independently of the store's codec.
 std::string le(std::uint64_t v, int bytes) {
   std::string out;
