@@ -17,8 +17,8 @@ constexpr std::int32_t kI32MaxAbsWeight = (1 << 30) - 1;
 /// The i32 distances an answer can hold: [kI32MinDistance, kI32MaxDistance], 2^31 - 1 being
 /// "unreachable". With n vertices a shortest path has up to n - 1 edges, so true distances
 /// reach (n - 1) * kI32MaxAbsWeight and may lie outside: ApspInfo::out_of_range reports them.
-constexpr std::int32_t kI32MaxDistance = kI32NoEdge - 1;
-constexpr std::int32_t kI32MinDistance = -kI32NoEdge;
+constexpr std::int32_t kI32MaxDistance = kI32NoEdge - 1;  ///< 2^31 - 2
+constexpr std::int32_t kI32MinDistance = -kI32NoEdge;     ///< -(2^31 - 1)
 
 /// Problem description. The input W is n x n, row-major; W[i][j] is the weight of the edge
 /// i -> j: +inf (f32) or kI32NoEdge (i32) where there is none. Negative weights are allowed.
