@@ -38,23 +38,27 @@ using gcompute::server::GraphWalOptions;
   std::abort();
 }
 
-/// A directory for the whole run, on tmpfs when there is one (recovery fsyncs); removed at
-/// exit. Never destroyed, so that the exit handler can still use it.
-const std::string& work_dir() {
-  static const std::string* dir = [] {
+/// A fresh directory for one input, on tmpfs when there is one (recovery fsyncs), removed
+/// when done (libFuzzer may end the process without running exit handlers).
+class ScratchDir {
+ public:
+  ScratchDir() {
     const fs::path base =
         fs::is_directory("/dev/shm") ? fs::path("/dev/shm") : fs::temp_directory_path();
-    std::string tmpl = (base / "gc-fuzz-log-XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) == nullptr) fail("mkdtemp failed");
-    auto* d = new std::string(tmpl);
-    std::atexit([] {
-      std::error_code ec;
-      fs::remove_all(work_dir(), ec);
-    });
-    return d;
-  }();
-  return *dir;
-}
+    path_ = (base / "gc-fuzz-log-XXXXXX").string();
+    if (::mkdtemp(path_.data()) == nullptr) fail("mkdtemp failed");
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
 
 void write_file(const std::string& path, const std::string& data) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
@@ -91,9 +95,8 @@ Recovered recover(const std::string& dir) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  const std::string& dir = work_dir();
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(dir)) fs::remove(entry.path(), ec);
+  const ScratchDir scratch;
+  const std::string& dir = scratch.path();
 
   gcompute::fuzz::DataDir files =
       gcompute::fuzz::unpack(std::string_view(reinterpret_cast<const char*>(data), size));
