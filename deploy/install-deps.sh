@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages gcompute builds, tests and runs with, if any are missing.
-# Usage: deploy/install-deps.sh [--runtime-only]
+# Usage: deploy/install-deps.sh [--runtime-only | --fuzz]
+#   --fuzz also installs clang with libFuzzer and the sanitizer runtimes (about 150 MB more)
+#   for the fuzz targets of tests/fuzz (cmake -DGCOMPUTE_FUZZ=ON; tests/run.sh --fuzz).
 set -euo pipefail
 
 build_packages=(
@@ -12,8 +14,12 @@ build_packages=(
 test_packages=(python3 python3-numpy python3-scipy python3-grpcio python3-grpc-tools python3-protobuf python3-yaml
   prometheus)  # promtool and the server for tests/deploy/test_prometheus.sh (19 MB; not started)
 
+# clang's -fsanitize=fuzzer links libclang_rt.fuzzer from libclang-rt-14-dev.
+fuzz_packages=(clang-14 libclang-rt-14-dev)
+
 wanted=("${build_packages[@]}")
 [[ ${1:-} == --runtime-only ]] || wanted+=("${test_packages[@]}")
+[[ ${1:-} == --fuzz ]] && wanted+=("${fuzz_packages[@]}")
 
 missing=()
 for p in "${wanted[@]}"; do

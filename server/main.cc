@@ -118,7 +118,8 @@ int main(int argc, char** argv) {
     const auto& r = wal->report();
     std::cerr << "gcompute-server: graphs recovered from " << wal->dir() << " (snapshot LSN "
               << r.snapshot_lsn << ", " << r.records_replayed << " log records replayed, "
-              << r.torn_bytes << " torn bytes dropped)" << std::endl;
+              << r.records_in_snapshot << " already in the snapshot, " << r.torn_bytes
+              << " torn bytes dropped)" << std::endl;
   }
 
   // A failed GPU ends the process non-zero (after draining) so its supervisor restarts it.

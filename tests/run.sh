@@ -2,13 +2,23 @@
 # Builds gcompute with its tests and runs them (unit, kernel, store, service, end-to-end).
 # GPU tests are labelled 'gpu' and report Skipped where no GPU is usable.
 # With CI=true (or --sanitize) it also builds and runs the CPU tests under AddressSanitizer
-# and UndefinedBehaviorSanitizer. Installs missing Debian packages first.
+# and UndefinedBehaviorSanitizer; with CI=true (or --fuzz) it also runs every libFuzzer target
+# of tests/fuzz for GCOMPUTE_FUZZ_SECONDS (default 60) from its checked-in corpus, with clang
+# (installed by deploy/install-deps.sh --fuzz). Installs missing Debian packages first.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${GCOMPUTE_BUILD_DIR:-$root/build}
 jobs=${GCOMPUTE_JOBS:-$(nproc)}
 sanitize=0
-[[ ${CI:-} == true || ${1:-} == --sanitize ]] && sanitize=1
+fuzz=0
+[[ ${CI:-} == true ]] && sanitize=1 && fuzz=1
+for arg in "$@"; do
+  case $arg in
+    --sanitize) sanitize=1 ;;
+    --fuzz) fuzz=1 ;;
+    *) echo "usage: $0 [--sanitize] [--fuzz]" >&2; exit 2 ;;
+  esac
+done
 
 "$root/deploy/install-deps.sh"
 
@@ -27,4 +37,17 @@ if [[ $sanitize == 1 ]]; then
   echo "== tests under sanitizers"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir "$asan" --output-on-failure -j "$jobs" --timeout 1800 -LE gpu
+fi
+
+if [[ $fuzz == 1 ]]; then
+  "$root/deploy/install-deps.sh" --fuzz
+  fz=${build}-fuzz
+  seconds=${GCOMPUTE_FUZZ_SECONDS:-60}
+  echo "== libFuzzer targets with clang ($fz, $seconds s each)"
+  cmake -S "$root" -B "$fz" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 -DGCOMPUTE_FUZZ=ON \
+    -DGCOMPUTE_FUZZ_SECONDS="$seconds" -DGCOMPUTE_CUDA=OFF -DGCOMPUTE_BUILD_BENCH=OFF \
+    -DGCOMPUTE_WERROR=ON
+  cmake --build "$fz" -j "$jobs" --target gcompute_fuzz
+  ctest --test-dir "$fz" --output-on-failure -j "$jobs" -L fuzz
 fi

@@ -35,11 +35,13 @@ std::string format_double(double v) {
   return buf;
 }
 
-// "No edge" per weight type.
+// "No edge" per distance type. int64 holds the sums of i32 weights in apsp_i32_wide.
 template <typename T>
 constexpr T kNone = std::numeric_limits<float>::infinity();
 template <>
 constexpr std::int32_t kNone<std::int32_t> = kI32NoEdge;
+template <>
+constexpr std::int64_t kNone<std::int64_t> = std::numeric_limits<std::int64_t>::max();
 
 // Path sums d_ik + b for a fixed d_ik, written without branches on b so that the row loops
 // below vectorise. f32: +inf absorbs (weights are never -inf).
@@ -47,18 +49,22 @@ struct AddF32 {
   float a;
   float operator()(float b) const { return a + b; }
 };
-// i32, saturating: a sum at or above kI32NoEdge is "no edge"; below -kI32NoEdge it sticks
-// there (reachable only through a negative cycle, or with true distances outside i32). The
-// thresholds are precomputed so that no sum that is used can overflow.
-struct AddI32NonNegative {  // a >= 0: only the top can be passed (b = kI32NoEdge included)
-  std::int32_t a, top;      // top = kI32NoEdge - a
-  std::int32_t operator()(std::int32_t b) const { return b >= top ? kI32NoEdge : a + b; }
+// Integers, saturating: a sum at or above kNone is "no edge"; below -kNone it sticks there
+// (reachable only through a negative cycle, or in i32 when i32_apsp_fits is false). The
+// thresholds are precomputed so that no sum that is used can overflow. Together:
+// a (+) b = kNone if either is kNone, else clamp(a + b, -kNone, kNone), monotone in each
+// argument (the proof at i32_apsp_fits relies on it).
+template <typename T>
+struct AddIntNonNegative {  // a >= 0: only the top can be passed (b = kNone included)
+  T a, top;                 // top = kNone - a
+  T operator()(T b) const { return b >= top ? kNone<T> : a + b; }
 };
-struct AddI32Negative {    // a < 0: only the bottom can be passed; b = kI32NoEdge stays so
-  std::int32_t a, bottom;  // bottom = -kI32NoEdge - a
-  std::int32_t operator()(std::int32_t b) const {
-    const std::int32_t s = b <= bottom ? -kI32NoEdge : a + b;
-    return b == kI32NoEdge ? kI32NoEdge : s;
+template <typename T>
+struct AddIntNegative {  // a < 0: only the bottom can be passed; b = kNone stays so
+  T a, bottom;           // bottom = -kNone - a
+  T operator()(T b) const {
+    const T s = b <= bottom ? -kNone<T> : a + b;
+    return b == kNone<T> ? kNone<T> : s;
   }
 };
 
@@ -145,9 +151,9 @@ struct Solver {
     if constexpr (std::is_same_v<T, float>) {
       row(AddF32{dik});
     } else if (dik >= 0) {
-      row(AddI32NonNegative{dik, kI32NoEdge - dik});
+      row(AddIntNonNegative<T>{dik, kNone<T> - dik});
     } else {
-      row(AddI32Negative{dik, -kI32NoEdge - dik});
+      row(AddIntNegative<T>{dik, -kNone<T> - dik});
     }
   }
 
@@ -285,46 +291,150 @@ absl::Status check_weights(const T* w, std::int64_t n) {
   return absl::OkStatus();
 }
 
+// N from W: j for an edge i -> j, i on the diagonal, -1 where there is no edge.
 template <typename T>
-absl::StatusOr<ApspInfo> apsp_typed(const T* w, T* d, std::int32_t* nx, std::int64_t n,
-                                    StopToken stop, int threads) {
-  if (absl::Status st = check_weights(w, n); !st.ok()) return st;
-  // N from W first, then D: W and D may be the same buffer.
-  if (nx != nullptr) {
-    for (std::int64_t i = 0; i < n; ++i) {
-      for (std::int64_t j = 0; j < n; ++j) {
-        nx[i * n + j] = i == j                     ? static_cast<std::int32_t>(i)
-                        : w[i * n + j] == kNone<T> ? -1
-                                                   : static_cast<std::int32_t>(j);
-      }
+void init_next(const T* w, std::int32_t* nx, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    for (std::int64_t j = 0; j < n; ++j) {
+      nx[i * n + j] = i == j                     ? static_cast<std::int32_t>(i)
+                      : w[i * n + j] == kNone<T> ? -1
+                                                 : static_cast<std::int32_t>(j);
     }
   }
-  if (d != w) std::copy(w, w + n * n, d);
+}
+
+// D from W (already in D's type) with D[i][i] = min(0, W[i][i]), then the rounds.
+template <typename T>
+absl::StatusOr<ApspInfo> solve(T* d, std::int32_t* nx, std::int64_t n, StopToken stop,
+                               int threads) {
   for (std::int64_t i = 0; i < n; ++i) d[i * n + i] = std::min(d[i * n + i], T(0));
   if (nx != nullptr) return run<T, true>(d, nx, n, stop, threads);
   return run<T, false>(d, nullptr, n, stop, threads);
 }
 
-}  // namespace
+template <typename T>
+absl::StatusOr<ApspInfo> apsp_typed(const T* w, T* d, std::int32_t* nx, std::int64_t n,
+                                    StopToken stop, int threads) {
+  // N from W first, then D: W and D may be the same buffer.
+  if (nx != nullptr) init_next(w, nx, n);
+  if (d != w) std::copy(w, w + n * n, d);
+  return solve(d, nx, n, stop, threads);
+}
 
-absl::StatusOr<ApspInfo> apsp(const void* weights, void* dist, std::int32_t* next,
-                              const ApspShape& shape, StopToken stop, int threads) {
+// apsp_i32_wide on validated input.
+absl::StatusOr<ApspInfo> apsp_wide(const std::int32_t* w, std::int32_t* d, std::int32_t* nx,
+                                   std::int64_t n, StopToken stop, int threads) {
+  std::vector<std::int64_t> wide(static_cast<std::size_t>(n * n));
+  for (std::int64_t e = 0; e < n * n; ++e) {
+    wide[e] = w[e] == kI32NoEdge ? kNone<std::int64_t> : w[e];
+  }
+  if (nx != nullptr) init_next(w, nx, n);  // W is read in full before D is written
+  absl::StatusOr<ApspInfo> info = solve(wide.data(), nx, n, stop, threads);
+  if (!info.ok() || info->negative_cycle) return info;
+  // Without a negative cycle every finite value is an exact distance: narrow, and name the
+  // first one that i32 cannot hold.
+  for (std::int64_t e = 0; e < n * n; ++e) {
+    const std::int64_t v = wide[e];
+    if (v == kNone<std::int64_t>) {
+      d[e] = kI32NoEdge;
+    } else if (v < kI32MinDistance || v > kI32MaxDistance) {
+      if (!info->out_of_range) {
+        info->out_of_range = true;
+        info->range_row = e / n;
+        info->range_col = e % n;
+        info->range_value = v;
+      }
+      d[e] = v < 0 ? kI32MinDistance : kI32MaxDistance;
+    } else {
+      d[e] = static_cast<std::int32_t>(v);
+    }
+  }
+  return info;
+}
+
+absl::Status check_apsp_args(const void* weights, const void* dist, const std::int32_t* next,
+                             const ApspShape& shape) {
   if (absl::Status st = validate(shape); !st.ok()) return st;
   if (shape.n > std::numeric_limits<std::int32_t>::max()) {
     return absl::InvalidArgumentError(
         absl::StrCat("apsp: n=", shape.n, " does not fit the int32 next-hop matrix"));
   }
-  if (shape.n == 0) return ApspInfo{};
-  if (weights == nullptr || dist == nullptr || (shape.next_hop && next == nullptr)) {
+  if (shape.n > 0 &&
+      (weights == nullptr || dist == nullptr || (shape.next_hop && next == nullptr))) {
     return absl::InvalidArgumentError("apsp: null weight, distance or next-hop buffer");
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+// Why i32_apsp_fits makes saturating i32 exact. Let M be the largest |finite off-diagonal
+// weight| and R = kI32MaxDistance = 2^31 - 2, with (n - 1) M <= R. Write a (+) b for the
+// kernel's sum: kI32NoEdge if either is, else a + b clamped to [-(2^31 - 1), 2^31 - 1]; it is
+// monotone in each argument and equals a + b whenever a, b and a + b lie in [-R, R].
+// A simple path has at most n - 1 edges, none a self loop, so its length lies in [-R, R].
+//  (1) Upper bound. Blocked Floyd-Warshall (like plain Floyd-Warshall) ends with D[i][j] <=
+//      len(P) for every simple path P = i ~> j: split P at its highest intermediate k into the
+//      simple paths P1 = i ~> k and P2 = k ~> j; by induction D[i][k] <= len(P1) and D[k][j] <=
+//      len(P2) when D[i][j] is relaxed through k, so by monotonicity D[i][j] <= len(P1) (+)
+//      len(P2) = len(P), because all three lie in [-R, R]. Only this monotone step is used, so
+//      the argument holds for (+) as for exact sums.
+//  (2) Without negative cycles, lower bound. Every value ever stored in D[i][j] is the exact
+//      length of a walk i ~> j, hence >= the distance d(i, j) >= -R: by induction it is a sum
+//      of two such lengths; a clamp at the top yields kI32NoEdge, which never replaces a value
+//      (it is not smaller), and a clamp at the bottom would need an exact walk shorter than
+//      -(2^31 - 1) < d(i, j), which does not exist. With (1), D[i][j] = d(i, j) for i != j,
+//      D[i][i] = 0, and the next hops follow the same comparisons as in exact arithmetic.
+//  (3) With a negative cycle values may run away below any bound; they stick at -(2^31 - 1)
+//      instead of overflowing, and the outputs are unspecified. Detection is still exact: a
+//      negative self loop makes D[v][v] < 0 from the start; otherwise take a negative simple
+//      cycle C, its highest vertex k and another vertex i on it: by (1) at the relaxation
+//      through k, D[i][i] <= len(C_i~>k) (+) len(C_k~>i), both simple paths in [-R, R], whose
+//      exact sum len(C) < 0 clamps to a negative value. Without negative cycles D[v][v] = 0
+//      by (2). So negative_cycle is set exactly when the graph has a negative cycle.
+// apsp_i32_wide runs the same argument in int64 with R = (n - 1) * kI32MaxAbsWeight < 2^61
+// (n < 2^31), far inside +-(2^63 - 1): exact for every valid i32 input.
+bool i32_apsp_fits(const std::int32_t* weights, std::int64_t n) {
+  std::int64_t max_abs = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    for (std::int64_t j = 0; j < n; ++j) {
+      const std::int64_t w = weights[i * n + j];
+      if (i != j && w != kI32NoEdge) max_abs = std::max(max_abs, w < 0 ? -w : w);
+    }
+  }
+  // max_abs <= 2^31 and n <= 2^31 - 1 (else apsp rejects n): the product fits int64.
+  return n <= 1 || (n - 1) * max_abs <= kI32MaxDistance;
+}
+
+absl::StatusOr<ApspInfo> apsp(const void* weights, void* dist, std::int32_t* next,
+                              const ApspShape& shape, StopToken stop, int threads) {
+  if (absl::Status st = check_apsp_args(weights, dist, next, shape); !st.ok()) return st;
+  if (shape.n == 0) return ApspInfo{};
   std::int32_t* nx = shape.next_hop ? next : nullptr;
   if (shape.dtype == DType::kF32) {
-    return apsp_typed(static_cast<const float*>(weights), static_cast<float*>(dist), nx, shape.n,
-                      stop, threads);
+    const auto* w = static_cast<const float*>(weights);
+    if (absl::Status st = check_weights(w, shape.n); !st.ok()) return st;
+    return apsp_typed(w, static_cast<float*>(dist), nx, shape.n, stop, threads);
   }
-  return apsp_typed(static_cast<const std::int32_t*>(weights), static_cast<std::int32_t*>(dist), nx,
-                    shape.n, stop, threads);
+  const auto* w = static_cast<const std::int32_t*>(weights);
+  if (absl::Status st = check_weights(w, shape.n); !st.ok()) return st;
+  if (!i32_apsp_fits(w, shape.n)) {
+    return apsp_wide(w, static_cast<std::int32_t*>(dist), nx, shape.n, stop, threads);
+  }
+  return apsp_typed(w, static_cast<std::int32_t*>(dist), nx, shape.n, stop, threads);
+}
+
+absl::StatusOr<ApspInfo> apsp_i32_wide(const std::int32_t* weights, std::int32_t* dist,
+                                       std::int32_t* next, const ApspShape& shape, StopToken stop,
+                                       int threads) {
+  if (absl::Status st = check_apsp_args(weights, dist, next, shape); !st.ok()) return st;
+  if (shape.dtype != DType::kI32) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("apsp_i32_wide: dtype is ", dtype_name(shape.dtype), ", not i32"));
+  }
+  if (shape.n == 0) return ApspInfo{};
+  if (absl::Status st = check_weights(weights, shape.n); !st.ok()) return st;
+  return apsp_wide(weights, dist, shape.next_hop ? next : nullptr, shape.n, stop, threads);
 }
 
 absl::Status edge_list_to_dense(const EdgeListView& edges, DType dtype, void* weights) {

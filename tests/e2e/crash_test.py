@@ -12,6 +12,13 @@ land in them as well. At the end, Apsp/ShortestPath on a stored graph (served fr
 cache, updated incrementally after edge additions and lowered weights) are checked against
 SciPy.
 
+Independent of the machine's speed: each iteration kills the server only after a random
+number of acknowledged batches (40 to 120, then 0 to 0.3 s more), not after a fixed time, so
+a loaded machine with slow fsyncs still writes enough log for snapshots to happen; and the
+server picks its own port (--listen=127.0.0.1:0, read back from its start-up line), so no
+other process can take the port between choosing and binding it. On failure it prints the
+seed (replay with --seed), the iteration, the data directory and the server's log.
+
 Usage: crash_test.py --server-bin PATH --proto-dir DIR --work-dir DIR [--iterations N] [--seed S]
 """
 
@@ -19,6 +26,7 @@ import argparse
 import copy
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -30,7 +38,7 @@ import numpy as np
 import scipy.sparse.csgraph
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import e2e_test  # noqa: E402  (stub generation and the port helper)
+import e2e_test  # noqa: E402  (stub generation)
 
 ARGS = None
 pb = None
@@ -118,15 +126,33 @@ def edit_pb(kind, a):
 
 class Server:
     def __init__(self, data_dir, log_path, extra=()):
-        self.addr = f"127.0.0.1:{e2e_test.free_port()}"
+        self.addr = None
+        self.log_path = log_path
         self.log = open(log_path, "a")
+        self.log_start = self.log.tell()  # this start's lines follow
         self.proc = subprocess.Popen(
-            [ARGS.server_bin, f"--listen={self.addr}", "--metrics_listen=", "--device=cpu",
+            [ARGS.server_bin, "--listen=127.0.0.1:0", "--metrics_listen=", "--device=cpu",
              f"--data_dir={data_dir}", "--graph_snapshot_bytes=6000", *extra],
             stdout=self.log, stderr=subprocess.STDOUT)
 
+    def own_log(self):
+        """What this server wrote to the (shared, appended) log so far."""
+        with open(self.log_path, errors="replace") as f:
+            f.seek(self.log_start)
+            return f.read()
+
     def wait_ready(self):
         deadline = time.time() + 60
+        while self.addr is None:  # the bound port, from the start-up line
+            m = re.search(r"listening on \S+ \(port (\d+)\)", self.own_log())
+            if m:
+                self.addr = f"127.0.0.1:{m.group(1)}"
+                break
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"gcompute-server exited with {self.proc.returncode} at start-up")
+            if time.time() > deadline:
+                raise RuntimeError("gcompute-server did not report its port within 60 s")
+            time.sleep(0.05)
         while True:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"gcompute-server exited with {self.proc.returncode} at start-up")
@@ -153,7 +179,8 @@ class Server:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(timeout=10)
-        self.log.close()
+        if not self.log.closed:
+            self.log.close()
 
 
 def writer(addr, gid, model, rng, stop, state):
@@ -269,6 +296,7 @@ def main():
     inflight = {}
     total_acked = total_adopted = 0
     server = None
+    it = 0
     try:
         for it in range(ARGS.iterations + 1):
             server = Server(data_dir, log_path)
@@ -299,7 +327,13 @@ def main():
                        for g, m in models.items()]
             for t in threads:
                 t.start()
-            time.sleep(rng.uniform(0.3, 1.5))
+            # Kill after a number of acknowledged batches rather than after a fixed time: on a
+            # loaded machine (slow fsyncs) a fixed window acknowledged too few batches for any
+            # snapshot to happen. The cap keeps a stuck server from hanging the test.
+            target, started = rng.randint(40, 120), time.time()
+            while state["acked"] < target and "error" not in state and time.time() - started < 60:
+                time.sleep(0.01)
+            time.sleep(rng.uniform(0, 0.3))
             server.kill9()
             stop.set()
             for t in threads:
@@ -307,8 +341,13 @@ def main():
             assert "error" not in state, state["error"]
             inflight = {g: b for g, b in state.items() if g in models and b is not None}
             total_acked += state["acked"]
-            print(f"iteration {it}: {state['acked']} batches acknowledged, "
-                  f"{len(inflight)} in flight at the kill", flush=True)
+            print(f"iteration {it}: {state['acked']} batches acknowledged "
+                  f"in {time.time() - started:.1f} s, {len(inflight)} in flight at the kill",
+                  flush=True)
+        # The last start may be taking a snapshot of the log it recovered: give it time.
+        deadline = time.time() + 30
+        while not any(f.startswith("snap-") for f in os.listdir(data_dir)) and time.time() < deadline:
+            time.sleep(0.1)
         snaps = [f for f in os.listdir(data_dir) if f.startswith("snap-")]
         assert snaps, f"no snapshot was taken: {sorted(os.listdir(data_dir))}"
         assert total_acked > 50, f"only {total_acked} batches were acknowledged: the test ran too little"
@@ -332,8 +371,18 @@ def main():
         print(f"ok: {ARGS.iterations} kills, {total_acked} acknowledged batches, "
               f"{total_adopted} in-flight batches found applied whole", flush=True)
     except BaseException:
+        sys.stderr.write(f"FAILED at iteration {it} (seed {ARGS.seed}: replay with --seed "
+                         f"{ARGS.seed}); work directory {ARGS.work_dir}\n")
+        if os.path.isdir(data_dir):
+            sys.stderr.write("data directory: " + ", ".join(
+                f"{f} ({os.path.getsize(os.path.join(data_dir, f))} B)"
+                for f in sorted(os.listdir(data_dir))) + "\n")
         with open(log_path, errors="replace") as f:
-            sys.stderr.write("server log tail:\n" + "".join(f.readlines()[-30:]))
+            log = f.read()
+        split = server.log_start if server is not None else len(log)
+        sys.stderr.write("earlier starts (server log tail):\n" +
+                         "".join(log[:split].splitlines(True)[-30:]))
+        sys.stderr.write("this start (server log):\n" + log[split:][-20000:])
         raise
     finally:
         if server is not None:

@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
+#include "store/graphs/byte_codec.hpp"
 
 namespace gcompute::server::codec {
 namespace {
@@ -42,11 +43,11 @@ std::uint32_t crc32c(std::uint32_t crc, const void* data, std::size_t size) {
 }
 
 void Writer::u32_fixed(std::uint32_t v) {
-  for (int i = 0; i < 4; ++i) u8(static_cast<std::uint8_t>(v >> (8 * i)));
+  put_le(out_, v);
 }
 
 void Writer::u64_fixed(std::uint64_t v) {
-  for (int i = 0; i < 8; ++i) u8(static_cast<std::uint8_t>(v >> (8 * i)));
+  put_le(out_, v);
 }
 
 void Writer::varint(std::uint64_t v) {
@@ -87,15 +88,15 @@ absl::Status Reader::u8(std::uint8_t& v) {
 
 absl::Status Reader::u32_fixed(std::uint32_t& v) {
   if (absl::Status s = need(4, "a u32"); !s.ok()) return s;
-  v = 0;
-  for (int i = 0; i < 4; ++i) v |= std::uint32_t{static_cast<std::uint8_t>(in_[pos_++])} << (8 * i);
+  v = load_le<std::uint32_t>(in_.data() + pos_);
+  pos_ += 4;
   return absl::OkStatus();
 }
 
 absl::Status Reader::u64_fixed(std::uint64_t& v) {
   if (absl::Status s = need(8, "a u64"); !s.ok()) return s;
-  v = 0;
-  for (int i = 0; i < 8; ++i) v |= std::uint64_t{static_cast<std::uint8_t>(in_[pos_++])} << (8 * i);
+  v = load_le<std::uint64_t>(in_.data() + pos_);
+  pos_ += 8;
   return absl::OkStatus();
 }
 

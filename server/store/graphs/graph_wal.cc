@@ -12,10 +12,12 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "store/graphs/byte_codec.hpp"
 #include "store/graphs/graph_codec.hpp"
 #include "store/graphs/snapshot.hpp"
 
@@ -31,19 +33,13 @@ constexpr std::size_t kHeaderBytes = 8;  // u32 length, u32 crc32c
 constexpr std::uint32_t kMinPayload = 1 + 8 + 1;
 constexpr std::uint32_t kMaxPayload = 0x7FFFFFFFu;
 
-std::uint32_t load_u32(const char* p) {
-  std::uint32_t v = 0;
-  for (int i = 0; i < 4; ++i) v |= std::uint32_t{static_cast<unsigned char>(p[i])} << (8 * i);
-  return v;
-}
-
 /// Checks the frame at `off`: OK with the payload length, or why it is not a record.
 absl::StatusOr<std::uint32_t> check_frame(const std::string& data, std::size_t off) {
   const std::size_t left = data.size() - off;
   if (left < kHeaderBytes) {
     return absl::DataLossError(absl::StrCat("a ", left, "-byte fragment of a record header"));
   }
-  const std::uint32_t len = load_u32(data.data() + off);
+  const std::uint32_t len = codec::load_le<std::uint32_t>(data.data() + off);
   if (len < kMinPayload || len > kMaxPayload) {
     return absl::DataLossError(absl::StrCat("record length ", len, " is impossible"));
   }
@@ -52,7 +48,8 @@ absl::StatusOr<std::uint32_t> check_frame(const std::string& data, std::size_t o
                                             " runs past the end of the file (", left - kHeaderBytes,
                                             " bytes left)"));
   }
-  if (codec::crc32c(0, data.data() + off + kHeaderBytes, len) != load_u32(data.data() + off + 4)) {
+  if (codec::crc32c(0, data.data() + off + kHeaderBytes, len) !=
+      codec::load_le<std::uint32_t>(data.data() + off + 4)) {
     return absl::DataLossError("checksum mismatch");
   }
   return len;
@@ -198,7 +195,13 @@ absl::Status GraphWal::recover(GraphStore& store) {
   }
   for (std::size_t i = 0; i < segments.size(); ++i) {
     // A segment is covered by the snapshot when the next one starts at or before the cut.
-    if (i + 1 < segments.size() && segments[i + 1].lsn <= expected) continue;
+    // (Not "before the next record": a segment overlapping one already replayed is corrupt.)
+    if (i + 1 < segments.size() && segments[i + 1].lsn <= report_.snapshot_lsn) {
+      log(absl::StrCat("log ", segments[i].path, ": wholly below the snapshot's LSN ",
+                       report_.snapshot_lsn,
+                       " (left by a snapshot whose clean-up did not finish); skipped"));
+      continue;
+    }
     if (segments[i].lsn > expected) {
       return absl::DataLossError(absl::StrCat(
           "the log has a gap: the next record should be LSN ", expected, " but ", segments[i].path,
@@ -237,6 +240,14 @@ absl::Status GraphWal::replay_segment(GraphStore& store, const std::string& path
   if (!read.ok()) return read.status();
   const std::string& data = *read;
   std::size_t off = 0;
+  std::optional<std::uint64_t> previous_lsn;  // of the record before, in this segment
+  std::uint64_t covered = 0;                  // records below the snapshot's LSN
+  auto report_covered = [&] {
+    if (covered == 0) return;
+    report_.records_in_snapshot += covered;
+    log(absl::StrCat("log ", path, ": ", covered, " records below the snapshot's LSN ",
+                     report_.snapshot_lsn, " skipped (the snapshot holds their effect)"));
+  };
   while (off < data.size()) {
     absl::StatusOr<std::uint32_t> len = check_frame(data, off);
     if (!len.ok()) {
@@ -259,6 +270,7 @@ absl::Status GraphWal::replay_segment(GraphStore& store, const std::string& path
       log(absl::StrCat("log ", path, ": torn or corrupt tail at offset ", off, " (", why, "; ",
                        data.size() - off, " bytes): not applied, truncated"));
       report_.torn_bytes += data.size() - off;
+      report_covered();
       return truncate_file(path, off);
     }
     const std::string_view payload(data.data() + off + kHeaderBytes, *len);
@@ -273,15 +285,33 @@ absl::Status GraphWal::replay_segment(GraphStore& store, const std::string& path
     if (!r.u8(type).ok() || !r.u64_fixed(lsn).ok() || !r.bytes(graph_id).ok()) {
       return corrupt("a record passes its checksum but its header does not decode");
     }
-    if (lsn < expected) {  // already in the snapshot
+    // Inside a segment LSNs go up by one from record to record; one that does not increase
+    // is a duplicated or misplaced record (a copy of a block, a writer bug), never a crash.
+    if (previous_lsn && lsn <= *previous_lsn) {
+      return corrupt(absl::StrCat("record LSN ", lsn, " follows record LSN ", *previous_lsn,
+                                  " in the same segment (sequence numbers must increase): a "
+                                  "duplicated or misplaced record"));
+    }
+    previous_lsn = lsn;
+    if (lsn < report_.snapshot_lsn) {
+      // The segment began before the snapshot's cut: the snapshot holds this record's effect.
+      ++covered;
       off += kHeaderBytes + *len;
       continue;
+    }
+    if (lsn < expected) {
+      return corrupt(absl::StrCat("record LSN ", lsn,
+                                  " was already replayed (the next should be LSN ", expected,
+                                  "): segments overlap"));
     }
     if (lsn != expected) {
       return corrupt(absl::StrCat("record LSN ", lsn, " where LSN ", expected, " was expected"));
     }
     absl::Status applied;
     if (type == kCreate) {
+      // The log holds the id a create got; an empty one would make the store invent one
+      // (a different one at every start).
+      if (graph_id.empty()) return corrupt("a create record without a graph id");
       std::uint64_t n = 0, m = 0;
       if (!r.varint(n).ok() || !r.varint(m).ok() || m > r.left()) {
         return corrupt("a create record does not decode");
@@ -319,6 +349,7 @@ absl::Status GraphWal::replay_segment(GraphStore& store, const std::string& path
     ++expected;
     off += kHeaderBytes + *len;
   }
+  report_covered();
   return absl::OkStatus();
 }
 
@@ -373,7 +404,7 @@ absl::Status GraphWal::append(std::string payload) {
     if (!failed_.ok()) return failed_;
     if (fd_ < 0) return absl::FailedPreconditionError("the graph log is not open (no recover())");
     lsn = next_lsn_;
-    for (int i = 0; i < 8; ++i) payload[1 + i] = static_cast<char>(lsn >> (8 * i));
+    codec::store_le(payload.data() + 1, lsn);  // the placeholder after the type byte
     codec::Writer frame;
     frame.u32_fixed(static_cast<std::uint32_t>(payload.size()));
     frame.u32_fixed(codec::crc32c(0, payload.data(), payload.size()));

@@ -18,9 +18,12 @@
 // Recovery (recover()): the newest snapshot, then every later record in LSN order. A bad
 // record (short, length or checksum mismatch, undecodable) at the end of the last segment
 // is a torn write from a crash: it is reported with file and offset, never applied, and
-// truncated away. A bad record with any valid record after it, a damaged snapshot, a gap
-// in the LSNs or a record that does not replay is corruption: recovery fails with a message
-// naming the file and offset, and the server does not start.
+// truncated away. Records below the snapshot's LSN at the start of a segment that began
+// before the snapshot's cut are skipped and counted (the snapshot holds their effect). A bad
+// record with any valid record after it, a damaged snapshot, a gap in the LSNs, an LSN that
+// does not increase within a segment or repeats one already replayed, or a record that does
+// not replay is corruption: recovery fails with DATA_LOSS naming the file, offset and LSNs,
+// and the server does not start.
 #pragma once
 
 #include <condition_variable>
@@ -89,7 +92,8 @@ class GraphWal final : public GraphJournal {
   struct RecoveryReport {
     std::uint64_t snapshot_lsn = 0;  ///< 0 without a snapshot
     std::uint64_t records_replayed = 0;
-    std::uint64_t torn_bytes = 0;  ///< truncated from the tail
+    std::uint64_t records_in_snapshot = 0;  ///< skipped: below the snapshot's LSN
+    std::uint64_t torn_bytes = 0;           ///< truncated from the tail
     std::uint64_t next_lsn = 0;
   };
   const RecoveryReport& report() const { return report_; }

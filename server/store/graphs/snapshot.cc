@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "store/graphs/byte_codec.hpp"
 #include "store/graphs/graph_codec.hpp"
 
 namespace gcompute::server {
@@ -85,23 +86,6 @@ constexpr char kMagic[8] = {'G', 'C', 'S', 'N', 'A', 'P', '0', '1'};
 constexpr std::uint32_t kEndMarker = 0xFFFFFFFFu;
 constexpr std::size_t kFlushBytes = 1 << 20;
 
-void put_u32(std::string& out, std::uint32_t v) {
-  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>(v >> (8 * i)));
-}
-void put_u64(std::string& out, std::uint64_t v) {
-  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>(v >> (8 * i)));
-}
-std::uint32_t get_u32(const char* p) {
-  std::uint32_t v = 0;
-  for (int i = 0; i < 4; ++i) v |= std::uint32_t{static_cast<unsigned char>(p[i])} << (8 * i);
-  return v;
-}
-std::uint64_t get_u64(const char* p) {
-  std::uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v |= std::uint64_t{static_cast<unsigned char>(p[i])} << (8 * i);
-  return v;
-}
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<SnapshotWriter>> SnapshotWriter::create(const std::string& dir,
@@ -117,7 +101,7 @@ absl::StatusOr<std::unique_ptr<SnapshotWriter>> SnapshotWriter::create(const std
         absl::StrCat("cannot create ", w->tmp_path_, ": ", std::strerror(errno)));
   }
   w->buffer_.append(kMagic, sizeof(kMagic));
-  put_u64(w->buffer_, lsn);
+  codec::put_le<std::uint64_t>(w->buffer_, lsn);
   return w;
 }
 
@@ -141,8 +125,8 @@ absl::Status SnapshotWriter::add(const GraphImage& image) {
         absl::StrCat("graph ", image.graph.info.graph_id, " encodes to ", payload.size(),
                      " bytes, more than a snapshot record holds (4 GiB)"));
   }
-  put_u32(buffer_, static_cast<std::uint32_t>(payload.size()));
-  put_u32(buffer_, codec::crc32c(0, payload.data(), payload.size()));
+  codec::put_le<std::uint32_t>(buffer_, static_cast<std::uint32_t>(payload.size()));
+  codec::put_le<std::uint32_t>(buffer_, codec::crc32c(0, payload.data(), payload.size()));
   buffer_ += payload;
   ++count_;
   if (buffer_.size() >= kFlushBytes) return flush();
@@ -151,12 +135,12 @@ absl::Status SnapshotWriter::add(const GraphImage& image) {
 
 absl::Status SnapshotWriter::finish() {
   std::string trailer;
-  put_u32(trailer, kEndMarker);
-  put_u64(trailer, count_);
+  codec::put_le<std::uint32_t>(trailer, kEndMarker);
+  codec::put_le<std::uint64_t>(trailer, count_);
   std::string covered(kMagic, sizeof(kMagic));
-  put_u64(covered, lsn_);
-  put_u64(covered, count_);
-  put_u32(trailer, codec::crc32c(0, covered.data(), covered.size()));
+  codec::put_le<std::uint64_t>(covered, lsn_);
+  codec::put_le<std::uint64_t>(covered, count_);
+  codec::put_le<std::uint32_t>(trailer, codec::crc32c(0, covered.data(), covered.size()));
   buffer_ += trailer;
   if (absl::Status s = flush(); !s.ok()) return s;
   if (absl::Status s = fileio::sync_fd(fd_, tmp_path_); !s.ok()) return s;
@@ -182,26 +166,26 @@ absl::StatusOr<std::uint64_t> read_snapshot(const std::string& path,
   if (d.size() < 16 || std::memcmp(d.data(), kMagic, sizeof(kMagic)) != 0) {
     return damaged(0, "no snapshot header");
   }
-  const std::uint64_t lsn = get_u64(d.data() + 8);
+  const std::uint64_t lsn = codec::load_le<std::uint64_t>(d.data() + 8);
   std::size_t off = 16;
   std::uint64_t count = 0;
   while (true) {
     if (d.size() - off < 4) return damaged(off, "truncated");
-    const std::uint32_t len = get_u32(d.data() + off);
+    const std::uint32_t len = codec::load_le<std::uint32_t>(d.data() + off);
     if (len == kEndMarker) {
       if (d.size() - off != 16) return damaged(off, "bad trailer length");
-      const std::uint64_t stored_count = get_u64(d.data() + off + 4);
+      const std::uint64_t stored_count = codec::load_le<std::uint64_t>(d.data() + off + 4);
       std::string covered(d.data(), 16);
-      put_u64(covered, stored_count);
-      if (stored_count != count ||
-          get_u32(d.data() + off + 12) != codec::crc32c(0, covered.data(), covered.size())) {
+      codec::put_le<std::uint64_t>(covered, stored_count);
+      if (stored_count != count || codec::load_le<std::uint32_t>(d.data() + off + 12) !=
+                                       codec::crc32c(0, covered.data(), covered.size())) {
         return damaged(off, absl::StrCat("trailer says ", stored_count, " graphs, read ", count));
       }
       return lsn;
     }
     if (d.size() - off < 8 || d.size() - off - 8 < len) return damaged(off, "truncated record");
     const char* payload = d.data() + off + 8;
-    if (codec::crc32c(0, payload, len) != get_u32(d.data() + off + 4)) {
+    if (codec::crc32c(0, payload, len) != codec::load_le<std::uint32_t>(d.data() + off + 4)) {
       return damaged(off, "checksum mismatch");
     }
     codec::Reader r(std::string_view(payload, len));

@@ -3,9 +3,11 @@
 // and negative weights made by the potential trick w'(u,v) = w(u,v) + p(u) - p(v), which
 // keeps every cycle's weight). Every next-hop path is walked: each hop must be an edge and the
 // lengths must add up to D. Integer-valued weights make f32 sums exact, so D is compared
-// exactly; real-valued weights are compared to a rounding bound.
+// exactly; real-valued weights are compared to a rounding bound. i32 distances beyond the i32
+// range are checked against a plain Floyd-Warshall in int64.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -332,23 +334,351 @@ TEST(CpuApsp, DetectsPlantedNegativeCycles) {
   }
 }
 
-TEST(CpuApsp, I32SumsSaturateAtNoEdge) {
-  // 0 -> 1 -> 2 -> 3, each edge kI32MaxAbsWeight: two edges still fit, three do not.
-  Graph g = empty_graph(4);
-  g.w[0 * 4 + 1] = g.w[1 * 4 + 2] = g.w[2 * 4 + 3] = kI32MaxAbsWeight;
-  const ApspRun r = run_apsp(g, DType::kI32, true);
-  EXPECT_FALSE(r.info.negative_cycle);
-  EXPECT_EQ(r.d[0 * 4 + 2], 2.0 * kI32MaxAbsWeight);
-  EXPECT_EQ(r.next[0 * 4 + 2], 1);
-  EXPECT_EQ(r.d[0 * 4 + 3], kInf);  // saturated: reported as no path
-  EXPECT_EQ(r.next[0 * 4 + 3], -1);
-  EXPECT_EQ(r.d[1 * 4 + 3], 2.0 * kI32MaxAbsWeight);
-  // Negative extremes that fit.
-  Graph h = empty_graph(3);
-  h.w[0 * 3 + 1] = h.w[1 * 3 + 2] = -kI32MaxAbsWeight;
-  const ApspRun s = run_apsp(h, DType::kI32, true);
-  EXPECT_FALSE(s.info.negative_cycle);
-  EXPECT_EQ(s.d[0 * 3 + 2], -2.0 * kI32MaxAbsWeight);
+// ---- i32 distances beyond the i32 range -----------------------------------------------------
+
+constexpr std::int64_t kNoPath = std::numeric_limits<std::int64_t>::max();
+
+// Plain Floyd-Warshall in int64 (kNoPath = no edge). The diagonal is checked after every k and
+// the loop stops at the first negative one, before any value can run away (until then every
+// value is a path length of at most n - 1 edges): returns false on a negative cycle.
+bool floyd_warshall_i64(const std::vector<std::int32_t>& w, std::int64_t n,
+                        std::vector<std::int64_t>& d) {
+  d.resize(static_cast<std::size_t>(n * n));
+  for (std::int64_t e = 0; e < n * n; ++e) d[e] = w[e] == kI32NoEdge ? kNoPath : w[e];
+  for (std::int64_t v = 0; v < n; ++v) d[v * n + v] = std::min<std::int64_t>(d[v * n + v], 0);
+  for (std::int64_t v = 0; v < n; ++v) {
+    if (d[v * n + v] < 0) return false;
+  }
+  for (std::int64_t k = 0; k < n; ++k) {
+    for (std::int64_t i = 0; i < n; ++i) {
+      if (d[i * n + k] == kNoPath) continue;
+      for (std::int64_t j = 0; j < n; ++j) {
+        if (d[k * n + j] != kNoPath)
+          d[i * n + j] = std::min(d[i * n + j], d[i * n + k] + d[k * n + j]);
+      }
+    }
+    for (std::int64_t v = 0; v < n; ++v) {
+      if (d[v * n + v] < 0) return false;
+    }
+  }
+  return true;
+}
+
+bool in_i32_range(std::int64_t v) {
+  return v >= kI32MinDistance && v <= kI32MaxDistance;
+}
+
+struct I32Run {
+  ApspInfo info;
+  std::vector<std::int32_t> d, next;
+};
+
+// cpu::apsp (or apsp_i32_wide) on i32 weights, with poisoned outputs.
+I32Run run_i32(const std::vector<std::int32_t>& w, std::int64_t n, bool next_hop, bool wide,
+               int threads = 0) {
+  I32Run r;
+  r.d = ::gcompute::testing::poisoned<std::int32_t>(static_cast<std::size_t>(n * n));
+  r.next = ::gcompute::testing::poisoned<std::int32_t>(static_cast<std::size_t>(n * n));
+  const ApspShape shape{n, DType::kI32, next_hop};
+  absl::StatusOr<ApspInfo> info =
+      wide ? cpu::apsp_i32_wide(w.data(), r.d.data(), r.next.data(), shape, {}, threads)
+           : cpu::apsp(w.data(), r.d.data(), r.next.data(), shape, {}, threads);
+  EXPECT_TRUE(info.ok()) << info.status();
+  if (info.ok()) r.info = *info;
+  if (!next_hop) r.next.clear();
+  return r;
+}
+
+// The result against the int64 oracle `ref` (no negative cycle): in-range distances exact,
+// out-of-range ones clamped and the first of them reported, every next-hop path walked and
+// summed in int64 (also for pairs beyond the range).
+void check_i32_result(const std::vector<std::int32_t>& w, std::int64_t n,
+                      const std::vector<std::int64_t>& ref, const I32Run& r) {
+  ASSERT_FALSE(r.info.negative_cycle);
+  std::int64_t first = -1;
+  for (std::int64_t e = 0; e < n * n; ++e) {
+    const std::int64_t want = ref[e];
+    const std::int32_t got = r.d[e];
+    if (want == kNoPath) {
+      ASSERT_EQ(got, kI32NoEdge) << "D[" << e / n << "][" << e % n << "]";
+    } else if (in_i32_range(want)) {
+      ASSERT_EQ(got, want) << "D[" << e / n << "][" << e % n << "]";
+    } else {
+      if (first < 0) first = e;
+      ASSERT_EQ(got, want < 0 ? kI32MinDistance : kI32MaxDistance)
+          << "D[" << e / n << "][" << e % n << "] (true " << want << ")";
+    }
+  }
+  ASSERT_EQ(r.info.out_of_range, first >= 0);
+  if (first >= 0) {
+    EXPECT_EQ(r.info.range_row, first / n);
+    EXPECT_EQ(r.info.range_col, first % n);
+    EXPECT_EQ(r.info.range_value, ref[first]);
+  }
+  if (r.next.empty()) return;
+  for (std::int64_t i = 0; i < n; ++i) {
+    for (std::int64_t j = 0; j < n; ++j) {
+      const std::int32_t hop = r.next[i * n + j];
+      if (i == j || ref[i * n + j] == kNoPath) {
+        ASSERT_EQ(hop, i == j ? i : -1) << "N[" << i << "][" << j << "]";
+        continue;
+      }
+      std::int64_t length = 0, v = i, hops = 0;
+      while (v != j) {
+        const std::int32_t nx = r.next[v * n + j];
+        ASSERT_TRUE(nx >= 0 && nx < n) << "path " << i << "->" << j << " at " << v;
+        ASSERT_NE(w[v * n + nx], kI32NoEdge) << v << "->" << nx << " is not an edge";
+        length += w[v * n + nx];
+        v = nx;
+        ASSERT_LT(++hops, n) << "path " << i << "->" << j << " does not end";
+      }
+      ASSERT_EQ(length, ref[i * n + j]) << "path " << i << "->" << j << " length";
+    }
+  }
+}
+
+// The graph of issue #11: 0 -> 1 -> 2 -> 3 with three edges of +-kI32MaxAbsWeight.
+std::vector<std::int32_t> chain_of_three(std::int32_t weight) {
+  std::vector<std::int32_t> w(16, kI32NoEdge);
+  w[0 * 4 + 1] = w[1 * 4 + 2] = w[2 * 4 + 3] = weight;
+  return w;
+}
+
+TEST(CpuApsp, I32FitsBound) {
+  // (n - 1) * max|w| <= 2^31 - 2: three vertices with the largest weight fit, four do not.
+  std::vector<std::int32_t> w3(9, kI32NoEdge);
+  w3[1] = w3[5] = kI32MaxAbsWeight;
+  EXPECT_TRUE(cpu::i32_apsp_fits(w3.data(), 3));
+  w3[5] = -kI32MaxAbsWeight;
+  EXPECT_TRUE(cpu::i32_apsp_fits(w3.data(), 3));
+  EXPECT_FALSE(cpu::i32_apsp_fits(chain_of_three(kI32MaxAbsWeight).data(), 4));
+  EXPECT_FALSE(cpu::i32_apsp_fits(chain_of_three(-kI32MaxAbsWeight).data(), 4));
+  // The exact edge of the bound: 2^31 - 2 = 2 * 3 * 357913941.
+  std::vector<std::int32_t> w7(49, kI32NoEdge);
+  w7[0 * 7 + 1] = 357913941;
+  EXPECT_TRUE(cpu::i32_apsp_fits(w7.data(), 7));
+  w7[3 * 7 + 2] = -357913942;
+  EXPECT_FALSE(cpu::i32_apsp_fits(w7.data(), 7));
+  // Self loops are on no simple path; no-edge values are not weights.
+  std::vector<std::int32_t> w4(16, 5);
+  w4[0] = w4[5] = kI32MaxAbsWeight;
+  w4[10] = -kI32MaxAbsWeight;
+  w4[3] = kI32NoEdge;
+  EXPECT_TRUE(cpu::i32_apsp_fits(w4.data(), 4));
+  EXPECT_TRUE(cpu::i32_apsp_fits(nullptr, 0));
+  const std::int32_t one = -kI32MaxAbsWeight;
+  EXPECT_TRUE(cpu::i32_apsp_fits(&one, 1));
+}
+
+TEST(CpuApsp, I32DistancesBeyondTheRangeAreReported) {
+  for (const std::int32_t sign : {1, -1}) {
+    const std::vector<std::int32_t> w = chain_of_three(sign * kI32MaxAbsWeight);
+    std::vector<std::int64_t> ref;
+    ASSERT_TRUE(floyd_warshall_i64(w, 4, ref));
+    ASSERT_EQ(ref[0 * 4 + 3], sign * 3221225469LL);
+    for (const bool next : {true, false}) {
+      SCOPED_TRACE(::testing::Message() << "sign " << sign << " next " << next);
+      const I32Run r = run_i32(w, 4, next, false);
+      EXPECT_TRUE(r.info.out_of_range);
+      EXPECT_EQ(r.info.range_row, 0);
+      EXPECT_EQ(r.info.range_col, 3);
+      EXPECT_EQ(r.info.range_value, sign * 3221225469LL);
+      EXPECT_EQ(r.d[0 * 4 + 2], sign * 2147483646LL);  // two edges still fit
+      EXPECT_EQ(r.d[1 * 4 + 3], sign * 2147483646LL);
+      check_i32_result(w, 4, ref, r);
+      if (next) {
+        EXPECT_EQ(r.next[0 * 4 + 3], 1);
+      }
+    }
+    // In place (W and D one buffer) through the int64 path.
+    std::vector<std::int32_t> buf = w;
+    const absl::StatusOr<ApspInfo> info =
+        cpu::apsp(buf.data(), buf.data(), nullptr, {4, DType::kI32, false});
+    ASSERT_TRUE(info.ok()) << info.status();
+    EXPECT_TRUE(info->out_of_range);
+    EXPECT_EQ(info->range_value, sign * 3221225469LL);
+    EXPECT_EQ(buf[0 * 4 + 2], sign * 2147483646LL);
+    EXPECT_EQ(buf[0 * 4 + 3], sign > 0 ? kI32MaxDistance : kI32MinDistance);
+    EXPECT_EQ(buf[3 * 4 + 0], kI32NoEdge);
+  }
+  // The first pair is the smallest row, then column: here (1, 4), not (0, 5) or (2, 5).
+  std::vector<std::int32_t> w(36, kI32NoEdge);
+  for (std::int64_t v = 1; v < 5; ++v) w[v * 6 + v + 1] = kI32MaxAbsWeight;
+  w[0 * 6 + 5] = 7;  // row 0 reaches only 5, and stays in range
+  std::vector<std::int64_t> ref;
+  ASSERT_TRUE(floyd_warshall_i64(w, 6, ref));
+  const I32Run r = run_i32(w, 6, true, false);
+  check_i32_result(w, 6, ref, r);
+  EXPECT_EQ(r.info.range_row, 1);
+  EXPECT_EQ(r.info.range_col, 4);
+  EXPECT_EQ(r.info.range_value, 3221225469LL);
+}
+
+// Weights that make distances long: a Hamiltonian chain through a random vertex order with
+// weights in [lo, hi], a few forward chords in [lo, hi], and, when `ring` (lo >= 0 then), a
+// closing edge; then a random potential p in [-pot, pot] as w(u, v) + p(u) - p(v), which keeps
+// every cycle's length (so none is negative) and moves distances by p(s) - p(t).
+std::vector<std::int32_t> long_path_graph(Rng& rng, std::int64_t n, std::int64_t lo,
+                                          std::int64_t hi, bool ring, std::int64_t pot) {
+  std::vector<std::int64_t> order(static_cast<std::size_t>(n));
+  for (std::int64_t v = 0; v < n; ++v) order[v] = v;
+  std::shuffle(order.begin(), order.end(), rng.engine());
+  std::vector<std::int64_t> p(static_cast<std::size_t>(n));
+  for (std::int64_t& x : p) x = rng.uniform_int(-pot, pot);
+  std::vector<std::int32_t> w(static_cast<std::size_t>(n * n), kI32NoEdge);
+  auto edge = [&](std::int64_t a, std::int64_t b) {
+    const std::int64_t u = order[a], v = order[b];
+    const std::int64_t x = rng.uniform_int(lo, hi) + p[u] - p[v];
+    w[u * n + v] = static_cast<std::int32_t>(std::clamp<std::int64_t>(
+        x, -kI32MaxAbsWeight, kI32MaxAbsWeight));  // clamped chords stay cycle-free below
+  };
+  for (std::int64_t a = 0; a + 1 < n; ++a) edge(a, a + 1);
+  for (std::int64_t a = 0; a + 2 < n; ++a) {
+    if (rng.bernoulli(0.05))
+      edge(a, a + 2 + rng.uniform_int(0, std::min<std::int64_t>(3, n - a - 3)));
+  }
+  if (ring && n > 1) edge(n - 1, 0);
+  return w;
+}
+
+TEST(CpuApsp, I32NearTheBoundMatchesInt64FloydWarshall) {
+  GC_SEEDED_RNG(rng);
+  constexpr std::int64_t kR = kI32MaxDistance;
+  int beyond = 0, fitting = 0;
+  for (const std::int64_t n : {2, 4, 5, 9, 64, 65, 131}) {
+    // Largest weights that fit the bound for n, and 1.5 times that (capped by the weight limit).
+    const std::int64_t fit =
+        std::min<std::int64_t>(kI32MaxAbsWeight, kR / std::max<std::int64_t>(1, n - 1));
+    const std::int64_t over = std::min<std::int64_t>(kI32MaxAbsWeight, fit + fit / 2 + 1);
+    for (const std::int64_t m : {fit, over}) {
+      struct Family {
+        const char* name;
+        std::int64_t lo, hi, pot;
+        bool ring;
+      };
+      // Positive chains, negative chains, and rings (cycles of length >= 0) shifted by
+      // potentials into mixed signs; weights stay within +-m.
+      const Family families[] = {{"positive", m - m / 8, m, 0, false},
+                                 {"negative", -m, -(m - m / 8), 0, false},
+                                 {"mixed", -m, m, 0, false},
+                                 {"ring", m / 2, m / 2 + m / 8, m / 4, true}};
+      for (const Family& f : families) {
+        SCOPED_TRACE(::testing::Message() << "n=" << n << " max|w|=" << m << " " << f.name);
+        const std::vector<std::int32_t> w = long_path_graph(rng, n, f.lo, f.hi, f.ring, f.pot);
+        std::vector<std::int64_t> ref;
+        ASSERT_TRUE(floyd_warshall_i64(w, n, ref)) << "the generator made a negative cycle";
+        const bool fits = cpu::i32_apsp_fits(w.data(), n);
+        std::int64_t max_abs = 0;
+        for (std::int64_t i = 0; i < n; ++i) {
+          for (std::int64_t j = 0; j < n; ++j) {
+            const std::int64_t x = w[i * n + j];
+            if (i != j && x != kI32NoEdge) max_abs = std::max(max_abs, std::abs(x));
+          }
+        }
+        ASSERT_EQ(fits, (n - 1) * max_abs <= kR);
+        bool all_in_range = true;
+        for (const std::int64_t x : ref) all_in_range &= x == kNoPath || in_i32_range(x);
+        if (fits) {
+          ASSERT_TRUE(all_in_range) << "the bound holds but a distance leaves the range";
+        }
+        (all_in_range ? fitting : beyond) += 1;
+        for (const bool next : {true, false}) {
+          check_i32_result(w, n, ref, run_i32(w, n, next, false));
+          if (HasFatalFailure()) return;
+          check_i32_result(w, n, ref, run_i32(w, n, next, true));
+          if (HasFatalFailure()) return;
+        }
+      }
+    }
+  }
+  // Both sides of the range were exercised (positive and negative chains beyond it).
+  EXPECT_GE(beyond, 8);
+  EXPECT_GE(fitting, 8);
+}
+
+TEST(CpuApsp, I32WideMatchesTheI32KernelWhereBothAreExact) {
+  // Inside the bound both paths are exact: the same distances, next hops (the same tie rule),
+  // negative-cycle verdict and cycle vertex, for any thread count.
+  GC_SEEDED_RNG(rng);
+  for (const std::int64_t n : {1, 3, 64, 100, 200}) {
+    for (const std::int64_t lo : {0, -3, -30}) {
+      SCOPED_TRACE(::testing::Message() << "n=" << n << " lo=" << lo);
+      const Graph g = random_graph(rng, n, 0.08, lo, 100);  // lo < 0: negative cycles likely
+      std::vector<std::int32_t> w(static_cast<std::size_t>(n * n));
+      for (std::int64_t e = 0; e < n * n; ++e) {
+        w[e] = g.w[e] == kInf ? kI32NoEdge : static_cast<std::int32_t>(g.w[e]);
+      }
+      ASSERT_TRUE(cpu::i32_apsp_fits(w.data(), n));
+      std::vector<std::int64_t> ref;
+      const bool no_cycle = floyd_warshall_i64(w, n, ref);
+      const I32Run fast = run_i32(w, n, true, false, 1);
+      for (const int threads : {1, 3, 0}) {
+        const I32Run wide = run_i32(w, n, true, true, threads);
+        ASSERT_EQ(wide.info.negative_cycle, !no_cycle) << threads << " threads";
+        ASSERT_EQ(fast.info.negative_cycle, !no_cycle);
+        EXPECT_FALSE(wide.info.out_of_range);
+        if (no_cycle) {
+          check_i32_result(w, n, ref, wide);
+          EXPECT_EQ(wide.d, fast.d) << threads << " threads";
+          EXPECT_EQ(wide.next, fast.next) << threads << " threads";
+        } else {
+          EXPECT_EQ(wide.info.cycle_vertex, fast.info.cycle_vertex) << threads << " threads";
+        }
+      }
+    }
+  }
+}
+
+TEST(CpuApsp, I32NegativeCyclesBeyondTheBoundAreDetected) {
+  // Large negative cycles run away in any arithmetic; the wide path still finds them (the
+  // double oracle runs away without overflow) and reports no range error then.
+  GC_SEEDED_RNG(rng);
+  for (const std::int64_t n : {4, 65, 150}) {
+    for (int trial = 0; trial < 3; ++trial) {
+      SCOPED_TRACE(::testing::Message() << "n=" << n << " trial " << trial);
+      std::vector<std::int32_t> w =
+          long_path_graph(rng, n, kI32MaxAbsWeight / 4 * 3, kI32MaxAbsWeight, false, 0);
+      for (std::int64_t e = 0; e < n * n; ++e) {
+        if (w[e] != kI32NoEdge) w[e] = -w[e];
+      }
+      // A back edge closes a negative cycle through a random stretch of the chain.
+      const std::int64_t u = rng.uniform_int(0, n - 1), v = rng.uniform_int(0, n - 1);
+      w[u * n + v] = std::min<std::int32_t>(w[u * n + v], -1);
+      Graph g = empty_graph(n);
+      for (std::int64_t e = 0; e < n * n; ++e) {
+        if (w[e] != kI32NoEdge) g.w[e] = w[e];
+      }
+      bool ref_negative = false;
+      floyd_warshall_reference(g.w, n, &ref_negative);
+      std::vector<std::int64_t> ref;
+      ASSERT_EQ(floyd_warshall_i64(w, n, ref), !ref_negative) << "oracles disagree";
+      ASSERT_FALSE(cpu::i32_apsp_fits(w.data(), n));
+      const I32Run r = run_i32(w, n, true, false);
+      ASSERT_EQ(r.info.negative_cycle, ref_negative);
+      if (ref_negative) {
+        EXPECT_FALSE(r.info.out_of_range);
+        const std::int64_t c = r.info.cycle_vertex;
+        ASSERT_TRUE(c >= 0 && c < n) << c;
+      } else {
+        check_i32_result(w, n, ref, r);
+      }
+    }
+  }
+}
+
+TEST(CpuApsp, I32WideRejectsWhatApspRejects) {
+  std::vector<std::int32_t> w(9, 1), d(9), next(9);
+  EXPECT_EQ(
+      cpu::apsp_i32_wide(w.data(), d.data(), nullptr, {3, DType::kF32, false}).status().code(),
+      absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(cpu::apsp_i32_wide(w.data(), d.data(), nullptr, {3, DType::kI32, true}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  w[4] = kI32MaxAbsWeight + 1;
+  const absl::Status st =
+      cpu::apsp_i32_wide(w.data(), d.data(), next.data(), {3, DType::kI32, true}).status();
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("W[1][1]"), absl::string_view::npos) << st;
+  EXPECT_TRUE(cpu::apsp_i32_wide(nullptr, nullptr, nullptr, {0, DType::kI32, true}).ok());
 }
 
 TEST(CpuApsp, InPlaceAndZeroSize) {

@@ -11,10 +11,14 @@
 namespace gcompute::kernels {
 
 /// i32 weights: this value means "no edge" on input and "unreachable" on output.
-/// Path sums saturate: anything that would reach or pass it stays "no edge".
 constexpr std::int32_t kI32NoEdge = std::numeric_limits<std::int32_t>::max();
-/// Largest |finite i32 weight| accepted, so that intermediate sums never overflow.
+/// Largest |finite i32 weight| accepted, so that the sum of two never overflows.
 constexpr std::int32_t kI32MaxAbsWeight = (1 << 30) - 1;
+/// The i32 distances an answer can hold: [kI32MinDistance, kI32MaxDistance], 2^31 - 1 being
+/// "unreachable". With n vertices a shortest path has up to n - 1 edges, so true distances
+/// reach (n - 1) * kI32MaxAbsWeight and may lie outside: ApspInfo::out_of_range reports them.
+constexpr std::int32_t kI32MaxDistance = kI32NoEdge - 1;  ///< 2^31 - 2
+constexpr std::int32_t kI32MinDistance = -kI32NoEdge;     ///< -(2^31 - 1)
 
 /// Problem description. The input W is n x n, row-major; W[i][j] is the weight of the edge
 /// i -> j: +inf (f32) or kI32NoEdge (i32) where there is none. Negative weights are allowed.
@@ -28,10 +32,18 @@ struct ApspShape {
 };
 
 /// Outcome. With a negative cycle the outputs are unspecified and cycle_vertex is a vertex
-/// on (or reaching into) a negative cycle: D[v][v] < 0.
+/// on (or reaching into) a negative cycle: D[v][v] < 0; out_of_range is then false.
+/// Without one, i32 distances are exact; out_of_range says that at least one lies outside
+/// [kI32MinDistance, kI32MaxDistance] and names the first such pair (smallest row, then
+/// column) with its true distance. D then holds the nearest end of that range at those pairs
+/// (not a distance: the result must not be returned as is); other entries and N stay exact.
 struct ApspInfo {
   bool negative_cycle = false;
   std::int64_t cycle_vertex = -1;
+  bool out_of_range = false;    ///< i32 only
+  std::int64_t range_row = -1;  ///< the first pair whose distance is outside the i32 range
+  std::int64_t range_col = -1;
+  std::int64_t range_value = 0;  ///< its true distance
 };
 
 /// INVALID_ARGUMENT for n < 0 or a dtype other than f32/i32.
