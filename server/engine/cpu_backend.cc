@@ -99,6 +99,11 @@ absl::StatusOr<SvdOutput> CpuBackend::svd(const Matrix& a, const kernels::SvdSha
 
 absl::StatusOr<ApspOutput> CpuBackend::apsp(const Matrix& weights, const kernels::ApspShape& shape,
                                             JobContext& ctx) {
+  return apsp_on_host(weights, shape, ctx);
+}
+
+absl::StatusOr<ApspOutput> apsp_on_host(const Matrix& weights, const kernels::ApspShape& shape,
+                                        JobContext& ctx) {
   ApspOutput out;
   auto d = allocate_matrix(MatrixDesc{shape.dtype, 1, shape.n, shape.n});
   if (!d.ok()) return d.status();

@@ -30,4 +30,10 @@ class CpuBackend final : public Backend {
   int workers_;
 };
 
+/// APSP with the host kernel on host bytes (`weights` must be on the host). The CPU backend's
+/// apsp; the CUDA backend's for i32 inputs whose distances may leave the i32 range (the host
+/// kernel is exact there and reports the pair, so every backend answers alike).
+absl::StatusOr<ApspOutput> apsp_on_host(const Matrix& weights, const kernels::ApspShape& shape,
+                                        JobContext& ctx);
+
 }  // namespace gcompute::server

@@ -188,6 +188,16 @@ absl::StatusOr<ApspRun> run_apsp(ApspSource source, bool next_hop, OpEnv& env, B
                      run.vertex_ids.empty() ? v : static_cast<std::int64_t>(run.vertex_ids[v]),
                      "; shortest paths are undefined"));
   }
+  if (run.out.info.out_of_range) {
+    const auto id = [&](std::int64_t i) {
+      return run.vertex_ids.empty() ? i : static_cast<std::int64_t>(run.vertex_ids[i]);
+    };
+    return absl::OutOfRangeError(absl::StrCat(
+        "the shortest distance from vertex ", id(run.out.info.range_row), " to vertex ",
+        id(run.out.info.range_col), " is ", run.out.info.range_value, ", outside the i32 range [",
+        kernels::kI32MinDistance, ", ", kernels::kI32MaxDistance, "] (", kernels::kI32NoEdge,
+        " means unreachable); send f32 weights for such graphs"));
+  }
   if (cache_version) remember(source.graph_id, *cache_version, run, backend, *env.apsp_cache);
   return run;
 }

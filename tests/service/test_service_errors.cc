@@ -595,6 +595,40 @@ TEST_F(ServiceErrors, NegativeCycleAndNonFinite) {
                          {"a has a non-finite value at batch 1, row 1, column 0"}));
 }
 
+TEST_F(ServiceErrors, I32DistancesOutsideTheI32RangeAreOutOfRange) {
+  // 0 -> 1 -> 2 -> 3 over three edges of 2^30 - 1 (each within the accepted +-(2^30 - 1)):
+  // D[0][3] = 3221225469 does not fit in i32. The negative twin: -3221225469.
+  const std::int32_t big = (1 << 30) - 1, none = std::numeric_limits<std::int32_t>::max();
+  for (const std::int32_t sign : {1, -1}) {
+    std::vector<std::int32_t> w(16, none);
+    w[0 * 4 + 1] = w[1 * 4 + 2] = w[2 * 4 + 3] = sign * big;
+    v1::ApspRequest r;
+    *r.mutable_dense() = make_matrix(4, 4, w);
+    r.set_next_hop(sign < 0);
+    // D[0][2] = +-2147483646 still fits; (0, 3) is the first pair that does not.
+    const std::string want = sign > 0 ? " is 3221225469," : " is -3221225469,";
+    EXPECT_TRUE(has_status(apsp(stub(), r), grpc::OUT_OF_RANGE,
+                           {"from vertex 0 to vertex 3" + want, "[-2147483647, 2147483646]"}));
+    // ShortestPath on the same graph says so too, instead of "unreachable" or a wrapped length.
+    v1::ShortestPathRequest p;
+    *p.mutable_graph() = r;
+    p.set_source(0);
+    p.set_target(3);
+    EXPECT_TRUE(has_status(call<v1::ShortestPathRequest, v1::ShortestPathResponse>(
+                               stub(), &v1::Compute::Stub::ShortestPath, p),
+                           grpc::OUT_OF_RANGE, {"outside the i32 range"}));
+  }
+  // Within range the same chain answers exactly.
+  std::vector<std::int32_t> ok(9, none);
+  ok[0 * 3 + 1] = ok[1 * 3 + 2] = big;
+  v1::ApspRequest r;
+  *r.mutable_dense() = make_matrix(3, 3, ok);
+  v1::ApspResponse resp;
+  ASSERT_TRUE(
+      is_ok(call<v1::ApspRequest, v1::ApspResponse>(stub(), &v1::Compute::Stub::Apsp, r, &resp)));
+  EXPECT_EQ(values_of<std::int32_t>(resp.distances().inline_())[2], 2 * big);
+}
+
 // ---- RESOURCE_EXHAUSTED ------------------------------------------------------------------
 
 class ServiceLimits : public ::testing::Test {

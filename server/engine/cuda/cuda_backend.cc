@@ -7,8 +7,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/output_shapes.hpp"
+#include "engine/cpu_backend.hpp"
 #include "engine/cuda/graph_mirror_cuda.hpp"
 #include "engine/cuda/transfers.hpp"
+#include "gcompute/kernels/cpu/apsp.hpp"
 #include "gcompute/kernels/cuda/apsp.hpp"
 #include "gcompute/kernels/cuda/check.hpp"
 #include "gcompute/kernels/cuda/matmul.hpp"
@@ -452,6 +454,16 @@ absl::StatusOr<SvdOutput> CudaBackend::svd(const Matrix& a, const kernels::SvdSh
 
 absl::StatusOr<ApspOutput> CudaBackend::apsp(const Matrix& weights, const kernels::ApspShape& shape,
                                              JobContext& ctx) {
+  if (shape.dtype == DType::kI32) {
+    // The GPU kernel's saturating i32 sums are exact only while no distance can leave the i32
+    // range; beyond that the host kernel computes in int64 and names the pair that does.
+    Matrix host = weights;
+    if (auto st = ensure_on_host(host); !st.ok()) return st;
+    if (!kernels::cpu::i32_apsp_fits(host.as<std::int32_t>(), shape.n)) {
+      ctx.device = "cpu";
+      return apsp_on_host(host, shape, ctx);
+    }
+  }
   auto lane = acquire_lane_for(ctx);
   if (!lane.ok()) return lane.status();
   Lane& l = **lane;
