@@ -55,8 +55,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::create(const ServerOptions& opti
   if (!options.metrics_listen.empty()) {
     if (auto st = s->metrics_->expose(options.metrics_listen); !st.ok()) return st;
   }
-  s->matrices_ = std::make_unique<MatrixStore>(MatrixStore::Options{
-      options.stored_matrix_quota_bytes, options.default_ttl, absl::Hours(24)});
+  MatrixStore::Options mo;
+  mo.quota_bytes = options.stored_matrix_quota_bytes;
+  mo.default_ttl = options.default_ttl;
+  s->matrices_ = std::make_unique<MatrixStore>(std::move(mo));
   // Expired matrices go within a second, not at the next upload that needs their quota.
   s->matrix_sweeper_ = std::make_unique<ExpirySweeper>(
       *s->matrices_, absl::Seconds(1), [metrics = s->metrics_.get(), store = s->matrices_.get()] {

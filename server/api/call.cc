@@ -8,7 +8,7 @@ namespace gcompute::server {
 
 UnaryCall::UnaryCall(ServiceContext& svc, const char* method, grpc::CallbackServerContext* ctx,
                      const google::protobuf::Message& request, google::protobuf::Message* response)
-    : CallReactor(svc, method), response_(response), job_(std::make_shared<JobContext>()) {
+    : CallReactor(svc, method, *ctx), response_(response), job_(std::make_shared<JobContext>()) {
   received_bytes_ = request.ByteSizeLong();
   job_->deadline = absl::FromChrono(ctx->deadline());
 }

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "api/caller.hpp"
 #include "api/status.hpp"
 #include "engine/executor.hpp"
 #include "metrics/metrics.hpp"
@@ -40,8 +41,11 @@ class CallReactor : public GrpcReactor {
   }
 
  protected:
-  CallReactor(ServiceContext& svc, const char* method)
-      : svc_(svc), method_(method), start_(std::chrono::steady_clock::now()) {
+  CallReactor(ServiceContext& svc, const char* method, const grpc::ServerContextBase& ctx)
+      : svc_(svc),
+        method_(method),
+        caller_(caller_of(ctx)),
+        start_(std::chrono::steady_clock::now()) {
     svc_.metrics.add_inflight(1);
   }
 
@@ -70,6 +74,7 @@ class CallReactor : public GrpcReactor {
 
   ServiceContext& svc_;
   const std::string method_;
+  const ops::Caller caller_;
   std::uint64_t received_bytes_ = 0;
   std::uint64_t sent_bytes_ = 0;
 
@@ -117,6 +122,7 @@ class UnaryCall final : public CallReactor<grpc::ServerUnaryReactor> {
   }
 
   const std::shared_ptr<JobContext>& job() const { return job_; }
+  const ops::Caller& caller() const { return caller_; }
   double elapsed() const { return elapsed_seconds(); }
 
   void OnCancel() override { job_->cancelled.store(true); }

@@ -14,13 +14,13 @@ Request& mutable_request(const Request* r) {
   return *const_cast<Request*>(r);
 }
 
-/// decode(request) as an OpRequest, for UnaryCall::run.
+/// decode(request) prepared for `call`'s caller, for UnaryCall::run.
 template <typename Request, typename... Args>
-absl::StatusOr<ops::PreparedOp> prepare(ops::Operations& ops, const Request* request,
-                                        Args&&... args) {
+absl::StatusOr<ops::PreparedOp> prepare(ops::Operations& ops, const UnaryCall& call,
+                                        const Request* request, Args&&... args) {
   auto decoded = decode(mutable_request(request), std::forward<Args>(args)...);
   if (!decoded.ok()) return decoded.status();
-  return ops.prepare(*std::move(decoded));
+  return ops.prepare(call.caller(), *std::move(decoded));
 }
 
 }  // namespace
@@ -30,7 +30,7 @@ grpc::ServerUnaryReactor* ComputeService::Transpose(grpc::CallbackServerContext*
                                                     v1::TransposeResponse* response) {
   return UnaryCall::start(svc_, "Transpose", ctx, *request, response, [&](UnaryCall& call) {
     call.run<ops::TransposeResult>(
-        prepare(svc_.ops, request), [&call, response](ops::TransposeResult r) {
+        prepare(svc_.ops, call, request), [&call, response](ops::TransposeResult r) {
           encode(std::move(r.at), response->mutable_at());
           encode_stats(*call.job(), call.elapsed(), response->mutable_stats());
           return absl::OkStatus();
@@ -42,11 +42,12 @@ grpc::ServerUnaryReactor* ComputeService::MatMul(grpc::CallbackServerContext* ct
                                                  const v1::MatMulRequest* request,
                                                  v1::MatMulResponse* response) {
   return UnaryCall::start(svc_, "MatMul", ctx, *request, response, [&](UnaryCall& call) {
-    call.run<ops::MatMulResult>(prepare(svc_.ops, request), [&call, response](ops::MatMulResult r) {
-      encode(std::move(r.c), response->mutable_c());
-      encode_stats(*call.job(), call.elapsed(), response->mutable_stats());
-      return absl::OkStatus();
-    });
+    call.run<ops::MatMulResult>(
+        prepare(svc_.ops, call, request), [&call, response](ops::MatMulResult r) {
+          encode(std::move(r.c), response->mutable_c());
+          encode_stats(*call.job(), call.elapsed(), response->mutable_stats());
+          return absl::OkStatus();
+        });
   });
 }
 
@@ -67,7 +68,7 @@ grpc::ServerUnaryReactor* ComputeService::svd_common(const char* method, bool ba
                                                      const v1::SvdRequest* request,
                                                      v1::SvdResponse* response) {
   return UnaryCall::start(svc_, method, ctx, *request, response, [&](UnaryCall& call) {
-    call.run<ops::SvdResult>(prepare(svc_.ops, request, batched),
+    call.run<ops::SvdResult>(prepare(svc_.ops, call, request, batched),
                              [&call, response](ops::SvdResult r) {
                                encode(std::move(r.s), response->mutable_s());
                                if (r.u) encode(*std::move(r.u), response->mutable_u());
@@ -85,7 +86,7 @@ grpc::ServerUnaryReactor* ComputeService::Apsp(grpc::CallbackServerContext* ctx,
                                                v1::ApspResponse* response) {
   return UnaryCall::start(svc_, "Apsp", ctx, *request, response, [&](UnaryCall& call) {
     call.run<ops::ApspResult>(
-        prepare(svc_.ops, request, std::string()), [&call, response](ops::ApspResult r) {
+        prepare(svc_.ops, call, request, std::string()), [&call, response](ops::ApspResult r) {
           encode(std::move(r.distances), response->mutable_distances());
           if (r.next_hop) {
             encode(*std::move(r.next_hop), response->mutable_next_hop());
@@ -101,7 +102,7 @@ grpc::ServerUnaryReactor* ComputeService::ShortestPath(grpc::CallbackServerConte
                                                        v1::ShortestPathResponse* response) {
   return UnaryCall::start(svc_, "ShortestPath", ctx, *request, response, [&](UnaryCall& call) {
     call.run<ops::ShortestPathResult>(
-        prepare(svc_.ops, request), [&call, response](ops::ShortestPathResult r) {
+        prepare(svc_.ops, call, request), [&call, response](ops::ShortestPathResult r) {
           response->set_reachable(r.reachable);
           if (r.reachable) response->set_length(r.length);
           response->mutable_vertices()->Assign(r.vertices.begin(), r.vertices.end());

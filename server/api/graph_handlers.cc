@@ -10,8 +10,8 @@ grpc::ServerUnaryReactor* ComputeService::CreateGraph(grpc::CallbackServerContex
                                                       const v1::CreateGraphRequest* request,
                                                       v1::CreateGraphResponse* response) {
   return UnaryCall::start(svc_, "CreateGraph", ctx, *request, response, [&](UnaryCall& call) {
-    call.run_on_store([this, request, response] {
-      auto info = svc_.ops.create_graph(request->graph_id(), request->num_vertices(),
+    call.run_on_store([this, &call, request, response] {
+      auto info = svc_.ops.create_graph(call.caller(), request->graph_id(), request->num_vertices(),
                                         decode_edges(*request));
       if (info.ok()) encode(*info, response->mutable_info());
       return info.status();
@@ -23,8 +23,8 @@ grpc::ServerUnaryReactor* ComputeService::GetGraph(grpc::CallbackServerContext* 
                                                    const v1::GetGraphRequest* request,
                                                    v1::GetGraphResponse* response) {
   return UnaryCall::start(svc_, "GetGraph", ctx, *request, response, [&](UnaryCall& call) {
-    call.run_on_store([this, request, response] {
-      auto graph = svc_.ops.get_graph(request->graph_id());
+    call.run_on_store([this, &call, request, response] {
+      auto graph = svc_.ops.get_graph(call.caller(), request->graph_id());
       if (graph.ok()) encode(*graph, response);
       return graph.status();
     });
@@ -35,7 +35,9 @@ grpc::ServerUnaryReactor* ComputeService::ListGraphs(grpc::CallbackServerContext
                                                      const v1::ListGraphsRequest* request,
                                                      v1::ListGraphsResponse* response) {
   return UnaryCall::start(svc_, "ListGraphs", ctx, *request, response, [&](UnaryCall& call) {
-    for (const GraphInfo& info : svc_.ops.list_graphs()) encode(info, response->add_graphs());
+    for (const GraphInfo& info : svc_.ops.list_graphs(call.caller())) {
+      encode(info, response->add_graphs());
+    }
     call.complete(absl::OkStatus());
   });
 }
@@ -44,7 +46,9 @@ grpc::ServerUnaryReactor* ComputeService::DeleteGraph(grpc::CallbackServerContex
                                                       const v1::DeleteGraphRequest* request,
                                                       v1::DeleteGraphResponse* response) {
   return UnaryCall::start(svc_, "DeleteGraph", ctx, *request, response, [&](UnaryCall& call) {
-    call.run_on_store([this, request] { return svc_.ops.delete_graph(request->graph_id()); });
+    call.run_on_store([this, &call, request] {
+      return svc_.ops.delete_graph(call.caller(), request->graph_id());
+    });
   });
 }
 
@@ -54,10 +58,10 @@ grpc::ServerUnaryReactor* ComputeService::ApplyEdits(grpc::CallbackServerContext
   return UnaryCall::start(svc_, "ApplyEdits", ctx, *request, response, [&](UnaryCall& call) {
     auto edits = decode_edits(*request);
     if (!edits.ok()) return call.complete(edits.status());
-    call.run_on_store([this, request, response, edits = *std::move(edits)] {
+    call.run_on_store([this, &call, request, response, edits = *std::move(edits)] {
       std::optional<std::uint64_t> expected;
       if (request->has_expected_version()) expected = request->expected_version();
-      auto result = svc_.ops.apply_edits(request->graph_id(), expected, edits);
+      auto result = svc_.ops.apply_edits(call.caller(), request->graph_id(), expected, edits);
       if (result.ok()) encode(*result, response);
       return result.status();
     });

@@ -12,8 +12,9 @@ constexpr std::uint64_t kDefaultChunkBytes = 4ull << 20;
 
 class UploadReactor final : public CallReactor<grpc::ServerReadReactor<v1::UploadMatrixRequest>> {
  public:
-  UploadReactor(ServiceContext& svc, v1::UploadMatrixResponse* response)
-      : CallReactor(svc, "UploadMatrix"), response_(response) {
+  UploadReactor(ServiceContext& svc, const grpc::CallbackServerContext& ctx,
+                v1::UploadMatrixResponse* response)
+      : CallReactor(svc, "UploadMatrix", ctx), response_(response) {
     if (accept()) StartRead(&message_);
   }
 
@@ -33,7 +34,7 @@ class UploadReactor final : public CallReactor<grpc::ServerReadReactor<v1::Uploa
     }
     auto header = decode(message_.header());
     if (!header.ok()) return header.status();
-    auto session = svc_.ops.begin_upload(*header);
+    auto session = svc_.ops.begin_upload(caller_, *header);
     if (!session.ok()) return session.status();
     session_ = *std::move(session);
     svc_.metrics.set_stored_matrix_bytes(svc_.ops.stored_matrix_bytes());
@@ -70,11 +71,12 @@ class UploadReactor final : public CallReactor<grpc::ServerReadReactor<v1::Uploa
 class DownloadReactor final
     : public CallReactor<grpc::ServerWriteReactor<v1::DownloadMatrixResponse>> {
  public:
-  DownloadReactor(ServiceContext& svc, const v1::DownloadMatrixRequest* request)
-      : CallReactor(svc, "DownloadMatrix") {
+  DownloadReactor(ServiceContext& svc, const grpc::CallbackServerContext& ctx,
+                  const v1::DownloadMatrixRequest* request)
+      : CallReactor(svc, "DownloadMatrix", ctx) {
     received_bytes_ = request->ByteSizeLong();
     if (!accept()) return;
-    auto download = svc_.ops.open_download(request->ref().id(), "ref.id");
+    auto download = svc_.ops.open_download(caller_, request->ref().id(), "ref.id");
     if (!download.ok()) {
       finish_call(download.status());
       return;
@@ -118,20 +120,20 @@ class DownloadReactor final
 }  // namespace
 
 grpc::ServerReadReactor<v1::UploadMatrixRequest>* ComputeService::UploadMatrix(
-    grpc::CallbackServerContext*, v1::UploadMatrixResponse* response) {
-  return new UploadReactor(svc_, response);
+    grpc::CallbackServerContext* ctx, v1::UploadMatrixResponse* response) {
+  return new UploadReactor(svc_, *ctx, response);
 }
 
 grpc::ServerWriteReactor<v1::DownloadMatrixResponse>* ComputeService::DownloadMatrix(
-    grpc::CallbackServerContext*, const v1::DownloadMatrixRequest* request) {
-  return new DownloadReactor(svc_, request);
+    grpc::CallbackServerContext* ctx, const v1::DownloadMatrixRequest* request) {
+  return new DownloadReactor(svc_, *ctx, request);
 }
 
 grpc::ServerUnaryReactor* ComputeService::DeleteMatrix(grpc::CallbackServerContext* ctx,
                                                        const v1::DeleteMatrixRequest* request,
                                                        v1::DeleteMatrixResponse* response) {
   return UnaryCall::start(svc_, "DeleteMatrix", ctx, *request, response, [&](UnaryCall& call) {
-    call.complete(svc_.ops.delete_matrix(request->ref().id()));
+    call.complete(svc_.ops.delete_matrix(call.caller(), request->ref().id()));
     svc_.metrics.set_stored_matrix_bytes(svc_.ops.stored_matrix_bytes());
   });
 }

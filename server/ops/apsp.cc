@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/quote.hpp"
 #include "gcompute/kernels/apsp_types.hpp"
 #include "gcompute/kernels/cpu/apsp.hpp"
 #include "gcompute/kernels/status_macros.hpp"
@@ -101,8 +102,8 @@ void remember(const std::string& graph_id, std::uint64_t version, ApspRun& run, 
 
 }  // namespace
 
-absl::StatusOr<ApspSource> take_apsp_source(GraphInput graph, const std::string& prefix,
-                                            OpEnv& env) {
+absl::StatusOr<ApspSource> take_apsp_source(GraphInput graph, const std::string& prefix, OpEnv& env,
+                                            const Caller& caller) {
   ApspSource src;
   if (auto* dense = std::get_if<MatrixInput>(&graph)) {
     GC_ASSIGN_OR_RETURN(Matrix m, take_matrix(std::move(*dense), prefix + "dense", env.limits));
@@ -111,7 +112,8 @@ absl::StatusOr<ApspSource> take_apsp_source(GraphInput graph, const std::string&
     return src;
   }
   if (auto* ref = std::get_if<RefInput>(&graph)) {
-    GC_ASSIGN_OR_RETURN(Matrix m, env.matrices.get(ref->id, (prefix + "dense_ref.id").c_str()));
+    GC_ASSIGN_OR_RETURN(
+        Matrix m, env.matrices.get(caller.tenant, ref->id, (prefix + "dense_ref.id").c_str()));
     GC_RETURN_IF_ERROR(check_square(m.desc, prefix + "dense_ref"));
     src.dense = std::move(m);
     return src;
@@ -137,6 +139,10 @@ absl::StatusOr<ApspSource> take_apsp_source(GraphInput graph, const std::string&
     if (g->graph_id.empty()) {
       return absl::InvalidArgumentError(absl::StrCat(prefix, "graph_id is empty"));
     }
+    if (!GraphStore::validate_graph_id(g->graph_id).ok()) {
+      return absl::NotFoundError(absl::StrCat("graph ", quote_id(g->graph_id), " not found"));
+    }
+    src.graph_key = graph_key(caller, g->graph_id);
     src.graph_id = std::move(g->graph_id);
     return src;
   }
@@ -158,16 +164,16 @@ absl::StatusOr<ApspRun> run_apsp(ApspSource source, bool next_hop, OpEnv& env, B
   } else {
     field = absl::StrCat("graph ", source.graph_id);
     if (env.apsp_cache != nullptr) {
-      GC_ASSIGN_OR_RETURN(const GraphInfo info, env.graphs.info(source.graph_id));
+      GC_ASSIGN_OR_RETURN(const GraphInfo info, env.graphs.info(source.graph_key));
       GC_ASSIGN_OR_RETURN(ApspCache::Answer answer,
-                          env.apsp_cache->lookup(source.graph_id, info.version, next_hop));
+                          env.apsp_cache->lookup(source.graph_key, info.version, next_hop));
       if (answer.outcome != ApspCache::Outcome::kMiss) {
         ApspRun hit = from_cache(*answer.result, next_hop);
         GC_RETURN_IF_ERROR(before_run(hit.out.distances.desc.rows, DType::kF32).status());
         return hit;
       }
     }
-    GC_ASSIGN_OR_RETURN(DenseGraph dense, env.graphs.to_dense(source.graph_id, DType::kF32,
+    GC_ASSIGN_OR_RETURN(DenseGraph dense, env.graphs.to_dense(source.graph_key, DType::kF32,
                                                               env.limits.max_matrix_elements));
     if (env.apsp_cache != nullptr) cache_version = dense.version;
     const auto n = static_cast<std::int64_t>(dense.vertex_ids.size());
@@ -198,7 +204,7 @@ absl::StatusOr<ApspRun> run_apsp(ApspSource source, bool next_hop, OpEnv& env, B
         kernels::kI32MinDistance, ", ", kernels::kI32MaxDistance, "] (", kernels::kI32NoEdge,
         " means unreachable); send f32 weights for such graphs"));
   }
-  if (cache_version) remember(source.graph_id, *cache_version, run, backend, *env.apsp_cache);
+  if (cache_version) remember(source.graph_key, *cache_version, run, backend, *env.apsp_cache);
   return run;
 }
 
@@ -268,19 +274,19 @@ absl::StatusOr<ShortestPathResult> trace_path(const Matrix& dist, const Matrix& 
   return out;
 }
 
-absl::StatusOr<PreparedOp> prepare_apsp(ApspRequest request, OpEnv& env) {
-  GC_ASSIGN_OR_RETURN(ApspSource source,
-                      take_apsp_source(std::move(request.graph), request.field_prefix, env));
+absl::StatusOr<PreparedOp> prepare_apsp(ApspRequest request, OpEnv& env, const Caller& caller) {
+  GC_ASSIGN_OR_RETURN(ApspSource source, take_apsp_source(std::move(request.graph),
+                                                          request.field_prefix, env, caller));
   return PreparedOp{
       "Apsp",
-      [source = std::move(source), next_hop = request.next_hop, output = request.output, &env](
-          Backend& backend, JobContext& job) mutable -> absl::StatusOr<OpResult> {
+      [source = std::move(source), next_hop = request.next_hop, output = request.output, &env,
+       caller](Backend& backend, JobContext& job) mutable -> absl::StatusOr<OpResult> {
         std::optional<ResultPlan> plan;
         auto before_run = [&](std::int64_t n, DType dtype) -> absl::StatusOr<bool> {
           std::vector<ResultPlan::Output> outputs = {{MatrixDesc{dtype, 1, n, n}, "distances"}};
           if (next_hop) outputs.push_back({MatrixDesc{DType::kI32, 1, n, n}, "next_hop"});
           GC_ASSIGN_OR_RETURN(
-              plan, ResultPlan::make(output, std::move(outputs), env.matrices, env.limits));
+              plan, ResultPlan::make(output, std::move(outputs), env.matrices, env.limits, caller));
           return plan->keeps_any();
         };
         GC_ASSIGN_OR_RETURN(ApspRun run,
@@ -296,12 +302,15 @@ absl::StatusOr<PreparedOp> prepare_apsp(ApspRequest request, OpEnv& env) {
       }};
 }
 
-absl::StatusOr<PreparedOp> prepare_shortest_path(ShortestPathRequest request, OpEnv& env) {
+absl::StatusOr<PreparedOp> prepare_shortest_path(ShortestPathRequest request, OpEnv& env,
+                                                 const Caller& caller) {
   const std::int64_t s = request.source, t = request.target;
   if (auto* stored = std::get_if<StoredApspInput>(&request.from)) {
     // Answered from matrices an earlier Apsp call stored: no recomputation.
-    GC_ASSIGN_OR_RETURN(Matrix dist, env.matrices.get(stored->distances_id, "stored.distances.id"));
-    GC_ASSIGN_OR_RETURN(Matrix next, env.matrices.get(stored->next_hop_id, "stored.next_hop.id"));
+    GC_ASSIGN_OR_RETURN(
+        Matrix dist, env.matrices.get(caller.tenant, stored->distances_id, "stored.distances.id"));
+    GC_ASSIGN_OR_RETURN(Matrix next,
+                        env.matrices.get(caller.tenant, stored->next_hop_id, "stored.next_hop.id"));
     return PreparedOp{"ShortestPath",
                       [s, t, dist = std::move(dist), next = std::move(next)](
                           Backend& backend, JobContext&) mutable -> absl::StatusOr<OpResult> {
@@ -314,7 +323,8 @@ absl::StatusOr<PreparedOp> prepare_shortest_path(ShortestPathRequest request, Op
   if (graph == nullptr) {
     return absl::InvalidArgumentError("from is missing: set graph or stored");
   }
-  GC_ASSIGN_OR_RETURN(ApspSource source, take_apsp_source(std::move(graph->graph), "graph.", env));
+  GC_ASSIGN_OR_RETURN(ApspSource source,
+                      take_apsp_source(std::move(graph->graph), "graph.", env, caller));
   return PreparedOp{
       "ShortestPath",
       [s, t, source = std::move(source), &env](

@@ -20,12 +20,13 @@ namespace gcompute::server::ops {
 struct ApspSource {
   std::optional<Matrix> dense;
   std::optional<EdgeListInput> edges;
-  std::string graph_id;  ///< a stored graph when non-empty
+  std::string graph_id;   ///< a stored graph when non-empty, as the caller named it
+  std::string graph_key;  ///< its key in the graph store (the caller's namespace)
 };
 
 /// Validates the request's graph; `prefix` is prepended to field names ("graph.").
-absl::StatusOr<ApspSource> take_apsp_source(GraphInput graph, const std::string& prefix,
-                                            OpEnv& env);
+absl::StatusOr<ApspSource> take_apsp_source(GraphInput graph, const std::string& prefix, OpEnv& env,
+                                            const Caller& caller);
 
 struct ApspRun {
   ApspOutput out;

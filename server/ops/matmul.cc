@@ -45,9 +45,11 @@ absl::StatusOr<kernels::MatmulShape> infer_shape(const MatMulRequest& request, c
 
 }  // namespace
 
-absl::StatusOr<PreparedOp> prepare_matmul(MatMulRequest request, OpEnv& env) {
-  GC_ASSIGN_OR_RETURN(Matrix a, take_operand(std::move(request.a), "a", env.matrices, env.limits));
-  GC_ASSIGN_OR_RETURN(Matrix b, take_operand(std::move(request.b), "b", env.matrices, env.limits));
+absl::StatusOr<PreparedOp> prepare_matmul(MatMulRequest request, OpEnv& env, const Caller& caller) {
+  GC_ASSIGN_OR_RETURN(Matrix a,
+                      take_operand(std::move(request.a), "a", env.matrices, env.limits, caller));
+  GC_ASSIGN_OR_RETURN(Matrix b,
+                      take_operand(std::move(request.b), "b", env.matrices, env.limits, caller));
   GC_ASSIGN_OR_RETURN(const kernels::MatmulShape shape, infer_shape(request, a.desc, b.desc));
   const MatrixDesc out_desc = matmul_output(shape);
   if (out_desc.elements() > env.limits.max_matrix_elements) {
@@ -57,7 +59,7 @@ absl::StatusOr<PreparedOp> prepare_matmul(MatMulRequest request, OpEnv& env) {
   }
   std::optional<Matrix> c;
   if (shape.beta != 0.0) {
-    auto cm = take_operand(std::move(request.c), "c", env.matrices, env.limits);
+    auto cm = take_operand(std::move(request.c), "c", env.matrices, env.limits, caller);
     if (!cm.ok()) {
       return absl::Status(
           cm.status().code(),
@@ -71,7 +73,7 @@ absl::StatusOr<PreparedOp> prepare_matmul(MatMulRequest request, OpEnv& env) {
     c = *std::move(cm);
   }
   GC_ASSIGN_OR_RETURN(ResultPlan plan, ResultPlan::make(request.output, {{out_desc, "c"}},
-                                                        env.matrices, env.limits));
+                                                        env.matrices, env.limits, caller));
   return PreparedOp{
       "MatMul",
       [a = std::move(a), b = std::move(b), c = std::move(c), shape, plan = std::move(plan)](

@@ -8,21 +8,21 @@ namespace gcompute::server::ops {
 Operations::Operations(Engine& engine, OpEnv env, std::string backend_note)
     : engine_(engine), env_(std::move(env)), backend_note_(std::move(backend_note)) {}
 
-absl::StatusOr<PreparedOp> Operations::prepare(OpRequest request) {
+absl::StatusOr<PreparedOp> Operations::prepare(const Caller& caller, OpRequest request) {
   return std::visit(
-      [this](auto&& r) -> absl::StatusOr<PreparedOp> {
+      [this, &caller](auto&& r) -> absl::StatusOr<PreparedOp> {
         using T = std::decay_t<decltype(r)>;
         if constexpr (std::is_same_v<T, TransposeRequest>) {
-          return prepare_transpose(std::move(r), env_);
+          return prepare_transpose(std::move(r), env_, caller);
         } else if constexpr (std::is_same_v<T, MatMulRequest>) {
-          return prepare_matmul(std::move(r), env_);
+          return prepare_matmul(std::move(r), env_, caller);
         } else if constexpr (std::is_same_v<T, SvdRequest>) {
-          return prepare_svd(std::move(r), env_);
+          return prepare_svd(std::move(r), env_, caller);
         } else if constexpr (std::is_same_v<T, ApspRequest>) {
-          return prepare_apsp(std::move(r), env_);
+          return prepare_apsp(std::move(r), env_, caller);
         } else {
           static_assert(std::is_same_v<T, ShortestPathRequest>);
-          return prepare_shortest_path(std::move(r), env_);
+          return prepare_shortest_path(std::move(r), env_, caller);
         }
       },
       std::move(request));
@@ -44,14 +44,15 @@ void Operations::submit(PreparedOp op, std::shared_ptr<JobContext> job,
 }
 
 absl::StatusOr<std::unique_ptr<UploadSession>> Operations::begin_upload(
-    const UploadHeader& header) {
-  return UploadSession::begin(header, env_.matrices, engine_.backend(), env_.limits);
+    const Caller& caller, const UploadHeader& header) {
+  return UploadSession::begin(header, env_.matrices, engine_.backend(), env_.limits, caller);
 }
 
-absl::StatusOr<Download> Operations::open_download(const std::string& id, const char* field) {
+absl::StatusOr<Download> Operations::open_download(const Caller& caller, const std::string& id,
+                                                   const char* field) {
   Download d;
-  GC_ASSIGN_OR_RETURN(d.info, env_.matrices.info(id, field));
-  GC_ASSIGN_OR_RETURN(d.matrix, env_.matrices.get(id, field));
+  GC_ASSIGN_OR_RETURN(d.info, env_.matrices.info(caller.tenant, id, field));
+  GC_ASSIGN_OR_RETURN(d.matrix, env_.matrices.get(caller.tenant, id, field));
   return d;
 }
 
@@ -69,31 +70,8 @@ void Operations::fetch_host(std::shared_ptr<Download> download,
   if (!queued.ok()) (*shared_done)(std::move(queued));
 }
 
-absl::Status Operations::delete_matrix(const std::string& id) {
-  return env_.matrices.remove(id);
-}
-
-absl::StatusOr<GraphInfo> Operations::create_graph(std::string graph_id, std::uint64_t num_vertices,
-                                                   std::vector<Hyperedge> edges) {
-  return env_.graphs.create(std::move(graph_id), num_vertices, std::move(edges));
-}
-
-absl::StatusOr<GraphSnapshot> Operations::get_graph(const std::string& graph_id) {
-  return env_.graphs.get(graph_id);
-}
-
-std::vector<GraphInfo> Operations::list_graphs() {
-  return env_.graphs.list();
-}
-
-absl::Status Operations::delete_graph(const std::string& graph_id) {
-  return env_.graphs.remove(graph_id);
-}
-
-absl::StatusOr<ApplyResult> Operations::apply_edits(const std::string& graph_id,
-                                                    std::optional<std::uint64_t> expected_version,
-                                                    std::span<const Edit> edits) {
-  return env_.graphs.apply(graph_id, expected_version, edits);
+absl::Status Operations::delete_matrix(const Caller& caller, const std::string& id) {
+  return env_.matrices.remove(caller.tenant, id);
 }
 
 ServerInfo Operations::server_info() const {

@@ -42,29 +42,31 @@ class Operations {
 
   // ---- compute operations ---------------------------------------------------------------
   /// Validates `request` (shapes, limits, refs, options) before anything is allocated.
-  absl::StatusOr<PreparedOp> prepare(OpRequest request);
+  absl::StatusOr<PreparedOp> prepare(const Caller& caller, OpRequest request);
   /// Queues `op` on the engine. `done` runs exactly once: on a worker with the result, or
   /// at once with the reason it was not queued (draining, queue full, deadline, cancelled).
   void submit(PreparedOp op, std::shared_ptr<JobContext> job,
               absl::AnyInvocable<void(absl::StatusOr<OpResult>)> done);
 
   // ---- server-resident matrices -----------------------------------------------------------
-  absl::StatusOr<std::unique_ptr<UploadSession>> begin_upload(const UploadHeader& header);
-  /// NOT_FOUND naming `field` for an unknown or expired id.
-  absl::StatusOr<Download> open_download(const std::string& id, const char* field);
+  absl::StatusOr<std::unique_ptr<UploadSession>> begin_upload(const Caller& caller,
+                                                              const UploadHeader& header);
+  /// NOT_FOUND naming `field` for an unknown or expired id, or another tenant's.
+  absl::StatusOr<Download> open_download(const Caller& caller, const std::string& id,
+                                         const char* field);
   /// Makes the download's bytes available on the host: at once when they are there, else on
   /// an engine worker (a device-resident result is copied back there, not in the caller).
   void fetch_host(std::shared_ptr<Download> download, absl::AnyInvocable<void(absl::Status)> done);
-  absl::Status delete_matrix(const std::string& id);
+  absl::Status delete_matrix(const Caller& caller, const std::string& id);
   std::uint64_t stored_matrix_bytes() const { return env_.matrices.used_bytes(); }
 
-  // ---- graph store ------------------------------------------------------------------------
-  absl::StatusOr<GraphInfo> create_graph(std::string graph_id, std::uint64_t num_vertices,
-                                         std::vector<Hyperedge> edges);
-  absl::StatusOr<GraphSnapshot> get_graph(const std::string& graph_id);
-  std::vector<GraphInfo> list_graphs();
-  absl::Status delete_graph(const std::string& graph_id);
-  absl::StatusOr<ApplyResult> apply_edits(const std::string& graph_id,
+  // ---- graph store (each tenant sees only its own graphs) ----------------------------------
+  absl::StatusOr<GraphInfo> create_graph(const Caller& caller, const std::string& graph_id,
+                                         std::uint64_t num_vertices, std::vector<Hyperedge> edges);
+  absl::StatusOr<GraphSnapshot> get_graph(const Caller& caller, const std::string& graph_id);
+  std::vector<GraphInfo> list_graphs(const Caller& caller);
+  absl::Status delete_graph(const Caller& caller, const std::string& graph_id);
+  absl::StatusOr<ApplyResult> apply_edits(const Caller& caller, const std::string& graph_id,
                                           std::optional<std::uint64_t> expected_version,
                                           std::span<const Edit> edits);
 

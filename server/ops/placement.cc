@@ -9,7 +9,7 @@ namespace gcompute::server::ops {
 
 absl::StatusOr<ResultPlan> ResultPlan::make(const OutputOptions& options,
                                             std::vector<Output> outputs, MatrixStore& store,
-                                            const Limits& limits) {
+                                            const Limits& limits, const Caller& caller) {
   ResultPlan plan;
   plan.store_ = &store;
   std::uint64_t budget = limits.max_message_bytes > limits.response_overhead_bytes
@@ -34,7 +34,8 @@ absl::StatusOr<ResultPlan> ResultPlan::make(const OutputOptions& options,
     GC_ASSIGN_OR_RETURN(plan.ttl_, output_ttl(options, store));
     for (Slot& slot : plan.slots_) {
       if (slot.stored) {
-        GC_ASSIGN_OR_RETURN(slot.reservation, store.reserve(slot.output.desc.bytes()));
+        GC_ASSIGN_OR_RETURN(slot.reservation,
+                            store.reserve(caller.tenant, slot.output.desc.bytes()));
       }
     }
   }

@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "engine/backend.hpp"
+#include "ops/caller.hpp"
 #include "ops/limits.hpp"
 #include "ops/requests.hpp"
 #include "store/matrices/matrix_store.hpp"
@@ -29,7 +30,8 @@ class ResultPlan {
   /// stored. INLINE: all inline, else RESOURCE_EXHAUSTED naming the result. STORED: all
   /// stored. Stored results reserve their quota now (RESOURCE_EXHAUSTED when over it).
   static absl::StatusOr<ResultPlan> make(const OutputOptions& options, std::vector<Output> outputs,
-                                         MatrixStore& store, const Limits& limits);
+                                         MatrixStore& store, const Limits& limits,
+                                         const Caller& caller);
 
   /// Whether any result is stored (the backend may then keep results on the device).
   bool keeps_any() const { return keeps_any_; }

@@ -8,6 +8,7 @@
 #include "absl/status/statusor.h"
 #include "engine/backend.hpp"
 #include "ops/apsp_cache.hpp"
+#include "ops/caller.hpp"
 #include "ops/limits.hpp"
 #include "ops/requests.hpp"
 #include "store/graphs/graph_store.hpp"
@@ -30,10 +31,15 @@ struct PreparedOp {
   absl::AnyInvocable<absl::StatusOr<OpResult>(Backend&, JobContext&)> run;
 };
 
-absl::StatusOr<PreparedOp> prepare_transpose(TransposeRequest request, OpEnv& env);
-absl::StatusOr<PreparedOp> prepare_matmul(MatMulRequest request, OpEnv& env);
-absl::StatusOr<PreparedOp> prepare_svd(SvdRequest request, OpEnv& env);
-absl::StatusOr<PreparedOp> prepare_apsp(ApspRequest request, OpEnv& env);
-absl::StatusOr<PreparedOp> prepare_shortest_path(ShortestPathRequest request, OpEnv& env);
+absl::StatusOr<PreparedOp> prepare_transpose(TransposeRequest request, OpEnv& env,
+                                             const Caller& caller);
+absl::StatusOr<PreparedOp> prepare_matmul(MatMulRequest request, OpEnv& env, const Caller& caller);
+absl::StatusOr<PreparedOp> prepare_svd(SvdRequest request, OpEnv& env, const Caller& caller);
+absl::StatusOr<PreparedOp> prepare_apsp(ApspRequest request, OpEnv& env, const Caller& caller);
+absl::StatusOr<PreparedOp> prepare_shortest_path(ShortestPathRequest request, OpEnv& env,
+                                                 const Caller& caller);
+
+/// The graph store's key of `caller`'s graph `graph_id`: tenants have separate namespaces.
+std::string graph_key(const Caller& caller, const std::string& graph_id);
 
 }  // namespace gcompute::server::ops

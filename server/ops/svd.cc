@@ -9,8 +9,9 @@
 
 namespace gcompute::server::ops {
 
-absl::StatusOr<PreparedOp> prepare_svd(SvdRequest request, OpEnv& env) {
-  GC_ASSIGN_OR_RETURN(Matrix a, take_operand(std::move(request.a), "a", env.matrices, env.limits));
+absl::StatusOr<PreparedOp> prepare_svd(SvdRequest request, OpEnv& env, const Caller& caller) {
+  GC_ASSIGN_OR_RETURN(Matrix a,
+                      take_operand(std::move(request.a), "a", env.matrices, env.limits, caller));
   if (!request.batched && a.desc.batch != 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("a is a batch of ", a.desc.batch, " matrices; Svd takes one, use BatchedSvd"));
@@ -41,7 +42,7 @@ absl::StatusOr<PreparedOp> prepare_svd(SvdRequest request, OpEnv& env) {
     outputs.push_back({descs.vt, "vt"});
   }
   GC_ASSIGN_OR_RETURN(ResultPlan plan, ResultPlan::make(request.output, std::move(outputs),
-                                                        env.matrices, env.limits));
+                                                        env.matrices, env.limits, caller));
   return PreparedOp{request.batched ? "BatchedSvd" : "Svd",
                     [a = std::move(a), shape, plan = std::move(plan)](
                         Backend& backend, JobContext& job) mutable -> absl::StatusOr<OpResult> {

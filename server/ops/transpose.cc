@@ -8,11 +8,13 @@
 
 namespace gcompute::server::ops {
 
-absl::StatusOr<PreparedOp> prepare_transpose(TransposeRequest request, OpEnv& env) {
-  GC_ASSIGN_OR_RETURN(Matrix a, take_operand(std::move(request.a), "a", env.matrices, env.limits));
+absl::StatusOr<PreparedOp> prepare_transpose(TransposeRequest request, OpEnv& env,
+                                             const Caller& caller) {
+  GC_ASSIGN_OR_RETURN(Matrix a,
+                      take_operand(std::move(request.a), "a", env.matrices, env.limits, caller));
   GC_ASSIGN_OR_RETURN(ResultPlan plan,
                       ResultPlan::make(request.output, {{transpose_output(a.desc), "at"}},
-                                       env.matrices, env.limits));
+                                       env.matrices, env.limits, caller));
   return PreparedOp{"Transpose",
                     [a = std::move(a), plan = std::move(plan)](
                         Backend& backend, JobContext& job) mutable -> absl::StatusOr<OpResult> {

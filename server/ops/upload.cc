@@ -38,13 +38,15 @@ std::uint64_t Coverage::first_gap(std::uint64_t total) const {
 absl::StatusOr<std::unique_ptr<UploadSession>> UploadSession::begin(const UploadHeader& header,
                                                                     MatrixStore& store,
                                                                     Backend& backend,
-                                                                    const Limits& limits) {
+                                                                    const Limits& limits,
+                                                                    const Caller& caller) {
   std::unique_ptr<UploadSession> s(new UploadSession());
   s->store_ = &store;
   GC_ASSIGN_OR_RETURN(s->desc_, check_desc(header.batch, header.rows, header.cols, header.dtype,
                                            "header.shape", limits));
   GC_ASSIGN_OR_RETURN(s->ttl_, store.ttl_from_seconds(header.ttl_seconds, "header.ttl_seconds"));
-  GC_ASSIGN_OR_RETURN(s->reservation_, store.reserve(s->desc_.bytes()));  // quota first
+  GC_ASSIGN_OR_RETURN(s->reservation_,
+                      store.reserve(caller.tenant, s->desc_.bytes()));  // quota first
   GC_ASSIGN_OR_RETURN(s->sink_, backend.begin_upload(s->desc_));
   return s;
 }

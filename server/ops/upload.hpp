@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/backend.hpp"
+#include "ops/caller.hpp"
 #include "ops/limits.hpp"
 #include "store/matrices/matrix_store.hpp"
 
@@ -41,7 +42,8 @@ class UploadSession {
   /// Checks the header, reserves the matrix's bytes in the store and starts the backend's sink.
   static absl::StatusOr<std::unique_ptr<UploadSession>> begin(const UploadHeader& header,
                                                               MatrixStore& store, Backend& backend,
-                                                              const Limits& limits);
+                                                              const Limits& limits,
+                                                              const Caller& caller);
 
   /// Bytes [offset, offset + size) of the matrix. INVALID_ARGUMENT past the end or over data
   /// already received.

@@ -74,7 +74,7 @@ TEST_F(GraphStoreTest, GraphIds) {
   absl::StatusOr<GraphInfo> a = store_.create("", 1, {});
   absl::StatusOr<GraphInfo> b = store_.create("", 1, {});
   ASSERT_TRUE(a.ok() && b.ok());
-  ASSERT_EQ(a->graph_id.size(), 18u) << a->graph_id;
+  ASSERT_EQ(a->graph_id.size(), 34u) << a->graph_id;  // "g-" and 128 random bits in hex
   EXPECT_EQ(a->graph_id.substr(0, 2), "g-");
   EXPECT_EQ(a->graph_id.find_first_not_of("0123456789abcdef", 2), std::string::npos) << a->graph_id;
   EXPECT_NE(a->graph_id, b->graph_id);
@@ -87,7 +87,9 @@ TEST_F(GraphStoreTest, GraphIds) {
   expect_error(store_.create("a b", 0, {}).status(), absl::StatusCode::kInvalidArgument,
                "graph_id \"a b\" has \" \" at position 1");
   expect_error(store_.create("a/b", 0, {}).status(), absl::StatusCode::kInvalidArgument,
-               "position 1");
+               "graph_id \"a/b\" is outside the caller's namespace");
+  expect_error(store_.create("a/b/c", 0, {}).status(), absl::StatusCode::kInvalidArgument,
+               "has \"/\" at position 1");
   expect_error(store_.create("g", 0, {}).status(), absl::StatusCode::kAlreadyExists,
                "graph \"g\" already exists");
   EXPECT_EQ(snap().info.num_vertices, 5u);  // the existing graph is untouched

@@ -6,18 +6,25 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/quote.hpp"
+#include "common/random_id.hpp"
 
 namespace gcompute::server {
 namespace {
 
 constexpr std::size_t kMaxGraphIdLength = 128;
+constexpr std::size_t kMaxNamespaceLength = 64;
 
-/// The id as it appears in messages: quoted, escaped, and cut short (it may be hostile).
-std::string quote_id(const std::string& graph_id) {
-  constexpr std::size_t kShown = 64;
-  if (graph_id.size() <= kShown) return absl::StrCat("\"", absl::CHexEscape(graph_id), "\"");
-  return absl::StrCat("\"", absl::CHexEscape(graph_id.substr(0, kShown)), "\"... (",
-                      graph_id.size(), " characters)");
+/// A key as messages show it: the graph id its owner knows (without the namespace), quoted.
+std::string quote_key(const std::string& key) {
+  const std::size_t slash = key.find('/');
+  return quote_id(slash == std::string::npos ? key : key.substr(slash + 1));
+}
+
+/// The namespace of a key ("" for keys without one).
+std::string namespace_of(const std::string& key) {
+  const std::size_t slash = key.find('/');
+  return slash == std::string::npos ? std::string() : key.substr(0, slash);
 }
 
 bool is_id_char(char c) {
@@ -26,23 +33,49 @@ bool is_id_char(char c) {
 }
 
 absl::Status not_found(const std::string& graph_id) {
-  return absl::NotFoundError(absl::StrCat("graph ", quote_id(graph_id), " not found"));
+  return absl::NotFoundError(absl::StrCat("graph ", quote_key(graph_id), " not found"));
 }
 
 }  // namespace
 
-GraphStore::GraphStore(Options options) : options_(options), id_rng_(std::random_device{}()) {}
+GraphStore::GraphStore(Options options) : options_(std::move(options)) {}
+
+std::string GraphStore::key(const std::string& ns, const std::string& graph_id) {
+  return ns.empty() ? graph_id : absl::StrCat(ns, "/", graph_id);
+}
+
+std::string GraphStore::graph_id_of(const std::string& key) {
+  const std::size_t slash = key.find('/');
+  return slash == std::string::npos ? key : key.substr(slash + 1);
+}
+
+absl::Status GraphStore::validate_key(const std::string& key) {
+  const std::string ns = namespace_of(key);
+  if (!ns.empty() || key.find('/') != std::string::npos) {
+    if (ns.empty() || ns.size() > kMaxNamespaceLength) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("graph key ", quote_id(key), " has an empty or overlong namespace"));
+    }
+    for (char c : ns) {
+      if (!is_id_char(c)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "graph key ", quote_id(key), ": namespace has ", quote_id(std::string(1, c))));
+      }
+    }
+  }
+  return validate_graph_id(graph_id_of(key));
+}
 
 absl::Status GraphStore::validate_graph_id(const std::string& graph_id) {
   if (graph_id.empty() || graph_id.size() > kMaxGraphIdLength) {
     return absl::InvalidArgumentError(
-        absl::StrCat("graph_id ", quote_id(graph_id), " has ", graph_id.size(),
+        absl::StrCat("graph_id ", quote_key(graph_id), " has ", graph_id.size(),
                      " characters; it must have 1 to ", kMaxGraphIdLength));
   }
   for (std::size_t i = 0; i < graph_id.size(); ++i) {
     if (!is_id_char(graph_id[i])) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "graph_id ", quote_id(graph_id), " has ", quote_id(std::string(1, graph_id[i])),
+          "graph_id ", quote_key(graph_id), " has ", quote_id(std::string(1, graph_id[i])),
           " at position ", i, "; only [A-Za-z0-9._-] are allowed"));
     }
   }
@@ -50,9 +83,14 @@ absl::Status GraphStore::validate_graph_id(const std::string& graph_id) {
 }
 
 absl::StatusOr<GraphInfo> GraphStore::create(std::string graph_id, std::uint64_t num_vertices,
-                                             std::vector<Hyperedge> edges) {
+                                             std::vector<Hyperedge> edges,
+                                             const CreateOptions& create) {
   if (!graph_id.empty()) {
-    if (absl::Status s = validate_graph_id(graph_id); !s.ok()) return s;
+    if (absl::Status s = validate_key(graph_id); !s.ok()) return s;
+    if (namespace_of(graph_id) != create.ns) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("graph_id ", quote_id(graph_id), " is outside the caller's namespace"));
+    }
   }
   // Validation and construction, the expensive part, happen outside every lock.
   absl::StatusOr<GraphState> state =
@@ -62,14 +100,22 @@ absl::StatusOr<GraphInfo> GraphStore::create(std::string graph_id, std::uint64_t
   absl::MutexLock lock(&mu_);
   if (graph_id.empty()) {
     do {
-      graph_id = absl::StrFormat("g-%016x", id_rng_());
+      graph_id = key(create.ns, random_id("g-"));
     } while (graphs_.contains(graph_id));
   } else if (graphs_.contains(graph_id)) {
-    return absl::AlreadyExistsError(absl::StrCat("graph ", quote_id(graph_id), " already exists"));
+    return absl::AlreadyExistsError(absl::StrCat("graph ", quote_key(graph_id), " already exists"));
   }
   if (graphs_.size() >= options_.max_graphs) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("the store already holds ", graphs_.size(), " graphs, the limit"));
+    return absl::ResourceExhaustedError(absl::StrCat("the store already holds ", graphs_.size(),
+                                                     " graphs, the limit (--max-graphs)"));
+  }
+  if (create.max_graphs_in_ns != kUnlimited) {
+    std::uint64_t mine = 0;
+    for (const auto& [k, entry] : graphs_) mine += namespace_of(k) == create.ns ? 1 : 0;
+    if (mine >= create.max_graphs_in_ns) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "tenant ", quote_id(create.ns), " already holds ", mine, " graphs, its quota (graphs)"));
+    }
   }
   std::optional<GraphSnapshot> snapshot;
   if (options_.journal != nullptr || !options_.subscribers.empty()) {
@@ -114,11 +160,13 @@ absl::StatusOr<GraphInfo> GraphStore::info(const std::string& graph_id) const {
   return (*entry)->state.info(graph_id);
 }
 
-std::vector<GraphInfo> GraphStore::list() const {
+std::vector<GraphInfo> GraphStore::list(const std::string& ns) const {
   std::vector<std::pair<std::string, std::shared_ptr<Entry>>> entries;
   {
     absl::ReaderMutexLock lock(&mu_);
-    entries.assign(graphs_.begin(), graphs_.end());
+    for (const auto& [k, entry] : graphs_) {
+      if (namespace_of(k) == ns) entries.emplace_back(k, entry);
+    }
   }
   // Graph locks are taken one at a time, after the store mutex is released, so a listing
   // never stalls lookups while it waits for a batch to finish.
@@ -156,7 +204,7 @@ absl::StatusOr<ApplyResult> GraphStore::apply(const std::string& graph_id,
   absl::MutexLock lock(&entry.mu);
   if (entry.removed) return not_found(graph_id);
   if (expected_version.has_value() && *expected_version != entry.state.version()) {
-    return absl::AbortedError(absl::StrCat("graph ", quote_id(graph_id), " has version ",
+    return absl::AbortedError(absl::StrCat("graph ", quote_key(graph_id), " has version ",
                                            entry.state.version(), ", expected ",
                                            *expected_version));
   }
@@ -187,23 +235,23 @@ absl::StatusOr<DenseGraph> GraphStore::to_dense(const std::string& graph_id, ker
   if ((*entry)->removed) return not_found(graph_id);
   absl::StatusOr<DenseGraph> dense = (*entry)->state.to_dense(dtype, max_elements);
   if (!dense.ok()) {
-    return absl::Status(dense.status().code(),
-                        absl::StrCat("graph ", quote_id(graph_id), ": ", dense.status().message()));
+    return absl::Status(dense.status().code(), absl::StrCat("graph ", quote_key(graph_id), ": ",
+                                                            dense.status().message()));
   }
   return dense;
 }
 
 absl::Status GraphStore::restore(const GraphImage& image) {
   const std::string& graph_id = image.graph.info.graph_id;
-  if (absl::Status s = validate_graph_id(graph_id); !s.ok()) return s;
+  if (absl::Status s = validate_key(graph_id); !s.ok()) return s;
   absl::StatusOr<GraphState> state = GraphState::restore(image, options_.limits);
   if (!state.ok()) {
-    return absl::Status(state.status().code(),
-                        absl::StrCat("graph ", quote_id(graph_id), ": ", state.status().message()));
+    return absl::Status(state.status().code(), absl::StrCat("graph ", quote_key(graph_id), ": ",
+                                                            state.status().message()));
   }
   absl::MutexLock lock(&mu_);
   if (graphs_.contains(graph_id)) {
-    return absl::AlreadyExistsError(absl::StrCat("graph ", quote_id(graph_id), " already exists"));
+    return absl::AlreadyExistsError(absl::StrCat("graph ", quote_key(graph_id), " already exists"));
   }
   auto entry = std::make_shared<Entry>();
   {
@@ -242,7 +290,7 @@ absl::Status GraphStore::check_invariants() const {
   for (const auto& [id, entry] : graphs_) {
     absl::ReaderMutexLock entry_lock(&entry->mu);
     if (absl::Status s = entry->state.check_invariants(); !s.ok()) {
-      return absl::Status(s.code(), absl::StrCat("graph ", quote_id(id), ": ", s.message()));
+      return absl::Status(s.code(), absl::StrCat("graph ", quote_key(id), ": ", s.message()));
     }
   }
   return absl::OkStatus();

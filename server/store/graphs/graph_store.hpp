@@ -53,12 +53,35 @@ class GraphStore {
   GraphStore(const GraphStore&) = delete;
   GraphStore& operator=(const GraphStore&) = delete;
 
+  static constexpr std::uint64_t kUnlimited = ~std::uint64_t{0};
+
+  /// Graphs live under keys "NAMESPACE/GRAPH_ID", or "GRAPH_ID" in the empty namespace: each
+  /// tenant has a namespace of its own (the ops layer composes the keys), so ids of different
+  /// tenants never collide and existence is never revealed across them. Keys are what the
+  /// journal persists; messages show only the graph id.
+  struct CreateOptions {
+    std::string ns;  ///< the namespace the graph goes in (generated ids too)
+    std::uint64_t max_graphs_in_ns = kUnlimited;
+  };
+
   /// Creates a graph with vertices 0..num_vertices-1 and edges[i] as edge i (ids in `edges`
-  /// are ignored). graph_id: 1-128 characters of [A-Za-z0-9._-], or empty for a generated
-  /// "g-<16 hex digits>". INVALID_ARGUMENT for a bad id or edge (naming field and value),
-  /// ALREADY_EXISTS if the id is taken, RESOURCE_EXHAUSTED past a limit.
+  /// are ignored). graph_id: a key in create.ns (its id part 1-128 characters of
+  /// [A-Za-z0-9._-]), or empty for a generated "g-<32 hex digits>" (128 random bits).
+  /// INVALID_ARGUMENT for a bad id or edge (naming field and value), ALREADY_EXISTS if the id
+  /// is taken, RESOURCE_EXHAUSTED past a limit (the store's or the namespace's).
   absl::StatusOr<GraphInfo> create(std::string graph_id, std::uint64_t num_vertices,
-                                   std::vector<Hyperedge> edges);
+                                   std::vector<Hyperedge> edges, const CreateOptions& create);
+  /// create() in the empty namespace, without a namespace limit.
+  absl::StatusOr<GraphInfo> create(std::string graph_id, std::uint64_t num_vertices,
+                                   std::vector<Hyperedge> edges) {
+    return create(std::move(graph_id), num_vertices, std::move(edges), CreateOptions{});
+  }
+
+  /// The key of `graph_id` in namespace `ns`, and back.
+  static std::string key(const std::string& ns, const std::string& graph_id);
+  static std::string graph_id_of(const std::string& key);
+  /// OK for a key whose namespace (if any) and id are well formed, else INVALID_ARGUMENT.
+  static absl::Status validate_key(const std::string& key);
 
   /// A consistent snapshot of the current version. NOT_FOUND naming the id.
   absl::StatusOr<GraphSnapshot> get(const std::string& graph_id) const;
@@ -66,8 +89,8 @@ class GraphStore {
   /// The current summary of one graph, without copying it. NOT_FOUND naming the id.
   absl::StatusOr<GraphInfo> info(const std::string& graph_id) const;
 
-  /// Every graph's summary, sorted by graph_id.
-  std::vector<GraphInfo> list() const;
+  /// The summaries of the graphs in namespace `ns`, sorted by key.
+  std::vector<GraphInfo> list(const std::string& ns = "") const;
 
   /// Removes a graph. NOT_FOUND naming the id.
   absl::Status remove(const std::string& graph_id);
@@ -121,7 +144,6 @@ class GraphStore {
   const Options options_;
   mutable absl::Mutex mu_;
   std::map<std::string, std::shared_ptr<Entry>> graphs_ ABSL_GUARDED_BY(mu_);
-  std::mt19937_64 id_rng_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace gcompute::server

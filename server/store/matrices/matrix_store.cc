@@ -1,26 +1,26 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "store/matrices/matrix_store.hpp"
 
-#include <random>
-
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "common/quote.hpp"
+#include "common/random_id.hpp"
 
 namespace gcompute::server {
 namespace {
 
-std::string new_matrix_id() {
-  static thread_local std::mt19937_64 rng{std::random_device{}()};
-  return absl::StrFormat("m-%016x%016x", rng(), rng());
+absl::Status not_found(const char* field, const std::string& id) {
+  return absl::NotFoundError(
+      absl::StrCat(field, " = ", quote_id(id), ": no such stored matrix (deleted or expired)"));
 }
 
 }  // namespace
 
 MatrixStore::Reservation& MatrixStore::Reservation::operator=(Reservation&& o) noexcept {
   if (this != &o) {
-    if (store_ != nullptr) store_->release(bytes_);
+    if (store_ != nullptr) store_->release(owner_, bytes_);
     store_ = o.store_;
+    owner_ = std::move(o.owner_);
     bytes_ = o.bytes_;
     o.store_ = nullptr;
   }
@@ -28,18 +28,25 @@ MatrixStore::Reservation& MatrixStore::Reservation::operator=(Reservation&& o) n
 }
 
 MatrixStore::Reservation::~Reservation() {
-  if (store_ != nullptr) store_->release(bytes_);
+  if (store_ != nullptr) store_->release(owner_, bytes_);
 }
 
-void MatrixStore::release(std::uint64_t bytes) {
+void MatrixStore::charge_locked(const std::string& owner, std::int64_t bytes) {
+  used_ += static_cast<std::uint64_t>(bytes);
+  std::uint64_t& mine = by_owner_[owner];
+  mine += static_cast<std::uint64_t>(bytes);
+  if (mine == 0) by_owner_.erase(owner);
+}
+
+void MatrixStore::release(const std::string& owner, std::uint64_t bytes) {
   std::lock_guard lock(mu_);
-  used_ -= bytes;
+  charge_locked(owner, -static_cast<std::int64_t>(bytes));
 }
 
 void MatrixStore::evict_expired_locked(absl::Time now, std::vector<Matrix>& dropped) {
   for (auto it = entries_.begin(); it != entries_.end();) {
     if (it->second.expires_at <= now) {
-      used_ -= it->second.matrix.desc.bytes();
+      charge_locked(it->second.owner, -static_cast<std::int64_t>(it->second.matrix.desc.bytes()));
       dropped.push_back(std::move(it->second.matrix));
       it = entries_.erase(it);
     } else {
@@ -57,18 +64,30 @@ std::size_t MatrixStore::evict_expired() {
   return dropped.size();  // freed here, outside the lock
 }
 
-absl::StatusOr<MatrixStore::Reservation> MatrixStore::reserve(std::uint64_t bytes) {
+absl::StatusOr<MatrixStore::Reservation> MatrixStore::reserve(const std::string& owner,
+                                                              std::uint64_t bytes) {
   std::vector<Matrix> dropped;  // declared first: freed after the lock is released
   std::lock_guard lock(mu_);
   evict_expired_locked(absl::Now(), dropped);
+  if (options_.owner_quota_bytes) {
+    const std::uint64_t quota = options_.owner_quota_bytes(owner);
+    auto it = by_owner_.find(owner);
+    const std::uint64_t mine = it == by_owner_.end() ? 0 : it->second;
+    if (bytes > quota || mine > quota - bytes) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("tenant ", quote_id(owner), " stored-matrix quota exceeded: ", bytes,
+                       " bytes requested, ", mine, " of ", quota,
+                       " in use (stored_bytes); delete matrices or wait for their TTL"));
+    }
+  }
   if (bytes > options_.quota_bytes - used_) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "stored-matrix quota exceeded: ", bytes, " bytes requested, ", used_, " of ",
         options_.quota_bytes,
         " in use (--stored-matrix-quota-bytes); delete matrices or wait for their TTL"));
   }
-  used_ += bytes;
-  return Reservation(this, bytes);
+  charge_locked(owner, static_cast<std::int64_t>(bytes));
+  return Reservation(this, owner, bytes);
 }
 
 absl::StatusOr<absl::Duration> MatrixStore::ttl_from_seconds(std::int64_t seconds,
@@ -77,59 +96,57 @@ absl::StatusOr<absl::Duration> MatrixStore::ttl_from_seconds(std::int64_t second
     return absl::InvalidArgumentError(absl::StrCat(field, " must be >= 0, got ", seconds));
   }
   if (seconds == 0) return options_.default_ttl;
-  const absl::Duration ttl = absl::Seconds(seconds);
-  if (ttl > options_.max_ttl) {
+  if (seconds > absl::ToInt64Seconds(options_.max_ttl)) {
     return absl::InvalidArgumentError(absl::StrCat(field, " = ", seconds,
                                                    " exceeds the maximum of ",
                                                    absl::ToInt64Seconds(options_.max_ttl), " s"));
   }
-  return ttl;
+  return absl::Seconds(seconds);
 }
 
 absl::StatusOr<StoredMatrixInfo> MatrixStore::put(Matrix m, absl::Duration ttl,
                                                   Reservation reservation) {
   if (ttl <= absl::ZeroDuration()) ttl = options_.default_ttl;
-  StoredMatrixInfo info{new_matrix_id(), m.desc, absl::Now() + ttl};
+  StoredMatrixInfo info{random_id("m-"), m.desc, absl::Now() + ttl};
   std::lock_guard lock(mu_);
   // The reservation's bytes become the entry's; it must no longer release them.
   reservation.store_ = nullptr;
-  entries_.emplace(info.id, Entry{std::move(m), info.expires_at});
+  entries_.emplace(info.id, Entry{std::move(reservation.owner_), std::move(m), info.expires_at});
   return info;
 }
 
-absl::StatusOr<StoredMatrixInfo> MatrixStore::put(Matrix m, absl::Duration ttl) {
-  auto reservation = reserve(m.desc.bytes());
-  if (!reservation.ok()) return reservation.status();
-  return put(std::move(m), ttl, *std::move(reservation));
+const MatrixStore::Entry* MatrixStore::find_locked(const std::string& owner,
+                                                   const std::string& id) const {
+  auto it = entries_.find(id);
+  if (it == entries_.end() || it->second.owner != owner || it->second.expires_at <= absl::Now()) {
+    return nullptr;
+  }
+  return &it->second;
 }
 
-absl::StatusOr<Matrix> MatrixStore::get(const std::string& id, const char* field) const {
+absl::StatusOr<Matrix> MatrixStore::get(const std::string& owner, const std::string& id,
+                                        const char* field) const {
   std::lock_guard lock(mu_);
-  auto it = entries_.find(id);
-  if (it == entries_.end() || it->second.expires_at <= absl::Now()) {
-    return absl::NotFoundError(
-        absl::StrCat(field, " = \"", id, "\": no such stored matrix (deleted or expired)"));
-  }
-  return it->second.matrix;
+  const Entry* e = find_locked(owner, id);
+  if (e == nullptr) return not_found(field, id);
+  return e->matrix;
 }
 
-absl::StatusOr<StoredMatrixInfo> MatrixStore::info(const std::string& id, const char* field) const {
+absl::StatusOr<StoredMatrixInfo> MatrixStore::info(const std::string& owner, const std::string& id,
+                                                   const char* field) const {
   std::lock_guard lock(mu_);
-  auto it = entries_.find(id);
-  if (it == entries_.end() || it->second.expires_at <= absl::Now()) {
-    return absl::NotFoundError(
-        absl::StrCat(field, " = \"", id, "\": no such stored matrix (deleted or expired)"));
-  }
-  return StoredMatrixInfo{id, it->second.matrix.desc, it->second.expires_at};
+  const Entry* e = find_locked(owner, id);
+  if (e == nullptr) return not_found(field, id);
+  return StoredMatrixInfo{id, e->matrix.desc, e->expires_at};
 }
 
-absl::Status MatrixStore::remove(const std::string& id) {
+absl::Status MatrixStore::remove(const std::string& owner, const std::string& id) {
+  Matrix dropped;  // freed after the lock is released
   std::lock_guard lock(mu_);
   auto it = entries_.find(id);
-  if (it == entries_.end()) {
-    return absl::NotFoundError(absl::StrCat("ref.id = \"", id, "\": no such stored matrix"));
-  }
-  used_ -= it->second.matrix.desc.bytes();
+  if (it == entries_.end() || it->second.owner != owner) return not_found("ref.id", id);
+  charge_locked(owner, -static_cast<std::int64_t>(it->second.matrix.desc.bytes()));
+  dropped = std::move(it->second.matrix);
   entries_.erase(it);
   return absl::OkStatus();
 }
@@ -137,6 +154,17 @@ absl::Status MatrixStore::remove(const std::string& id) {
 std::uint64_t MatrixStore::used_bytes() const {
   std::lock_guard lock(mu_);
   return used_;
+}
+
+std::uint64_t MatrixStore::used_bytes(const std::string& owner) const {
+  std::lock_guard lock(mu_);
+  auto it = by_owner_.find(owner);
+  return it == by_owner_.end() ? 0 : it->second;
+}
+
+std::map<std::string, std::uint64_t> MatrixStore::used_bytes_by_owner() const {
+  std::lock_guard lock(mu_);
+  return by_owner_;
 }
 
 }  // namespace gcompute::server

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// Server-resident matrices: results kept for chaining calls and chunked uploads, each with a
-// TTL, all together under a byte quota.
+// Server-resident matrices: results kept for chaining calls and chunked uploads, each owned by
+// the tenant that stored it, each with a TTL, under a byte quota for all tenants together and
+// one per tenant. Ids carry 128 random bits; a matrix of another tenant is NOT_FOUND, exactly
+// like one that does not exist.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -25,19 +28,21 @@ struct StoredMatrixInfo {
 class MatrixStore {
  public:
   struct Options {
-    std::uint64_t quota_bytes = 4ull << 30;
+    std::uint64_t quota_bytes = 4ull << 30;  ///< all tenants together
+    /// The quota of one tenant; empty: each may use the whole quota_bytes.
+    std::function<std::uint64_t(const std::string& owner)> owner_quota_bytes;
     absl::Duration default_ttl = absl::Minutes(10);
     absl::Duration max_ttl = absl::Hours(24);
   };
-  explicit MatrixStore(Options options) : options_(options) {}
+  explicit MatrixStore(Options options) : options_(std::move(options)) {}
 
-  /// Reserves quota for a matrix about to be filled (an upload). The reservation is released
-  /// when the returned handle is destroyed unless it was committed with put().
+  /// Quota reserved for a matrix about to be filled (an upload, a result). Released when the
+  /// handle is destroyed unless it was committed with put().
   class Reservation {
    public:
     Reservation() = default;
-    Reservation(MatrixStore* store, std::uint64_t bytes) : store_(store), bytes_(bytes) {}
-    Reservation(Reservation&& o) noexcept : store_(o.store_), bytes_(o.bytes_) {
+    Reservation(Reservation&& o) noexcept
+        : store_(o.store_), owner_(std::move(o.owner_)), bytes_(o.bytes_) {
       o.store_ = nullptr;
     }
     Reservation& operator=(Reservation&& o) noexcept;
@@ -46,22 +51,26 @@ class MatrixStore {
 
    private:
     friend class MatrixStore;
+    Reservation(MatrixStore* store, std::string owner, std::uint64_t bytes)
+        : store_(store), owner_(std::move(owner)), bytes_(bytes) {}
     MatrixStore* store_ = nullptr;
+    std::string owner_;
     std::uint64_t bytes_ = 0;
   };
-  /// RESOURCE_EXHAUSTED when `bytes` would exceed the quota (expired entries are evicted first).
-  absl::StatusOr<Reservation> reserve(std::uint64_t bytes);
+  /// RESOURCE_EXHAUSTED naming the quota when `bytes` would exceed the owner's or the
+  /// server's (expired entries are evicted first).
+  absl::StatusOr<Reservation> reserve(const std::string& owner, std::uint64_t bytes);
 
-  /// Stores `m` under a new id, consuming `reservation` (which must cover m's bytes).
-  /// ttl <= 0 selects the default; INVALID_ARGUMENT above the maximum TTL.
+  /// Stores `m` under a new id for the reservation's owner, consuming the reservation (which
+  /// must cover m's bytes). ttl <= 0 selects the default.
   absl::StatusOr<StoredMatrixInfo> put(Matrix m, absl::Duration ttl, Reservation reservation);
-  /// Reserves and stores in one step.
-  absl::StatusOr<StoredMatrixInfo> put(Matrix m, absl::Duration ttl);
 
-  /// NOT_FOUND (naming `field` and the id) when absent or expired.
-  absl::StatusOr<Matrix> get(const std::string& id, const char* field) const;
-  absl::StatusOr<StoredMatrixInfo> info(const std::string& id, const char* field) const;
-  absl::Status remove(const std::string& id);
+  /// NOT_FOUND (naming `field` and the id) when absent, expired or another owner's.
+  absl::StatusOr<Matrix> get(const std::string& owner, const std::string& id,
+                             const char* field) const;
+  absl::StatusOr<StoredMatrixInfo> info(const std::string& owner, const std::string& id,
+                                        const char* field) const;
+  absl::Status remove(const std::string& owner, const std::string& id);
 
   /// Checks a requested TTL (seconds, 0 = default) and turns it into a duration.
   absl::StatusOr<absl::Duration> ttl_from_seconds(std::int64_t seconds, const char* field) const;
@@ -70,23 +79,32 @@ class MatrixStore {
   /// freed outside the store's lock, or later by a job still holding the matrix.
   std::size_t evict_expired();
 
+  /// Stored and reserved bytes: of everyone, or of one owner.
   std::uint64_t used_bytes() const;
+  std::uint64_t used_bytes(const std::string& owner) const;
+  /// Stored and reserved bytes per owner that holds any.
+  std::map<std::string, std::uint64_t> used_bytes_by_owner() const;
   std::uint64_t quota_bytes() const { return options_.quota_bytes; }
   absl::Duration default_ttl() const { return options_.default_ttl; }
 
  private:
   struct Entry {
+    std::string owner;
     Matrix matrix;
     absl::Time expires_at;
   };
+  /// The owner's live entry, or null.
+  const Entry* find_locked(const std::string& owner, const std::string& id) const;
   /// Moves expired entries into `dropped`, which the caller destroys after unlocking.
   void evict_expired_locked(absl::Time now, std::vector<Matrix>& dropped);
-  void release(std::uint64_t bytes);
+  void charge_locked(const std::string& owner, std::int64_t bytes);
+  void release(const std::string& owner, std::uint64_t bytes);
 
   Options options_;
   mutable std::mutex mu_;
   std::map<std::string, Entry> entries_;
-  std::uint64_t used_ = 0;  ///< stored + reserved bytes
+  std::uint64_t used_ = 0;                         ///< stored + reserved bytes
+  std::map<std::string, std::uint64_t> by_owner_;  ///< the same per owner (no zero entries)
 };
 
 }  // namespace gcompute::server
