@@ -81,7 +81,7 @@ def test_versions_and_atomicity(client):
     with pytest.raises(gcompute.Aborted, match="version"):
         client.apply_edits(gid, [AddVertex()], expected_version=7)
     # A failing edit in a batch applies nothing, and the message names the edit's index.
-    with pytest.raises(gcompute.NotFound, match="1"):
+    with pytest.raises(gcompute.NotFound, match=r"edits\[1\]\.delete_edge\.edge_id = 99"):
         client.apply_edits(gid, [AddVertex(), DeleteEdge(99)])
     assert client.graph(gid).info == gcompute.GraphInfo(gid, 1, 3, 1)
     with pytest.raises(gcompute.InvalidArgument):

@@ -191,6 +191,17 @@ def test_svd_not_converged_raises_linalg_error(client, rng):
     assert s.shape == (30,)
 
 
+def test_empty_matrices(client):
+    assert client.transpose(np.zeros((0, 5), np.float32)).shape == (5, 0)
+    c = client.matmul(np.ones((3, 0)), np.ones((0, 4)))
+    assert c.shape == (3, 4) and np.array_equal(c, np.zeros((3, 4)))
+    assert client.matmul(np.ones((0, 2)), np.ones((2, 4))).shape == (0, 4)
+    u, s, vt = client.svd(np.zeros((0, 3)))
+    assert (u.shape, s.shape, vt.shape) == ((0, 0), (0,), (3, 3))
+    assert np.allclose(vt @ vt.T, np.eye(3))
+    assert client.apsp(np.zeros((0, 0), np.float32)).shape == (0, 0)
+
+
 def test_inputs_the_client_rejects_name_the_argument(client):
     with pytest.raises(gcompute.InvalidArgument, match=r"a must be 2-D .* got shape \(5,\)"):
         client.transpose(np.zeros(5))
