@@ -9,6 +9,8 @@
 # build-serve/), and the options that decide which tests exist are set on every run, so that
 # no other configuration of the same directory can leave tests out. tests/check_tests.py fails
 # the run if ctest lists or runs fewer tests than the tree defines.
+# GCOMPUTE_CMAKE_ARGS adds CMake arguments (e.g. -DGCOMPUTE_CUDA=OFF -DGCOMPUTE_BUILD_BENCH=OFF);
+# it cannot turn the tests off.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${GCOMPUTE_BUILD_DIR:-$root/build}
@@ -28,9 +30,10 @@ run_tests() {
 }
 
 echo "== build ($build)"
+# shellcheck disable=SC2086  # GCOMPUTE_CMAKE_ARGS is a list of arguments
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGCOMPUTE_WERROR=ON \
-  -DGCOMPUTE_BUILD_TESTS=ON -DGCOMPUTE_BUILD_SERVICE=ON -DGCOMPUTE_BUILD_BENCH=ON \
-  -DGCOMPUTE_SANITIZE=OFF
+  -DGCOMPUTE_BUILD_BENCH=ON ${GCOMPUTE_CMAKE_ARGS:-} \
+  -DGCOMPUTE_BUILD_TESTS=ON -DGCOMPUTE_BUILD_SERVICE=ON -DGCOMPUTE_SANITIZE=OFF
 cmake --build "$build" -j "$jobs"
 echo "== tests"
 run_tests "$build" -j "$jobs" --timeout 900
