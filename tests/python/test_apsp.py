@@ -127,6 +127,10 @@ def test_edge_lists(client, rng):
     assert client.apsp(gcompute.EdgeList([], num_vertices=3)).shape == (3, 3)
     with pytest.raises(gcompute.InvalidArgument, match="triples"):
         gcompute.EdgeList([(0, 1)])
+    with pytest.raises(gcompute.InvalidArgument, match="integer weights"):
+        gcompute.EdgeList([(0, 1, 2.5)], dtype="i32")
+    with pytest.raises(gcompute.InvalidArgument, match="non-integer vertex ids"):
+        gcompute.EdgeList([(0.5, 1, 2.5)])
 
 
 def test_shortest_path_from_a_graph_and_from_stored_results(client, rng):

@@ -2,6 +2,7 @@
 """Three real servers behind one Python client: round robin for stateless calls, each graph on
 exactly its rendezvous owner (the same replica the C++ CLI picks), stored matrices on the
 replica that created them, failover when a replica stops, and dns:/// targets."""
+import re
 import subprocess
 import uuid
 
@@ -65,6 +66,16 @@ def test_graphs_live_on_their_owner_as_the_cpp_cli_places_them(balanced, replica
         for c in clients:
             c.close()
     assert len(owners) >= 2, "nine ids all on one replica"
+
+
+def test_the_client_names_graphs_when_there_are_several_replicas(balanced, replicas):
+    names = [s.addr for s in replicas]
+    info = balanced.create_graph(2, [(0, 1, 1.0)])
+    assert re.fullmatch(r"g-[0-9a-f]{16}", info.graph_id), info.graph_id
+    owner = graph_owner(names, info.graph_id)
+    with gcompute.Client(names[owner], timeout=30) as c:
+        assert c.graph(info.graph_id).info == info
+    balanced.delete_graph(info.graph_id)
 
 
 def test_stored_matrices_stay_on_their_creator(balanced, replicas, rng):

@@ -47,7 +47,8 @@ class Client:
       first (chunked UploadMatrix streams, deleted after the call); None selects
       min(max_message_bytes / 2, 64 MiB).
     chunk_bytes: bytes per chunk of uploads and downloads (at most max_message_bytes / 2).
-    progress: called as progress(done_bytes, total_bytes) during transfers.
+    progress: called as progress(done_bytes, total_bytes) during transfers (for uploads, from
+      the gRPC thread that sends the chunks).
     interceptors: grpc client interceptors applied to every channel.
 
     Thread-safe. Use as a context manager, or call close().
@@ -331,7 +332,7 @@ class Client:
         0 .. len(edges)-1 in order). graph_id: 1-128 of [A-Za-z0-9._-]; None: the server picks
         one (with several replicas the client picks "g-" + 16 hex digits, to know the owner).
         AlreadyExists if taken."""
-        if graph_id is None and len(self._replicas) > 1:
+        if not graph_id and len(self._replicas) > 1:
             graph_id = f"g-{secrets.randbits(64):016x}"
         request = _pb.graphs.CreateGraphRequest(graph_id=graph_id or "", num_vertices=num_vertices)
         for e in edges:

@@ -255,6 +255,8 @@ class EdgeList:
                 raise InvalidArgument(f"EdgeList: {name} holds non-integer vertex ids")
         if dtype not in ("f32", "i32"):
             raise InvalidArgument(f"EdgeList: dtype must be 'f32' or 'i32', not {dtype!r}")
+        if dtype == "i32" and not np.all(weight == np.floor(weight)):
+            raise InvalidArgument("EdgeList: dtype 'i32' needs integer weights")
         self.src = src.astype(np.int64)
         self.dst = dst.astype(np.int64)
         self.weight = weight
