@@ -4,7 +4,6 @@ exactly its rendezvous owner (the same replica the C++ CLI picks), stored matric
 replica that created them, failover when a replica stops, and dns:/// targets."""
 import re
 import subprocess
-import uuid
 
 import numpy as np
 import pytest
@@ -38,20 +37,24 @@ def test_stateless_calls_go_round_robin(balanced, replicas, rng):
 
 def test_graphs_live_on_their_owner_as_the_cpp_cli_places_them(balanced, replicas, cli_bin):
     names = [s.addr for s in replicas]
-    ids = [f"py-owner-{uuid.uuid4().hex[:8]}-{k}" for k in range(9)]
+    # Ids until every replica owns at least two (the owners depend on the ports).
+    ids, per_owner = [], [0, 0, 0]
+    for k in range(1000):
+        if min(per_owner) >= 2:
+            break
+        ids.append(f"py-owner-{k}")
+        per_owner[graph_owner(names, ids[-1])] += 1
     for k, gid in enumerate(ids):
         if k % 2:  # half through the C++ CLI, half through this client
             subprocess.run([cli_bin, "--server", ",".join(names), "graph", "create", gid, "--vertices", "3"],
                            check=True, capture_output=True, timeout=60)
         else:
             balanced.create_graph(3, [(0, 1, 1.0)], graph_id=gid)
-    owners = set()
     clients = singles(replicas)
     try:
         per_replica = [{g.graph_id for g in c.list_graphs()} for c in clients]
         for gid in ids:
             owner = graph_owner(names, gid)
-            owners.add(owner)
             assert balanced.replica_for_graph(gid) == names[owner]
             assert [gid in p for p in per_replica] == [i == owner for i in range(3)], gid
             # Later calls reach the owner: edits are visible through the owner's own client.
@@ -65,7 +68,6 @@ def test_graphs_live_on_their_owner_as_the_cpp_cli_places_them(balanced, replica
     finally:
         for c in clients:
             c.close()
-    assert len(owners) >= 2, "nine ids all on one replica"
 
 
 def test_the_client_names_graphs_when_there_are_several_replicas(balanced, replicas):
