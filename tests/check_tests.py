@@ -2,13 +2,14 @@
 # SPDX-License-Identifier: Apache-2.0
 """Fails when ctest would run, or ran, fewer tests than the build tree defines.
 
-  check_tests.py BUILD [--junit FILE] [-- CTEST_SELECTION...]
+  check_tests.py BUILD [--junit FILE] [-- CTEST_ARGS...]
 
 Before the run: every gtest executable and every named test of BUILD/tests/test_manifest.txt
 (written by tests/CMakeLists.txt) must appear in `ctest --show-only=json-v1`, at least one test
 per executable, and no `*_NOT_BUILT` placeholder. With --junit (ctest --output-junit of the
-run): the run must hold exactly as many test cases as ctest lists for the same selection
-(e.g. -LE gpu), so that no test silently drops out. Standard library only.
+run): the run must hold exactly as many test cases as ctest lists with the same arguments (e.g. -LE gpu;
+options that do not select tests, such as -j, change nothing), so that no test silently drops
+out. Standard library only.
 """
 import argparse
 import json
@@ -25,11 +26,14 @@ def listed(build, selection):
 
 
 def main():
+    # Everything after "--" goes to ctest as is (argparse cannot take it after an option).
+    argv = sys.argv[1:]
+    selection = argv[argv.index("--") + 1:] if "--" in argv else []
     ap = argparse.ArgumentParser()
     ap.add_argument("build")
     ap.add_argument("--junit")
-    ap.add_argument("selection", nargs="*", help="ctest selection arguments, after --")
-    args = ap.parse_args()
+    args = ap.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
+    args.selection = selection
     manifest_path = os.path.join(args.build, "tests", "test_manifest.txt")
     errors = []
     if not os.path.exists(manifest_path):
