@@ -79,4 +79,8 @@ def main(argv: Optional[List[str]] = None, out: TextIO = sys.stdout, err: TextIO
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except BrokenPipeError:  # stdout closed early (| head): not a failure of the command
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(0)
