@@ -12,7 +12,10 @@ build_packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 test_packages=(python3 python3-numpy python3-scipy python3-grpcio python3-grpc-tools python3-protobuf python3-yaml
-  prometheus)  # promtool and the server for tests/deploy/test_prometheus.sh (19 MB; not started)
+  prometheus  # promtool and the server for tests/deploy/test_prometheus.sh (19 MB; not started)
+  # The Python client: installed offline into a venv (docs/python.md) and tested with pytest;
+  # openssl makes the TLS test's certificates.
+  python3-venv python3-pip python3-setuptools python3-wheel python3-pytest openssl)
 
 # clang's -fsanitize=fuzzer links libclang_rt.fuzzer from libclang-rt-14-dev.
 fuzz_packages=(clang-14 libclang-rt-14-dev)

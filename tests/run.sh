@@ -1,10 +1,18 @@
 #!/usr/bin/env bash
-# Builds gcompute with its tests and runs them (unit, kernel, store, service, end-to-end).
-# GPU tests are labelled 'gpu' and report Skipped where no GPU is usable.
+# Builds gcompute with its tests and runs them (unit, kernel, store, service, end-to-end,
+# deployment and the Python client's pytest suite). GPU tests are labelled 'gpu' and report
+# Skipped where no GPU is usable.
 # With CI=true (or --sanitize) it also builds and runs the CPU tests under AddressSanitizer
 # and UndefinedBehaviorSanitizer; with CI=true (or --fuzz) it also runs every libFuzzer target
 # of tests/fuzz for GCOMPUTE_FUZZ_SECONDS (default 60) from its checked-in corpus, with clang
 # (installed by deploy/install-deps.sh --fuzz). Installs missing Debian packages first.
+#
+# The build directory is its own (build/, or $GCOMPUTE_BUILD_DIR; deploy/serve.sh uses
+# build-serve/), and the options that decide which tests exist are set on every run, so that
+# no other configuration of the same directory can leave tests out. tests/check_tests.py fails
+# the run if ctest lists or runs fewer tests than the tree defines.
+# GCOMPUTE_CMAKE_ARGS adds CMake arguments (e.g. -DGCOMPUTE_CUDA=OFF -DGCOMPUTE_BUILD_BENCH=OFF);
+# it cannot turn the tests off.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${GCOMPUTE_BUILD_DIR:-$root/build}
@@ -22,21 +30,36 @@ done
 
 "$root/deploy/install-deps.sh"
 
+# run_tests BUILD_DIR CTEST_ARGS...: ctest, then the count check on its JUnit report.
+run_tests() {
+  local dir=$1
+  shift
+  /usr/bin/python3 "$root/tests/check_tests.py" "$dir" -- "$@"
+  ctest --test-dir "$dir" --output-on-failure --no-tests=error --output-junit "$dir/ctest-junit.xml" "$@"
+  /usr/bin/python3 "$root/tests/check_tests.py" "$dir" --junit "$dir/ctest-junit.xml" -- "$@"
+}
+
 echo "== build ($build)"
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGCOMPUTE_WERROR=ON
+# shellcheck disable=SC2086  # GCOMPUTE_CMAKE_ARGS is a list of arguments
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGCOMPUTE_WERROR=ON \
+  -DGCOMPUTE_BUILD_BENCH=ON ${GCOMPUTE_CMAKE_ARGS:-} \
+  -DGCOMPUTE_BUILD_TESTS=ON -DGCOMPUTE_BUILD_SERVICE=ON -DGCOMPUTE_SANITIZE=OFF
 cmake --build "$build" -j "$jobs"
 echo "== tests"
-ctest --test-dir "$build" --output-on-failure -j "$jobs" --timeout 900
+run_tests "$build" -j "$jobs" --timeout 900
 
 if [[ $sanitize == 1 ]]; then
   asan=${build}-asan
   echo "== build with AddressSanitizer + UndefinedBehaviorSanitizer ($asan)"
   cmake -S "$root" -B "$asan" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DGCOMPUTE_SANITIZE=ON \
-    -DGCOMPUTE_CUDA=OFF -DGCOMPUTE_BUILD_BENCH=OFF -DGCOMPUTE_WERROR=ON
+    -DGCOMPUTE_CUDA=OFF -DGCOMPUTE_BUILD_BENCH=OFF -DGCOMPUTE_WERROR=ON \
+    -DGCOMPUTE_BUILD_TESTS=ON -DGCOMPUTE_BUILD_SERVICE=ON
   cmake --build "$asan" -j "$jobs"
   echo "== tests under sanitizers"
+  # Every test but the GPU ones, the Python client's included: those start the sanitized
+  # gcompute-server and require a clean exit after the drain, so a leak or UB report fails them.
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    ctest --test-dir "$asan" --output-on-failure -j "$jobs" --timeout 1800 -LE gpu
+    run_tests "$asan" -j "$jobs" --timeout 1800 -LE gpu
 fi
 
 if [[ $fuzz == 1 ]]; then

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "client/fake_compute.hpp"
@@ -21,6 +22,23 @@ TEST(Fnv1a64, MatchesPublishedVectors) {
   EXPECT_EQ(fnv1a64(""), 0xcbf29ce484222325ull);
   EXPECT_EQ(fnv1a64("a"), 0xaf63dc4c8601ec8cull);
   EXPECT_EQ(fnv1a64("foobar"), 0x85944171f73967e8ull);
+}
+
+// Fixed scores and owners, shared with tests/python/test_routing.py: the Python client must
+// route graph ids exactly as this one does.
+TEST(RendezvousScore, FixedVectorsSharedWithThePythonClient) {
+  EXPECT_EQ(rendezvous_score("10.0.0.1:50051", "graph-0"), 0x18d73bf2f5167026ull);
+  EXPECT_EQ(rendezvous_score("10.0.0.2:50051", "graph-0"), 0xc4c41f71c51f29c5ull);
+  EXPECT_EQ(rendezvous_score("a:1", "x"), 0x312849b6243b51ddull);
+  EXPECT_EQ(rendezvous_score("[::1]:50051", "g-00000000000000ff"), 0x865ff663dc69b8beull);
+  EXPECT_EQ(rendezvous_score("127.0.0.1:7", "roads"), 0xf8d005f5898a60bcull);
+  EXPECT_EQ(rendezvous_score("", ""), 0x080e795202020c51ull);
+  EXPECT_EQ(rendezvous_score("h\xc3\xb6st:1", "g"), 0xf3485fc09dc12ebdull);  // UTF-8 bytes
+  const std::vector<std::string> replicas = {"10.0.0.1:50051", "10.0.0.2:50051", "10.0.0.3:50051"};
+  const std::vector<std::pair<std::string, std::size_t>> owners = {
+      {"graph-0", 1},    {"graph-1", 0},    {"graph-2", 1}, {"graph-3", 0},
+      {"affinity-0", 0}, {"affinity-1", 2}, {"roads", 0},   {"g-0123456789abcdef", 1}};
+  for (const auto& [id, owner] : owners) EXPECT_EQ(graph_owner(replicas, id), owner) << id;
 }
 
 // The documented score, written out independently of the client.
