@@ -44,14 +44,12 @@ void MatrixStore::release(const std::string& owner, std::uint64_t bytes) {
 }
 
 void MatrixStore::evict_expired_locked(absl::Time now, std::vector<Matrix>& dropped) {
-  for (auto it = entries_.begin(); it != entries_.end();) {
-    if (it->second.expires_at <= now) {
-      charge_locked(it->second.owner, -static_cast<std::int64_t>(it->second.matrix.desc.bytes()));
-      dropped.push_back(std::move(it->second.matrix));
-      it = entries_.erase(it);
-    } else {
-      ++it;
-    }
+  while (!by_expiry_.empty() && by_expiry_.begin()->first <= now) {
+    auto it = entries_.find(by_expiry_.begin()->second);
+    by_expiry_.erase(by_expiry_.begin());
+    charge_locked(it->second.owner, -static_cast<std::int64_t>(it->second.matrix.desc.bytes()));
+    dropped.push_back(std::move(it->second.matrix));
+    entries_.erase(it);
   }
 }
 
@@ -112,6 +110,7 @@ absl::StatusOr<StoredMatrixInfo> MatrixStore::put(Matrix m, absl::Duration ttl,
   // The reservation's bytes become the entry's; it must no longer release them.
   reservation.store_ = nullptr;
   entries_.emplace(info.id, Entry{std::move(reservation.owner_), std::move(m), info.expires_at});
+  by_expiry_.emplace(info.expires_at, info.id);
   return info;
 }
 
@@ -147,6 +146,7 @@ absl::Status MatrixStore::remove(const std::string& owner, const std::string& id
   if (it == entries_.end() || it->second.owner != owner) return not_found("ref.id", id);
   charge_locked(owner, -static_cast<std::int64_t>(it->second.matrix.desc.bytes()));
   dropped = std::move(it->second.matrix);
+  by_expiry_.erase({it->second.expires_at, id});
   entries_.erase(it);
   return absl::OkStatus();
 }

@@ -10,7 +10,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -103,6 +105,8 @@ class MatrixStore {
   Options options_;
   mutable std::mutex mu_;
   std::map<std::string, Entry> entries_;
+  /// (expiry, id) of every entry, soonest first: eviction visits only what has expired.
+  std::set<std::pair<absl::Time, std::string>> by_expiry_;
   std::uint64_t used_ = 0;                         ///< stored + reserved bytes
   std::map<std::string, std::uint64_t> by_owner_;  ///< the same per owner (no zero entries)
 };
