@@ -7,10 +7,33 @@
 
 namespace gcompute::kernels::cpu {
 
-/// One-sided Jacobi SVD on the host (the reference the GPU version must agree with).
-/// Returns CANCELLED if `stop` fires between sweeps. Not converging within max_sweeps is not
-/// an error: the result is returned with info.converged = false.
-absl::StatusOr<SvdInfo> svd_jacobi(const void* a, void* s, void* u, void* vt, const SvdShape& shape,
-                                   StopToken stop = {});
+/// SVD of a batch of row-major matrices on the host through LAPACK (OpenBLAS), by the method
+/// shape.method names: kAuto ?gesdd, kJacobi ?gejsv, kPolar QDWH + ?syevd (see SvdMethod).
+/// Outputs as SvdShape describes; U and Vt are neither read nor written without compute_uv.
+///
+/// Errors: INVALID_ARGUMENT for a bad shape or a null buffer that the shape needs;
+/// FAILED_PRECONDITION naming the matrix and element of a NaN or infinite input;
+/// RESOURCE_EXHAUSTED when LAPACK's workspace does not fit in memory or its 32-bit indexing;
+/// INTERNAL naming the routine and argument when LAPACK rejects an argument (info < 0).
+/// LAPACK's "no convergence" (info > 0) is not an error: see SvdInfo.
+///
+/// Threads: OpenBLAS keeps one thread pool per process and 0.3.21 has no per-call thread
+/// count, so the LAPACK kernels of this library take turns (detail/lapack_gate.hpp): one batch
+/// at a time runs, a large matrix on all of OpenBLAS's threads, a batch of small matrices spread
+/// over as many host threads with OpenBLAS single-threaded. Concurrent requests therefore queue
+/// here rather than oversubscribe the cores.
+///
+/// Cancellation: `stop` is polled while waiting for that turn, between the matrices of a batch
+/// and between QDWH iterations (kPolar). One LAPACK call cannot be interrupted: a cancelled
+/// kAuto or kJacobi SVD of one large matrix returns CANCELLED only after its ?gesdd or ?gejsv
+/// call has finished (about a second at n = 1000 on two cores).
+absl::StatusOr<SvdInfo> svd(const void* a, void* s, void* u, void* vt, const SvdShape& shape,
+                            StopToken stop = {});
+
+/// The same as svd(); the name server/engine/cpu_backend.cc calls.
+inline absl::StatusOr<SvdInfo> svd_jacobi(const void* a, void* s, void* u, void* vt,
+                                          const SvdShape& shape, StopToken stop = {}) {
+  return svd(a, s, u, vt, shape, stop);
+}
 
 }  // namespace gcompute::kernels::cpu

@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "detail/lapack_gate.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <new>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+
+// OpenBLAS's thread controls. Weak, so that the library still links against another BLAS
+// (where the small-matrix mode then only spreads items over host threads).
+extern "C" {
+int openblas_get_num_threads(void) __attribute__((weak));
+void openblas_set_num_threads(int) __attribute__((weak));
+}
+
+namespace gcompute::kernels::cpu::detail {
+namespace {
+
+std::timed_mutex& lapack_turn() {
+  static std::timed_mutex mu;
+  return mu;
+}
+
+int blas_threads() {
+  return openblas_get_num_threads != nullptr ? std::max(1, openblas_get_num_threads()) : 1;
+}
+
+void set_blas_threads(int n) {
+  if (openblas_set_num_threads != nullptr) openblas_set_num_threads(n);
+}
+
+absl::Status call_item(const char* op, std::int64_t b,
+                       const std::function<absl::Status(std::int64_t)>& item) {
+  try {
+    return item(b);
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(op, ": out of host memory for the LAPACK workspace of matrix ", b));
+  }
+}
+
+absl::Status cancelled(const char* op, std::int64_t done, std::int64_t batch) {
+  return absl::CancelledError(
+      absl::StrCat(op, ": cancelled after ", done, " of ", batch, " matrices"));
+}
+
+}  // namespace
+
+absl::Status run_batch(const char* op, std::int64_t batch, bool small, StopToken stop,
+                       const std::function<absl::Status(std::int64_t)>& item) {
+  if (batch <= 0) return absl::OkStatus();
+  // Wait for the turn, polling the stop token: a queued request stays cancellable.
+  std::unique_lock<std::timed_mutex> turn(lapack_turn(), std::defer_lock);
+  while (!turn.try_lock_for(std::chrono::milliseconds(10))) {
+    if (stop.stop_requested()) {
+      return absl::CancelledError(
+          absl::StrCat(op, ": cancelled while waiting for another LAPACK call to finish"));
+    }
+  }
+
+  const int pool = blas_threads();
+  const std::int64_t threads =
+      small ? std::min<std::int64_t>(
+                  batch, std::max<std::int64_t>(pool, std::thread::hardware_concurrency()))
+            : 1;
+  if (threads <= 1) {
+    for (std::int64_t b = 0; b < batch; ++b) {
+      if (stop.stop_requested()) return cancelled(op, b, batch);
+      if (absl::Status st = call_item(op, b, item); !st.ok()) return st;
+    }
+    return absl::OkStatus();
+  }
+
+  // Small matrices: OpenBLAS single-threaded, items over host threads. Restored on return.
+  struct RestoreThreads {
+    int count;
+    ~RestoreThreads() { set_blas_threads(count); }
+  } restore{pool};
+  set_blas_threads(1);
+  std::atomic<std::int64_t> next{0};
+  std::atomic<std::int64_t> done{0};
+  std::mutex error_mu;
+  absl::Status error;
+  auto worker = [&] {
+    for (std::int64_t b = next++; b < batch; b = next++) {
+      absl::Status st =
+          stop.stop_requested() ? cancelled(op, done.load(), batch) : call_item(op, b, item);
+      if (!st.ok()) {
+        std::lock_guard<std::mutex> lock(error_mu);
+        if (error.ok()) error = std::move(st);
+        next = batch;  // hand out no more work
+        return;
+      }
+      ++done;
+    }
+  };
+  std::vector<std::thread> pool_threads;
+  for (std::int64_t t = 1; t < threads; ++t) {
+    try {
+      pool_threads.emplace_back(worker);
+    } catch (const std::system_error&) {
+      break;  // out of threads: the running ones take all the work
+    }
+  }
+  worker();
+  for (std::thread& t : pool_threads) t.join();
+  return error;
+}
+
+}  // namespace gcompute::kernels::cpu::detail
