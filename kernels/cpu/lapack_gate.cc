@@ -27,7 +27,12 @@ std::timed_mutex& lapack_turn() {
   return mu;
 }
 
+// The pool size while a small batch runs OpenBLAS single-threaded, else 0: other callers must
+// still see the configured size (and wait for their turn) in the meantime.
+std::atomic<int> overridden_pool{0};
+
 int blas_threads() {
+  if (const int saved = overridden_pool.load(); saved > 0) return saved;
   return openblas_get_num_threads != nullptr ? std::max(1, openblas_get_num_threads()) : 1;
 }
 
@@ -55,16 +60,19 @@ absl::Status cancelled(const char* op, std::int64_t done, std::int64_t batch) {
 absl::Status run_batch(const char* op, std::int64_t batch, bool small, StopToken stop,
                        const std::function<absl::Status(std::int64_t)>& item) {
   if (batch <= 0) return absl::OkStatus();
-  // Wait for the turn, polling the stop token: a queued request stays cancellable.
+  const int pool = blas_threads();
+  // A multi-threaded OpenBLAS is shared: wait for the turn, polling the stop token so that a
+  // queued request stays cancellable. A single-threaded one runs concurrent calls in parallel.
   std::unique_lock<std::timed_mutex> turn(lapack_turn(), std::defer_lock);
-  while (!turn.try_lock_for(std::chrono::milliseconds(10))) {
-    if (stop.stop_requested()) {
-      return absl::CancelledError(
-          absl::StrCat(op, ": cancelled while waiting for another LAPACK call to finish"));
+  if (pool > 1) {
+    while (!turn.try_lock_for(std::chrono::milliseconds(10))) {
+      if (stop.stop_requested()) {
+        return absl::CancelledError(
+            absl::StrCat(op, ": cancelled while waiting for another LAPACK call to finish"));
+      }
     }
   }
 
-  const int pool = blas_threads();
   const std::int64_t threads =
       small ? std::min<std::int64_t>(
                   batch, std::max<std::int64_t>(pool, std::thread::hardware_concurrency()))
@@ -77,12 +85,20 @@ absl::Status run_batch(const char* op, std::int64_t batch, bool small, StopToken
     return absl::OkStatus();
   }
 
-  // Small matrices: OpenBLAS single-threaded, items over host threads. Restored on return.
+  // Small matrices: OpenBLAS single-threaded (while this batch holds the turn), items over
+  // host threads.
   struct RestoreThreads {
     int count;
-    ~RestoreThreads() { set_blas_threads(count); }
+    ~RestoreThreads() {
+      if (count <= 1) return;
+      set_blas_threads(count);
+      overridden_pool = 0;
+    }
   } restore{pool};
-  set_blas_threads(1);
+  if (pool > 1) {
+    overridden_pool = pool;
+    set_blas_threads(1);
+  }
   std::atomic<std::int64_t> next{0};
   std::atomic<std::int64_t> done{0};
   std::mutex error_mu;

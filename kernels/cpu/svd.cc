@@ -72,7 +72,8 @@ absl::StatusOr<SvdInfo> gejsv_tall(const TallSvdArgs<T>& x) {
   std::vector<Int> iwork(static_cast<std::size_t>(x.m) + 3 * static_cast<std::size_t>(x.n) + 3);
   T dummy[1];
   // JOBA 'F': full (row and column) pivoting, for relative accuracy when A = D1 * C * D2.
-  // JOBR 'R': singular values below sigma_1 * sqrt(underflow) may be set to zero.
+  // JOBR 'R': the recommended range (only values near sigma_1 * underflow/overflow may be
+  // set to zero).
   // JOBT 'N': never work on the transpose instead. With 'T' (transpose when an entropy test
   // predicts faster convergence) two-sided graded matrices lost up to 1e6 eps of relative
   // accuracy in test_cpu_svd_graded.

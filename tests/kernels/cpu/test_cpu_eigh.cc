@@ -317,16 +317,16 @@ TEST_P(CpuEigh, Cancelled) {
   std::atomic<bool> flag{true};
   Result r = run(random_symmetric(rng, 4), make_shape(t, 4), StopToken(&flag));
   EXPECT_EQ(r.status.code(), absl::StatusCode::kCancelled) << r.status;
-  // 300 matrices of 120 x 120, one after another, cancelled after 20 ms.
+  // 300 matrices of 140 x 140, one after another, cancelled after 20 ms.
   std::vector<double> a;
-  const auto m = random_symmetric(rng, 120);
+  const auto m = random_symmetric(rng, 140);
   for (int b = 0; b < 300; ++b) a.insert(a.end(), m.begin(), m.end());
   flag = false;
   std::thread canceller([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     flag = true;
   });
-  r = run(a, make_shape(t, 120, 300), StopToken(&flag));
+  r = run(a, make_shape(t, 140, 300), StopToken(&flag));
   canceller.join();
   EXPECT_EQ(r.status.code(), absl::StatusCode::kCancelled) << r.status;
   EXPECT_NE(r.status.message().find("of 300 matrices"), absl::string_view::npos) << r.status;

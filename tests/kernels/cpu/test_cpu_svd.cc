@@ -4,6 +4,7 @@
 // driver none of the methods uses) or against the planted values of a constructed matrix.
 // Shapes: 1x1, single rows and columns, primes, tall, wide, batches, zero sizes, rank
 // deficiency, exact zeros, extreme scales. Plus cancellation, the sweep limit and bad input.
+#include <cblas.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -213,10 +214,10 @@ TEST_P(CpuSvd, CancelledBeforeStartAndBetweenMatrices) {
   Result r = run(::gcompute::testing::random_uniform<double>(rng, 16), shape, StopToken(&flag));
   EXPECT_EQ(r.status.code(), absl::StatusCode::kCancelled) << r.status;
 
-  // A batch of 200 matrices of 120 x 120 (handled one after another) takes well over 100 ms;
+  // A batch of 200 matrices of 140 x 140 (handled one after another) takes well over 100 ms;
   // cancelled after 20 ms it stops between two of them.
-  shape = make_shape(GetParam(), 120, 120, 200);
-  const auto a = ::gcompute::testing::random_uniform<double>(rng, 200 * 120 * 120);
+  shape = make_shape(GetParam(), 140, 140, 200);
+  const auto a = ::gcompute::testing::random_uniform<double>(rng, 200 * 140 * 140);
   flag = false;
   std::thread canceller([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -299,6 +300,52 @@ TEST_P(CpuSvd, IterationsAndTheirLimit) {
       EXPECT_LE(one.s[i], one.s[i - 1]);
     }
   }
+}
+
+}  // namespace
+}  // namespace gcompute::kernels::svd_test
+
+namespace gcompute::kernels::svd_test {
+namespace {
+
+// With a multi-threaded OpenBLAS the LAPACK calls of the process take turns: a second call
+// waits while a long one runs, stays cancellable while it waits, and both results are right.
+TEST(CpuSvdTurns, ConcurrentCallsTakeTurnsAndStayCancellable) {
+  if (openblas_get_num_threads() <= 1) GTEST_SKIP() << "OpenBLAS is single-threaded: no turns";
+  GC_SEEDED_RNG(rng);
+  const Case jacobi{DType::kF64, SvdMethod::kJacobi};
+  const std::int64_t n = 500;  // ?gejsv takes about a second here
+  const auto big = ::gcompute::testing::random_uniform<double>(rng, n * n);
+  // Buffers ready before the thread starts, so that it reaches LAPACK at once.
+  std::vector<double> s(n), u(n * n), vt(n * n);
+  absl::Status long_status;
+  std::thread long_call([&] {
+    long_status =
+        cpu::svd(big.data(), s.data(), u.data(), vt.data(), make_shape(jacobi, n, n)).status();
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+
+  std::atomic<bool> flag{false};
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    flag = true;
+  });
+  const auto small = ::gcompute::testing::random_uniform<double>(rng, 40 * 30);
+  const Result waited = run(small, make_shape(jacobi, 40, 30), StopToken(&flag));
+  canceller.join();
+  long_call.join();
+  EXPECT_EQ(waited.status.code(), absl::StatusCode::kCancelled) << waited.status;
+  EXPECT_NE(waited.status.message().find("waiting for another LAPACK call"),
+            absl::string_view::npos)
+      << waited.status;
+  ASSERT_TRUE(long_status.ok()) << long_status;
+  EXPECT_LE(
+      ::gcompute::testing::reconstruction_error(big.data(), u.data(), s.data(), vt.data(), n, n, n),
+      50 * n * epsilon(DType::kF64));
+  // Uncontended, the small one runs.
+  const Result alone = run(small, make_shape(jacobi, 40, 30));
+  check_one(small.data(), alone, 0, make_shape(jacobi, 40, 30), lapack_svd(small, 40, 30, false).s,
+            default_tolerances(DType::kF64, 40, 30));
 }
 
 }  // namespace

@@ -17,11 +17,13 @@ namespace gcompute::kernels::cpu {
 /// INTERNAL naming the routine and argument when LAPACK rejects an argument (info < 0).
 /// LAPACK's "no convergence" (info > 0) is not an error: see SvdInfo.
 ///
-/// Threads: OpenBLAS keeps one thread pool per process and 0.3.21 has no per-call thread
-/// count, so the LAPACK kernels of this library take turns (detail/lapack_gate.hpp): one batch
-/// at a time runs, a large matrix on all of OpenBLAS's threads, a batch of small matrices spread
-/// over as many host threads with OpenBLAS single-threaded. Concurrent requests therefore queue
-/// here rather than oversubscribe the cores.
+/// Threads: OpenBLAS keeps one thread pool per process, and 0.3.21 has no per-call thread
+/// count. While that pool has more than one thread, the LAPACK kernels of this library take
+/// turns (detail/lapack_gate.hpp): one batch at a time, a large matrix on all of OpenBLAS's
+/// threads, a batch of small matrices spread over host threads with OpenBLAS single-threaded;
+/// concurrent requests queue here rather than oversubscribe the cores. With
+/// OPENBLAS_NUM_THREADS=1 they run concurrently instead, one core each: the better setting
+/// where other processes keep the cores busy (docs/performance.md, CPU backend).
 ///
 /// Cancellation: `stop` is polled while waiting for that turn, between the matrices of a batch
 /// and between QDWH iterations (kPolar). One LAPACK call cannot be interrupted: a cancelled
