@@ -8,6 +8,8 @@
 //     -> "ok SECONDS SWEEPS CONVERGED RESIDUAL ORTHOGONALITY"
 //   eigh DTYPE BATCH N FILE CHECK
 //     -> "ok SECONDS RESIDUAL ORTHOGONALITY"
+//   lapack ROUTINE DTYPE N FILE  ROUTINE gesdd|syevd: the plain LAPACK call on an N x N matrix
+//     (vectors; gesdd JOBZ 'S'), workspace allocated and touched beforehand -> "ok SECONDS"
 //   concurrent THREADS N FILE   (f64 SVDs with vectors, one per thread, all started at once)
 //     -> "ok SECONDS_CPU_SVD SECONDS_RAW_DGESDD"
 // FILE holds BATCH matrices (row-major, little-endian DTYPE). SECONDS is the wall time of the
@@ -146,6 +148,53 @@ std::string run_eigh(int batch, int n, const std::string& path, bool check) {
   return line;
 }
 
+void lapack_gesdd(lapack_int n, double* a, double* s, double* u, double* vt, double* work,
+                  lapack_int lwork, lapack_int* iwork, lapack_int* info) {
+  LAPACK_dgesdd("S", &n, &n, a, &n, s, u, &n, vt, &n, work, &lwork, iwork, info);
+}
+void lapack_gesdd(lapack_int n, float* a, float* s, float* u, float* vt, float* work,
+                  lapack_int lwork, lapack_int* iwork, lapack_int* info) {
+  LAPACK_sgesdd("S", &n, &n, a, &n, s, u, &n, vt, &n, work, &lwork, iwork, info);
+}
+void lapack_syevd(lapack_int n, double* a, double* w, double* work, lapack_int lwork,
+                  lapack_int* iwork, lapack_int liwork, lapack_int* info) {
+  LAPACK_dsyevd("V", "U", &n, a, &n, w, work, &lwork, iwork, &liwork, info);
+}
+void lapack_syevd(lapack_int n, float* a, float* w, float* work, lapack_int lwork,
+                  lapack_int* iwork, lapack_int liwork, lapack_int* info) {
+  LAPACK_ssyevd("V", "U", &n, a, &n, w, work, &lwork, iwork, &liwork, info);
+}
+
+// The LAPACK routine alone: what cpu::svd / cpu::eigh add to it is the input copy, workspace
+// allocation and (eigh) the transpose of V.
+template <typename T>
+std::string run_lapack(const std::string& routine, int n, const std::string& path) {
+  std::vector<T> a;
+  if (!read_file(path, a, static_cast<std::size_t>(n) * n)) return "error reading " + path;
+  std::vector<T> s(n), u(static_cast<std::size_t>(n) * n), vt(u.size());
+  std::vector<lapack_int> iwork(8 * static_cast<std::size_t>(n) + 3);
+  lapack_int info = 0;
+  T query = 0;
+  if (routine == "gesdd") {
+    lapack_gesdd(n, a.data(), s.data(), u.data(), vt.data(), &query, -1, iwork.data(), &info);
+    std::vector<T> work(static_cast<std::size_t>(query) + 1, T(0));
+    const auto start = std::chrono::steady_clock::now();
+    lapack_gesdd(n, a.data(), s.data(), u.data(), vt.data(), work.data(),
+                 static_cast<lapack_int>(work.size()), iwork.data(), &info);
+    const double secs = seconds_since(start);
+    return info == 0 ? "ok " + std::to_string(secs) : "error gesdd info " + std::to_string(info);
+  }
+  lapack_int iquery = 0;
+  lapack_syevd(n, a.data(), s.data(), &query, -1, &iquery, -1, &info);
+  std::vector<T> work(static_cast<std::size_t>(query) + 1, T(0));
+  iwork.assign(static_cast<std::size_t>(iquery), 0);
+  const auto start = std::chrono::steady_clock::now();
+  lapack_syevd(n, a.data(), s.data(), work.data(), static_cast<lapack_int>(work.size()),
+               iwork.data(), static_cast<lapack_int>(iwork.size()), &info);
+  const double secs = seconds_since(start);
+  return info == 0 ? "ok " + std::to_string(secs) : "error syevd info " + std::to_string(info);
+}
+
 // THREADS concurrent f64 SVDs of the same n x n matrix, through cpu::svd and then through
 // plain dgesdd calls.
 std::string run_concurrent(int threads, int n, const std::string& path) {
@@ -203,6 +252,16 @@ std::string handle(const std::string& command) {
     if (!in) return "error: eigh DTYPE BATCH N FILE CHECK";
     return dtype == "f32" ? run_eigh<float>(batch, n, path, check != 0)
                           : run_eigh<double>(batch, n, path, check != 0);
+  }
+  if (op == "lapack") {
+    std::string routine, dtype, path;
+    int n = 0;
+    in >> routine >> dtype >> n >> path;
+    if (!in || (routine != "gesdd" && routine != "syevd")) {
+      return "error: lapack gesdd|syevd DTYPE N FILE";
+    }
+    return dtype == "f32" ? run_lapack<float>(routine, n, path)
+                          : run_lapack<double>(routine, n, path);
   }
   if (op == "concurrent") {
     int threads = 0, n = 0;

@@ -3,8 +3,11 @@
 """The CPU backend's SVD and Eigh against numpy.linalg on the same OpenBLAS, in one run.
 
 For each type and size it makes one square N(0,1) matrix A (and S = (A + A^T) / 2 for Eigh),
-then alternates, rep after rep: numpy.linalg.svd(A, full_matrices=False) and our three SVD
-methods (bench_cpu_linalg, the C++ side, kept running), numpy.linalg.eigh(S) and our eigh.
+then alternates, rep after rep: numpy.linalg.svd(A, full_matrices=False), our three SVD
+methods (bench_cpu_linalg, the C++ side, kept running) and the plain LAPACK ?gesdd call with
+its workspace ready (what both wrap), numpy.linalg.eigh(S), our eigh and plain ?syevd.
+numpy.linalg computes in double for f32 input (its _commonType) and rounds the results: its f32
+times are those of dgesdd / dsyevd.
 Every timing is one call's wall time; the table shows medians and numpy/ours speedups (above
 1.0: ours is faster). Accuracy columns come from the first rep: residual |A - U S Vt|_F / |A|_F,
 orthogonality max |Q^T Q - I|. Numpy and the C++ side run with the same OPENBLAS_NUM_THREADS
@@ -107,7 +110,7 @@ def main():
             a_path, s_path = f"{tmp}/a_{dtype}_{n}.bin", f"{tmp}/s_{dtype}_{n}.bin"
             a.tofile(a_path)
             sym.tofile(s_path)
-            times = {k: [] for k in ["np_svd", "np_eigh", "eigh"] + methods}
+            times = {k: [] for k in ["np_svd", "gesdd", "np_eigh", "eigh", "syevd"] + methods}
             acc, sweeps = {}, {}
             for rep in range(ARGS.reps):
                 check = 1 if rep == 0 else 0
@@ -121,6 +124,7 @@ def main():
                     sweeps[m] = int(r[1])
                     if rep == 0:
                         acc[m] = (r[3], r[4])
+                times["gesdd"].append(ours.ask(f"lapack gesdd {dtype} {n} {a_path}")[0])
                 t, (w, v) = timed(lambda: np.linalg.eigh(sym))
                 times["np_eigh"].append(t)
                 if rep == 0:
@@ -129,15 +133,16 @@ def main():
                 times["eigh"].append(r[0])
                 if rep == 0:
                     acc["eigh"] = (r[1], r[2])
+                times["syevd"].append(ours.ask(f"lapack syevd {dtype} {n} {s_path}")[0])
             med = {k: statistics.median(v) for k, v in times.items()}
             row = {"dtype": dtype, "n": n, "median_s": med, "min_s": {k: min(v) for k, v in times.items()},
                    "acc": acc, "sweeps": sweeps}
             rows.append(row)
-            line = f"{dtype} n={n}: numpy svd {med['np_svd']:.3f} s"
+            line = f"{dtype} n={n}: numpy svd {med['np_svd']:.3f} s, plain gesdd {med['gesdd']:.3f} s"
             for m in methods:
                 line += f", {m} {med[m]:.3f} s ({med['np_svd'] / med[m]:.2f}x)"
             line += (f"; numpy eigh {med['np_eigh']:.3f} s, eigh {med['eigh']:.3f} s "
-                     f"({med['np_eigh'] / med['eigh']:.2f}x)")
+                     f"({med['np_eigh'] / med['eigh']:.2f}x), plain syevd {med['syevd']:.3f} s")
             print(line, flush=True)
             os.remove(a_path)
             os.remove(s_path)
@@ -175,26 +180,28 @@ def main():
 
     print()
     print(f"OPENBLAS_NUM_THREADS={threads}; load average at end {os.getloadavg()[0]:.2f}")
-    head = "| type | n | numpy svd s |"
-    sep = "|---|---|---|"
+    head = "| type | n | numpy svd s | plain gesdd s |"
+    sep = "|---|---|---|---|"
     for m in methods:
         head += f" {m} s | speedup |"
         sep += "---|---|"
     if "polar" in methods:
         head += " polar iterations |"
         sep += "---|"
-    head += " numpy eigh s | eigh s | speedup | residual numpy / " + " / ".join(methods) + " / eigh |"
-    sep += "---|---|---|---|"
+    head += (" numpy eigh s | eigh s | speedup | plain syevd s | residual numpy / " +
+             " / ".join(methods) + " / eigh |")
+    sep += "---|---|---|---|---|"
     print(head)
     print(sep)
     for r in rows:
         med = r["median_s"]
-        line = f"| {r['dtype']} | {r['n']} | {med['np_svd']:.3f} |"
+        line = f"| {r['dtype']} | {r['n']} | {med['np_svd']:.3f} | {med['gesdd']:.3f} |"
         for m in methods:
             line += f" {med[m]:.3f} | {med['np_svd'] / med[m]:.2f} |"
         if "polar" in methods:
             line += f" {r['sweeps']['polar']} |"
-        line += f" {med['np_eigh']:.3f} | {med['eigh']:.3f} | {med['np_eigh'] / med['eigh']:.2f} |"
+        line += (f" {med['np_eigh']:.3f} | {med['eigh']:.3f} | {med['np_eigh'] / med['eigh']:.2f} |"
+                 f" {med['syevd']:.3f} |")
         res = [r["acc"]["np_svd"][0]] + [r["acc"][m][0] for m in methods] + [r["acc"]["eigh"][0]]
         line += " " + " / ".join(f"{x:.1e}" for x in res) + " |"
         print(line)
@@ -210,7 +217,7 @@ def main():
         with open(ARGS.csv, "w") as f:
             f.write("dtype,n,what,median_s,min_s,residual,orthogonality,iterations,threads\n")
             for r in rows:
-                for k in ["np_svd"] + methods + ["np_eigh", "eigh"]:
+                for k in ["np_svd", "gesdd"] + methods + ["np_eigh", "eigh", "syevd"]:
                     res, orth = r["acc"].get(k, (float("nan"), float("nan")))
                     f.write(f"{r['dtype']},{r['n']},{k},{r['median_s'][k]:.6f},{r['min_s'][k]:.6f},"
                             f"{res:.3e},{orth:.3e},{r['sweeps'].get(k, '')},{threads}\n")

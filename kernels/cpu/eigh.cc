@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "detail/buffer.hpp"
 #include "detail/dense.hpp"
 #include "detail/lapack.hpp"
 #include "detail/lapack_gate.hpp"
@@ -23,7 +24,7 @@ constexpr const char* kOp = "eigh";
 // whether LAPACK converged.
 template <typename T>
 absl::StatusOr<bool> eigh_one(const T* a, T* w, T* v, Int n, bool vectors) {
-  std::vector<T> z(a, a + static_cast<std::int64_t>(n) * n);
+  detail::Buffer<T> z(a, a + static_cast<std::int64_t>(n) * n);
   const Int liwork = vectors ? 3 + 5 * n : 1;
   std::vector<Int> iwork(static_cast<std::size_t>(liwork));
   absl::StatusOr<Int> info =

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "detail/buffer.hpp"
 #include "detail/dense.hpp"
 #include "detail/lapack.hpp"
 #include "detail/lapack_gate.hpp"
@@ -30,7 +31,7 @@ template <typename T>
 absl::StatusOr<SvdInfo> svd_gesdd(const T* a, T* s, T* u, T* vt, const SvdShape& shape) {
   const Int m = static_cast<Int>(shape.n), n = static_cast<Int>(shape.m);  // of A^T
   const Int p = std::min(m, n);
-  std::vector<T> at(a, a + static_cast<std::int64_t>(m) * n);
+  detail::Buffer<T> at(a, a + static_cast<std::int64_t>(m) * n);
   const char jobz = !shape.compute_uv ? 'N' : shape.full_matrices ? 'A' : 'S';
   T dummy[1];
   T* lu = shape.compute_uv ? vt : dummy;
@@ -68,7 +69,7 @@ absl::StatusOr<SvdInfo> gejsv_tall(const TallSvdArgs<T>& x) {
         absl::StrCat(kOp, ": LAPACK ", routine<T>("gejsv"),
                      " needs more workspace than 32-bit LAPACK can index"));
   }
-  std::vector<T> work(static_cast<std::size_t>(lwork));
+  detail::Buffer<T> work(static_cast<std::size_t>(lwork));
   std::vector<Int> iwork(static_cast<std::size_t>(x.m) + 3 * static_cast<std::size_t>(x.n) + 3);
   T dummy[1];
   // JOBA 'F': full (row and column) pivoting, for relative accuracy when A = D1 * C * D2.
@@ -95,13 +96,13 @@ absl::StatusOr<SvdInfo> gejsv_tall(const TallSvdArgs<T>& x) {
     std::iota(order.begin(), order.end(), Int{0});
     std::stable_sort(order.begin(), order.end(), [&](Int i, Int j) { return x.s[i] > x.s[j]; });
     auto permute_columns = [&](T* mat, Int rows, Int ld) {
-      std::vector<T> copy(mat, mat + static_cast<std::int64_t>(ld) * x.n);
+      detail::Buffer<T> copy(mat, mat + static_cast<std::int64_t>(ld) * x.n);
       for (Int k = 0; k < x.n; ++k) {
         std::copy_n(copy.data() + static_cast<std::int64_t>(order[k]) * ld, rows,
                     mat + static_cast<std::int64_t>(k) * ld);
       }
     };
-    std::vector<T> sorted(static_cast<std::size_t>(x.n));
+    detail::Buffer<T> sorted(static_cast<std::size_t>(x.n));
     for (Int k = 0; k < x.n; ++k) sorted[k] = x.s[order[k]];
     std::copy(sorted.begin(), sorted.end(), x.s);
     if (vectors) {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "detail/buffer.hpp"
 #include "detail/dense.hpp"
 #include "detail/lapack.hpp"
 #include "detail/svd_tall.hpp"
@@ -42,7 +43,7 @@ Weights qdwh_weights(double l) {
 }
 
 template <typename T>
-double frobenius_distance(const std::vector<T>& x, const std::vector<T>& y) {
+double frobenius_distance(const Buffer<T>& x, const Buffer<T>& y) {
   double sum = 0;
   for (std::size_t i = 0; i < x.size(); ++i) {
     const double d = static_cast<double>(x[i]) - static_cast<double>(y[i]);
@@ -54,7 +55,7 @@ double frobenius_distance(const std::vector<T>& x, const std::vector<T>& y) {
 template <typename T>
 class Qdwh {
  public:
-  Qdwh(Int n, std::vector<T>& x) : n_(n), nn_(static_cast<std::size_t>(n) * n), x_(x) {}
+  Qdwh(Int n, Buffer<T>& x) : n_(n), nn_(static_cast<std::size_t>(n) * n), x_(x) {}
 
   // X <- (b/c) X + (a - b/c)/sqrt(c) * Q1 Q2^T with [sqrt(c) X; I] = [Q1; Q2] R.
   absl::Status qr_step(const Weights& w) {
@@ -84,7 +85,7 @@ class Qdwh {
 
   // X <- (b/c) X + (a - b/c) X Z^-1 with Z = I + c X^T X = W^T W (Cholesky). False when Z is
   // not numerically positive definite (then the caller takes the QR step).
-  absl::StatusOr<bool> cholesky_step(const Weights& w, const std::vector<T>& x_prev) {
+  absl::StatusOr<bool> cholesky_step(const Weights& w, const Buffer<T>& x_prev) {
     z_.assign(nn_, T(0));
     for (Int j = 0; j < n_; ++j) z_[static_cast<std::size_t>(j) * n_ + j] = T(1);
     syrk_t(n_, n_, w.c, x_.data(), n_, 1.0, z_.data(), n_);
@@ -102,15 +103,15 @@ class Qdwh {
  private:
   Int n_;
   std::size_t nn_;
-  std::vector<T>& x_;
-  std::vector<T> z_, tau_;
+  Buffer<T>& x_;
+  Buffer<T> z_, tau_;
 };
 
 // A lower bound on sigma_min(X) from LAPACK's 1-norm condition estimate:
 // sigma_min >= 1 / (sqrt(n) ||X^-1||_1), ||X^-1||_1 ~ 1 / (rcond ||X||_1).
 template <typename T>
-absl::StatusOr<double> sigma_min_estimate(const std::vector<T>& x, Int n, bool triangular) {
-  std::vector<T> work(static_cast<std::size_t>(4) * n);
+absl::StatusOr<double> sigma_min_estimate(const Buffer<T>& x, Int n, bool triangular) {
+  Buffer<T> work(static_cast<std::size_t>(4) * n);
   std::vector<Int> iwork(static_cast<std::size_t>(n));
   const double norm1 = lange('1', n, n, x.data(), n, work.data());
   T rcond = 0;
@@ -119,7 +120,7 @@ absl::StatusOr<double> sigma_min_estimate(const std::vector<T>& x, Int n, bool t
     trcon('1', 'U', 'N', n, x.data(), n, &rcond, work.data(), iwork.data(), &info);
     if (absl::Status st = check_info<T>(kOp, "trcon", info); !st.ok()) return st;
   } else {
-    std::vector<T> lu(x);
+    Buffer<T> lu(x);
     std::vector<Int> ipiv(static_cast<std::size_t>(n));
     getrf(n, n, lu.data(), n, ipiv.data(), &info);
     if (absl::Status st = check_info<T>(kOp, "getrf", info); !st.ok()) return st;
@@ -135,7 +136,7 @@ absl::StatusOr<double> sigma_min_estimate(const std::vector<T>& x, Int n, bool t
 // that keep every column that already was orthogonal to the ones before it (up to rounding).
 template <typename T>
 absl::Status orthonormalize_columns(T* u, Int rows, Int cols) {
-  std::vector<T> tau(static_cast<std::size_t>(cols));
+  Buffer<T> tau(static_cast<std::size_t>(cols));
   absl::StatusOr<Int> info = call_with_workspace<T>(kOp, "geqrf", [&](T* wk, Int lw, Int* inf) {
     geqrf(rows, cols, u, rows, tau.data(), wk, lw, inf);
   });
@@ -186,7 +187,7 @@ absl::StatusOr<SvdInfo> polar_tall(const TallSvdArgs<T>& x, int max_iterations, 
 
   // A0: B itself when square, else R of B = Q R (Q kept as reflectors in b and tau).
   const bool tall = m > n;
-  std::vector<T> a0(nn, T(0)), tau;
+  Buffer<T> a0(nn, T(0)), tau;
   if (tall) {
     tau.resize(static_cast<std::size_t>(n));
     absl::StatusOr<Int> info = call_with_workspace<T>(kOp, "geqrf", [&](T* wk, Int lw, Int* inf) {
@@ -203,11 +204,11 @@ absl::StatusOr<SvdInfo> polar_tall(const TallSvdArgs<T>& x, int max_iterations, 
 
   // X0 = A0 / alpha with alpha >= ||A0||_2, and l0 <= sigma_min(X0) (clamped below at eps^2,
   // where singular values count as zero; they are handled after the iteration).
-  std::vector<T> work(static_cast<std::size_t>(n));
+  Buffer<T> work(static_cast<std::size_t>(n));
   const double alpha = std::min(lange('F', n, n, a0.data(), n, work.data()),
                                 std::sqrt(lange('1', n, n, a0.data(), n, work.data()) *
                                           lange('I', n, n, a0.data(), n, work.data())));
-  std::vector<T> xk(a0);
+  Buffer<T> xk(a0);
   for (T& v : xk) v = static_cast<T>(v / alpha);
   absl::StatusOr<double> l_est = sigma_min_estimate(xk, n, tall);
   if (!l_est.ok()) return l_est.status();
@@ -215,7 +216,7 @@ absl::StatusOr<SvdInfo> polar_tall(const TallSvdArgs<T>& x, int max_iterations, 
 
   const double dx_tolerance = std::cbrt(5 * eps);
   Qdwh<T> qdwh(n, xk);
-  std::vector<T> x_prev(nn);
+  Buffer<T> x_prev(nn);
   SvdInfo info{0, false};
   while (!info.converged && info.sweeps < max_iterations) {
     if (stop.stop_requested()) {
@@ -242,7 +243,7 @@ absl::StatusOr<SvdInfo> polar_tall(const TallSvdArgs<T>& x, int max_iterations, 
   }
 
   // H = Up^T A0 (symmetric positive semidefinite up to rounding), then H = V diag(lambda) V^T.
-  std::vector<T> h(nn);
+  Buffer<T> h(nn);
   if (tall) {  // A0 = R is upper triangular
     transpose(xk.data(), h.data(), n, n);
     trmm_right_upper(n, n, a0.data(), n, h.data(), n);
@@ -256,7 +257,7 @@ absl::StatusOr<SvdInfo> polar_tall(const TallSvdArgs<T>& x, int max_iterations, 
       h[i + static_cast<std::size_t>(j) * n] = h[j + static_cast<std::size_t>(i) * n] = mean;
     }
   }
-  std::vector<T> lambda(static_cast<std::size_t>(n));
+  Buffer<T> lambda(static_cast<std::size_t>(n));
   const char jobz = vectors ? 'V' : 'N';
   const Int liwork = vectors ? 3 + 5 * n : 1;
   std::vector<Int> iwork(static_cast<std::size_t>(liwork));
@@ -282,7 +283,7 @@ absl::StatusOr<SvdInfo> polar_tall(const TallSvdArgs<T>& x, int max_iterations, 
   }
   // U = Up V (n x n), columns of negative lambda negated; for a tall B then Q [U; 0] (and Q's
   // remaining columns for the full M x M factor).
-  std::vector<T> w(nn);
+  Buffer<T> w(nn);
   gemm(CblasNoTrans, CblasNoTrans, n, n, n, 1.0, xk.data(), n, x.vb, n, 0.0, w.data(), n);
   for (Int k = 0; k < n; ++k) {
     if (lambda[order[k]] < 0) {

@@ -16,6 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "buffer.hpp"
 
 namespace gcompute::kernels::cpu::detail {
 
@@ -65,7 +66,7 @@ absl::StatusOr<Int> call_with_workspace(const char* op, const char* name, Call&&
     return absl::ResourceExhaustedError(absl::StrCat(
         op, ": LAPACK ", routine<T>(name), " needs more workspace than 32-bit LAPACK can index"));
   }
-  std::vector<T> work(static_cast<std::size_t>(lwork));
+  Buffer<T> work(static_cast<std::size_t>(lwork));
   call(work.data(), static_cast<Int>(lwork), &info);
   if (absl::Status st = check_info<T>(op, name, info); !st.ok()) return st;
   return info;

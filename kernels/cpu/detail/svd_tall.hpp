@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "buffer.hpp"
 #include "dense.hpp"
 #include "gcompute/kernels/stop_token.hpp"
 #include "gcompute/kernels/svd_types.hpp"
@@ -52,18 +53,18 @@ absl::StatusOr<SvdInfo> svd_via_tall(const T* a, T* s, T* u, T* vt, const SvdSha
   const std::int64_t m = shape.m, n = shape.n;
   const bool vectors = shape.compute_uv;
   if (m <= n) {
-    std::vector<T> b(a, a + m * n);
-    std::vector<T> vb(vectors ? static_cast<std::size_t>(m * m) : 0);
+    Buffer<T> b(a, a + m * n);
+    Buffer<T> vb(vectors ? static_cast<std::size_t>(m * m) : 0);
     absl::StatusOr<SvdInfo> info = core(TallSvdArgs<T>{
         b.data(), static_cast<Int>(n), static_cast<Int>(m), s, vectors ? vt : nullptr,
         static_cast<Int>(svd_vt_rows(shape)), vectors ? vb.data() : nullptr});
     if (info.ok() && vectors) transpose(vb.data(), u, m, m);
     return info;
   }
-  std::vector<T> b(static_cast<std::size_t>(m * n));
+  Buffer<T> b(static_cast<std::size_t>(m * n));
   transpose(a, b.data(), m, n);
   const std::int64_t uc = svd_u_cols(shape);
-  std::vector<T> ub(vectors ? static_cast<std::size_t>(m * uc) : 0);
+  Buffer<T> ub(vectors ? static_cast<std::size_t>(m * uc) : 0);
   absl::StatusOr<SvdInfo> info = core(
       TallSvdArgs<T>{b.data(), static_cast<Int>(m), static_cast<Int>(n), s,
                      vectors ? ub.data() : nullptr, static_cast<Int>(uc), vectors ? vt : nullptr});
