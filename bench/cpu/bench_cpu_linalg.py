@@ -14,7 +14,7 @@ orthogonality max |Q^T Q - I|. Numpy and the C++ side run with the same OPENBLAS
 (--threads; default: OpenBLAS's own choice, one thread per core).
 
 usage: /usr/bin/python3 bench/cpu/bench_cpu_linalg.py --binary build/bench/bench_cpu_linalg
-           [--sizes 500,1000,2000] [--dtypes f64,f32] [--reps 3] [--threads N]
+           [--sizes 500,1000,2000] [--dtypes f64,f32] [--reps 3] [--warmup 1] [--threads N]
            [--methods auto,jacobi,polar] [--batch 32:1000] [--concurrent 500] [--csv FILE]
 """
 import argparse
@@ -28,6 +28,7 @@ def parse_args():
     p.add_argument("--sizes", default="500,1000,2000")
     p.add_argument("--dtypes", default="f64,f32")
     p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--warmup", type=int, default=1, help="unmeasured rounds before the reps")
     p.add_argument("--threads", type=int, default=0, help="OPENBLAS_NUM_THREADS (0: unset)")
     p.add_argument("--methods", default="auto,jacobi,polar")
     p.add_argument("--batch", default="", help="N:COUNT, e.g. 32:1000: also a batch of small SVDs")
@@ -112,7 +113,7 @@ def main():
             sym.tofile(s_path)
             times = {k: [] for k in ["np_svd", "gesdd", "np_eigh", "eigh", "syevd"] + methods}
             acc, sweeps = {}, {}
-            for rep in range(ARGS.reps):
+            for rep in range(-ARGS.warmup, ARGS.reps):
                 check = 1 if rep == 0 else 0
                 t, (u, s, vt) = timed(lambda: np.linalg.svd(a, full_matrices=False))
                 times["np_svd"].append(t)
@@ -134,6 +135,7 @@ def main():
                 if rep == 0:
                     acc["eigh"] = (r[1], r[2])
                 times["syevd"].append(ours.ask(f"lapack syevd {dtype} {n} {s_path}")[0])
+            times = {k: v[ARGS.warmup:] for k, v in times.items()}
             med = {k: statistics.median(v) for k, v in times.items()}
             row = {"dtype": dtype, "n": n, "median_s": med, "min_s": {k: min(v) for k, v in times.items()},
                    "acc": acc, "sweeps": sweeps}
@@ -156,9 +158,10 @@ def main():
             path = f"{tmp}/batch_{dtype}.bin"
             a.tofile(path)
             t_np, t_ours = [], []
-            for rep in range(ARGS.reps):
+            for rep in range(-ARGS.warmup, ARGS.reps):
                 t_np.append(timed(lambda: np.linalg.svd(a, full_matrices=False))[0])
                 t_ours.append(ours.ask(f"svd auto {dtype} {count} {n} {n} {path} 0")[0])
+            t_np, t_ours = t_np[ARGS.warmup:], t_ours[ARGS.warmup:]
             batch_rows.append((dtype, n, count, statistics.median(t_np), statistics.median(t_ours)))
             print(f"batch {count} x {n}x{n} {dtype}: numpy svd {batch_rows[-1][3]:.3f} s, "
                   f"auto {batch_rows[-1][4]:.3f} s ({batch_rows[-1][3] / batch_rows[-1][4]:.2f}x)",
@@ -170,7 +173,8 @@ def main():
         n = ARGS.concurrent
         path = f"{tmp}/concurrent.bin"
         rng.standard_normal((n, n)).tofile(path)
-        runs = [ours.ask(f"concurrent 2 {n} {path}") for _ in range(ARGS.reps)]
+        runs = [ours.ask(f"concurrent 2 {n} {path}") for _ in range(ARGS.warmup + ARGS.reps)]
+        runs = runs[ARGS.warmup:]
         concurrent = (n, statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs))
         print(f"2 concurrent f64 SVDs of {n}x{n}: cpu::svd (taking turns) {concurrent[1]:.3f} s, "
               f"plain dgesdd at once {concurrent[2]:.3f} s", flush=True)
