@@ -11,7 +11,9 @@ times are those of dgesdd / dsyevd.
 Every timing is one call's wall time; the table shows medians and numpy/ours speedups (above
 1.0: ours is faster). Accuracy columns come from the first rep: residual |A - U S Vt|_F / |A|_F,
 orthogonality max |Q^T Q - I|. Numpy and the C++ side run with the same OPENBLAS_NUM_THREADS
-(--threads; default: OpenBLAS's own choice, one thread per core).
+(--threads; default: OpenBLAS's own choice, one thread per core). Every timed call follows
+a pause (--pause): a multi-threaded OpenBLAS leaves its threads spinning for a while after a
+call, and in the other process they would compete with the next call.
 
 usage: /usr/bin/python3 bench/cpu/bench_cpu_linalg.py --binary build/bench/bench_cpu_linalg
            [--sizes 500,1000,2000] [--dtypes f64,f32] [--reps 3] [--warmup 1] [--threads N]
@@ -29,6 +31,8 @@ def parse_args():
     p.add_argument("--dtypes", default="f64,f32")
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--warmup", type=int, default=1, help="unmeasured rounds before the reps")
+    p.add_argument("--pause", type=float, default=0.3,
+                   help="seconds of rest before every timed call (see below)")
     p.add_argument("--threads", type=int, default=0, help="OPENBLAS_NUM_THREADS (0: unset)")
     p.add_argument("--methods", default="auto,jacobi,polar")
     p.add_argument("--batch", default="", help="N:COUNT, e.g. 32:1000: also a batch of small SVDs")
@@ -60,6 +64,7 @@ class Ours:
                                      text=True, bufsize=1)
 
     def ask(self, command):
+        time.sleep(ARGS.pause)
         self.proc.stdin.write(command + "\n")
         self.proc.stdin.flush()
         line = self.proc.stdout.readline().split()
@@ -73,6 +78,7 @@ class Ours:
 
 
 def timed(f):
+    time.sleep(ARGS.pause)
     start = time.perf_counter()
     out = f()
     return time.perf_counter() - start, out
