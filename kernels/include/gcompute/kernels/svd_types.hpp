@@ -49,6 +49,7 @@ struct SvdShape {
   DType dtype = DType::kF64;
   bool compute_uv = true;
   bool full_matrices = false;
+  /// Which algorithm (see SvdMethod).
   SvdMethod method = SvdMethod::kAuto;
   /// CUDA Jacobi convergence: a pair (i, j) is orthogonal once |a_i . a_j| <= tol * |a_i| * |a_j|.
   /// 0 selects the default, sqrt(max(m, n)) * machine epsilon of dtype (as LAPACK's xGESVJ).

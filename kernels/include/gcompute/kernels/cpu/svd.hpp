@@ -29,7 +29,7 @@ namespace gcompute::kernels::cpu {
 /// and between QDWH iterations (kPolar). One LAPACK call cannot be interrupted: a cancelled
 /// kAuto or kJacobi SVD of one large matrix returns CANCELLED only after its ?gesdd or ?gejsv
 /// call has finished (for a 1000 x 1000 f64 matrix on the two-core development machine: about
-/// 0.6 s and 2.5 s; at 2000 x 2000: 4 s and 20 s).
+/// 0.5 s and 3 s; at 2000 x 2000: 5 s and 22 s).
 absl::StatusOr<SvdInfo> svd(const void* a, void* s, void* u, void* vt, const SvdShape& shape,
                             StopToken stop = {});
 
