@@ -43,7 +43,8 @@ RUN useradd --system --uid 10001 --user-group --no-create-home --home-dir /nonex
 ENV PATH=/opt/gcompute/bin:${PATH} \
     LD_LIBRARY_PATH=/opt/gcompute/lib \
     NVIDIA_VISIBLE_DEVICES=all \
-    NVIDIA_DRIVER_CAPABILITIES=compute,utility
+    NVIDIA_DRIVER_CAPABILITIES=compute,utility \
+    OPENBLAS_NUM_THREADS=1
 USER 10001:10001
 # gRPC and Prometheus /metrics.
 EXPOSE 50051 9464

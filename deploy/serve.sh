@@ -17,4 +17,7 @@ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release ${GCOMPUTE_CMAK
   -DGCOMPUTE_SANITIZE=OFF >/dev/null
 cmake --build "$build" --target gcompute-server gcompute
 echo "serve: the CLI is $build/client/gcompute (try: $build/client/gcompute info)" >&2
+# One OpenBLAS thread per request: the server runs several at once (docs/performance.md, CPU
+# backend, Threads). Set OPENBLAS_NUM_THREADS yourself to override.
+export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
 exec "$build/server/gcompute-server" "$@"

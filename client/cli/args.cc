@@ -75,11 +75,17 @@ const std::vector<CommandSpec>& commands() {
        {{"out", ValueKind::kString, "prefix of the output files (required)"},
         {"no-vectors", ValueKind::kFlag, "compute singular values only"},
         {"full", ValueKind::kFlag, "full U (rows x rows) and Vt (cols x cols)"},
-        {"tol", ValueKind::kDouble, "convergence tolerance in [0, 1); 0: the server's default"},
-        {"max-sweeps", ValueKind::kUint, "most Jacobi sweeps; 0: the server's default (60)"}},
+        {"method",
+         ValueKind::kString,
+         "auto (the backend's fastest), jacobi (small values accurate) or polar",
+         {"auto", "jacobi", "polar"}},
+        {"tol", ValueKind::kDouble, "GPU Jacobi tolerance in [0, 1); 0: the server's default"},
+        {"max-sweeps", ValueKind::kUint,
+         "most GPU Jacobi sweeps or QDWH iterations; 0: the server's default (60)"}},
        "singular value decomposition A = U diag(S) Vt",
        "Writes PREFIX.S.npy (descending; 1-D, or (batch, p) for a 3-D input), PREFIX.U.npy and\n"
-       "PREFIX.Vt.npy, and prints the sweeps executed and whether Jacobi converged.\n"},
+       "PREFIX.Vt.npy, and prints the sweeps (GPU Jacobi) or QDWH iterations executed (0 where\n"
+       "LAPACK keeps its count) and whether the method converged.\n"},
       {{"apsp"},
        {"GRAPH", "OUT.npy"},
        2,
@@ -202,18 +208,14 @@ std::string command_name(const std::vector<std::string>& words) {
 
 // The placeholder shown for an option's value in help texts.
 std::string metavar(const OptionSpec& o) {
-  static const std::map<std::string, std::string> names = {{"server", "HOST:PORT"},
-                                                           {"timeout", "SECONDS"},
-                                                           {"inline-limit", "BYTES"},
-                                                           {"max-message-bytes", "BYTES"},
-                                                           {"precision", "P"},
-                                                           {"out", "PREFIX"},
-                                                           {"tol", "X"},
-                                                           {"max-sweeps", "N"},
-                                                           {"next-hop", "NEXT.npy"},
-                                                           {"vertices", "N"},
-                                                           {"expected-version", "V"},
-                                                           {"service", "NAME"}};
+  static const std::map<std::string, std::string> names = {
+      {"server", "HOST:PORT"},   {"timeout", "SECONDS"},
+      {"inline-limit", "BYTES"}, {"max-message-bytes", "BYTES"},
+      {"precision", "P"},        {"method", "M"},
+      {"out", "PREFIX"},         {"tol", "X"},
+      {"max-sweeps", "N"},       {"next-hop", "NEXT.npy"},
+      {"vertices", "N"},         {"expected-version", "V"},
+      {"service", "NAME"}};
   auto it = names.find(o.name);
   return it == names.end() ? "VALUE" : it->second;
 }

@@ -194,6 +194,9 @@ class Cli {
     client::SvdOptions o;
     o.compute_uv = !cl_.has("no-vectors");
     o.full_matrices = cl_.has("full");
+    const std::string method = cl_.get("method");
+    if (method == "jacobi") o.method = client::SvdMethod::kJacobi;
+    if (method == "polar") o.method = client::SvdMethod::kPolar;
     if (cl_.has("tol")) o.tolerance = std::stod(cl_.get("tol"));
     if (cl_.has("max-sweeps")) {
       const uint64_t sweeps = std::stoull(cl_.get("max-sweeps"));

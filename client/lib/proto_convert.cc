@@ -78,6 +78,17 @@ void to_proto(const SvdOptions& o, pb::SvdRequest* request) {
   request->set_full_matrices(o.full_matrices);
   request->set_tolerance(o.tolerance);
   request->set_max_sweeps(o.max_sweeps);
+  switch (o.method) {
+    case SvdMethod::kAuto:
+      request->set_method(pb::SVD_METHOD_AUTO);
+      break;
+    case SvdMethod::kJacobi:
+      request->set_method(pb::SVD_METHOD_JACOBI);
+      break;
+    case SvdMethod::kPolar:
+      request->set_method(pb::SVD_METHOD_POLAR);
+      break;
+  }
 }
 
 absl::StatusOr<HostMatrix> from_proto(pb::Matrix* m) {

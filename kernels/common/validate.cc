@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gcompute/kernels/apsp_types.hpp"
+#include "gcompute/kernels/eigh_types.hpp"
 #include "gcompute/kernels/graph_batch_types.hpp"
 #include "gcompute/kernels/matmul_types.hpp"
 #include "gcompute/kernels/svd_types.hpp"
@@ -88,6 +89,11 @@ absl::Status validate(const SvdShape& s) {
     return absl::InvalidArgumentError(
         absl::StrCat("svd takes f32 or f64 matrices, got ", dtype_name(s.dtype)));
   }
+  if (s.method != SvdMethod::kAuto && s.method != SvdMethod::kJacobi &&
+      s.method != SvdMethod::kPolar) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "svd: method must be auto, jacobi or polar, got ", static_cast<int>(s.method)));
+  }
   if (!(s.tolerance >= 0 && s.tolerance < 1)) {
     return absl::InvalidArgumentError(
         absl::StrCat("svd: tolerance must be in [0, 1) (0 = default), got ", s.tolerance));
@@ -111,6 +117,29 @@ absl::Status validate(const SvdTuning& t) {
   return absl::OkStatus();
 }
 
+double effective_symmetry_tolerance(const EighShape& s) {
+  if (s.symmetry_tolerance > 0) return s.symmetry_tolerance;
+  const double eps = s.dtype == DType::kF32 ? std::numeric_limits<float>::epsilon()
+                                            : std::numeric_limits<double>::epsilon();
+  return static_cast<double>(std::max<std::int64_t>(s.n, 1)) * eps;
+}
+
+absl::Status validate(const EighShape& s) {
+  if (s.batch < 0 || s.n < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("eigh: negative shape n=", s.n, " batch=", s.batch));
+  }
+  if (s.dtype != DType::kF32 && s.dtype != DType::kF64) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("eigh takes f32 or f64 matrices, got ", dtype_name(s.dtype)));
+  }
+  if (!(s.symmetry_tolerance >= 0 && s.symmetry_tolerance < 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "eigh: symmetry_tolerance must be in [0, 1) (0 = default), got ", s.symmetry_tolerance));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status validate(const ApspTuning& t) {
   if (t.depth < 0 || t.depth > 2) {
     return absl::InvalidArgumentError(
@@ -126,6 +155,50 @@ absl::Status validate(const GraphOptions& o) {
         "GraphOptions: need min_capacity >= 1, 0 < grow_load <= max_load < 1, pool_slack >= 0");
   }
   return absl::OkStatus();
+}
+
+namespace {
+
+template <typename T>
+Asymmetry max_asymmetry(const T* a, const EighShape& s) {
+  const std::int64_t n = s.n;
+  Asymmetry worst;
+  for (std::int64_t b = 0; b < s.batch; ++b) {
+    const T* m = a + b * n * n;
+    double max_abs = 0;
+    for (std::int64_t i = 0; i < n * n; ++i) {
+      const double v = std::abs(static_cast<double>(m[i]));
+      if (std::isfinite(v)) max_abs = std::max(max_abs, v);
+    }
+    if (max_abs == 0) continue;
+    for (std::int64_t i = 1; i < n; ++i) {
+      for (std::int64_t j = 0; j < i; ++j) {
+        const double lower = m[i * n + j], upper = m[j * n + i];
+        if (!std::isfinite(lower) || !std::isfinite(upper)) continue;
+        const double relative = std::abs(lower - upper) / max_abs;
+        if (relative > worst.relative) worst = {b, i, j, lower, upper, max_abs, relative};
+      }
+    }
+  }
+  return worst;
+}
+
+}  // namespace
+
+Asymmetry find_max_asymmetry(const void* a, const EighShape& s) {
+  if (s.batch <= 0 || s.n <= 1) return {};
+  return s.dtype == DType::kF32 ? max_asymmetry(static_cast<const float*>(a), s)
+                                : max_asymmetry(static_cast<const double*>(a), s);
+}
+
+absl::Status check_symmetric(const void* a, const EighShape& s) {
+  const Asymmetry w = find_max_asymmetry(a, s);
+  const double tol = effective_symmetry_tolerance(s);
+  if (w.relative <= tol) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "eigh: matrix ", w.batch_index, " is not symmetric: a[", w.row, "][", w.col, "] = ", w.lower,
+      " but a[", w.col, "][", w.row, "] = ", w.upper, " (difference ", std::abs(w.lower - w.upper),
+      " > tolerance ", tol, " x max |a_ij| ", w.max_abs, " = ", tol * w.max_abs, ")"));
 }
 
 absl::Status validate(const ApspShape& s) {

@@ -139,6 +139,22 @@ absl::StatusOr<ops::SvdRequest> decode(v1::SvdRequest& request, bool batched) {
   out.batched = batched;
   out.compute_uv = request.has_compute_uv() ? request.compute_uv() : true;
   out.full_matrices = request.full_matrices();
+  switch (request.method()) {
+    case v1::SVD_METHOD_AUTO:
+      out.method = kernels::SvdMethod::kAuto;
+      break;
+    case v1::SVD_METHOD_JACOBI:
+      out.method = kernels::SvdMethod::kJacobi;
+      break;
+    case v1::SVD_METHOD_POLAR:
+      out.method = kernels::SvdMethod::kPolar;
+      break;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("method = ", static_cast<int>(request.method()),
+                       " is not a known SvdMethod (SVD_METHOD_AUTO, SVD_METHOD_JACOBI or "
+                       "SVD_METHOD_POLAR)"));
+  }
   out.tolerance = request.tolerance();
   out.max_sweeps = request.max_sweeps();
   GC_ASSIGN_OR_RETURN(out.output, decode_output(request.output()));

@@ -74,6 +74,11 @@ absl::StatusOr<Matrix> CpuBackend::matmul(const Matrix& a, const Matrix& b, cons
 
 absl::StatusOr<SvdOutput> CpuBackend::svd(const Matrix& a, const kernels::SvdShape& shape,
                                           JobContext& ctx) {
+  return svd_on_host(a, shape, ctx);
+}
+
+absl::StatusOr<SvdOutput> svd_on_host(const Matrix& a, const kernels::SvdShape& shape,
+                                      JobContext& ctx) {
   const SvdOutputDescs descs = svd_outputs(shape);
   SvdOutput out;
   auto s = allocate_matrix(descs.s);
@@ -88,9 +93,9 @@ absl::StatusOr<SvdOutput> CpuBackend::svd(const Matrix& a, const kernels::SvdSha
     out.vt = *std::move(vt);
   }
   auto info = timed(ctx, [&] {
-    return kernels::cpu::svd_jacobi(
-        a.bytes(), out.s.mutable_bytes(), out.u ? out.u->mutable_bytes() : nullptr,
-        out.vt ? out.vt->mutable_bytes() : nullptr, shape, ctx.stop_token());
+    return kernels::cpu::svd(a.bytes(), out.s.mutable_bytes(),
+                             out.u ? out.u->mutable_bytes() : nullptr,
+                             out.vt ? out.vt->mutable_bytes() : nullptr, shape, ctx.stop_token());
   });
   if (!info.ok()) return info.status();
   out.info = *info;

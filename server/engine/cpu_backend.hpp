@@ -36,4 +36,9 @@ class CpuBackend final : public Backend {
 absl::StatusOr<ApspOutput> apsp_on_host(const Matrix& weights, const kernels::ApspShape& shape,
                                         JobContext& ctx);
 
+/// SVD with LAPACK on host bytes (`a` must be on the host). The CPU backend's svd; the CUDA
+/// backend's for SvdMethod::kPolar, which has no GPU implementation yet.
+absl::StatusOr<SvdOutput> svd_on_host(const Matrix& a, const kernels::SvdShape& shape,
+                                      JobContext& ctx);
+
 }  // namespace gcompute::server

@@ -72,6 +72,7 @@ struct SvdRequest {
   bool batched = false;  ///< BatchedSvd: a batch of matrices; Svd: exactly one
   bool compute_uv = true;
   bool full_matrices = false;
+  kernels::SvdMethod method = kernels::SvdMethod::kAuto;
   double tolerance = 0;
   int max_sweeps = 0;
   OutputOptions output;

@@ -23,6 +23,7 @@ absl::StatusOr<PreparedOp> prepare_svd(SvdRequest request, OpEnv& env, const Cal
   shape.dtype = a.desc.dtype;
   shape.compute_uv = request.compute_uv;
   shape.full_matrices = request.full_matrices;
+  shape.method = request.method;
   shape.tolerance = request.tolerance;
   shape.max_sweeps = request.max_sweeps;
   if (absl::Status st = kernels::validate(shape); !st.ok()) {

@@ -341,10 +341,16 @@ class CliTest(E2eBase):
         prefix = self.path("b")
         self.cli("svd", self.save("b.npy", a), "--out", prefix)
         self.check_svd(a, prefix, False, 1e-10)
-        # One sweep is not enough for a random 30x30 matrix.
-        r = self.cli("svd", self.save("c.npy", self.rng.standard_normal((30, 30))), "--out", prefix, "--max-sweeps", "1")
+        # One QDWH iteration is not enough for a random 30x30 matrix.
+        c = self.rng.standard_normal((30, 30))
+        r = self.cli("svd", self.save("c.npy", c), "--out", prefix, "--method", "polar", "--max-sweeps", "1")
         self.assertIn("sweeps: 1", r.stdout)
         self.assertIn("converged: false", r.stdout)
+        # Every method agrees with LAPACK.
+        for method in ("auto", "jacobi", "polar"):
+            r = self.cli("svd", self.path("c.npy"), "--out", prefix + method, "--method", method)
+            self.assertIn("converged: true", r.stdout)
+            self.check_svd(c, prefix + method, False, 1e-10)
 
     def test_large_matrices_are_chunked(self):
         # 1500 x 1500 f32 = 9 MB: over the CLI's inline limit (half of 8 MiB), so it is uploaded in

@@ -95,13 +95,21 @@ TEST_F(CudaBackendTest, SvdAndApspMatchCpu) {
   ss.n = 70;
   ss.dtype = DType::kF64;
   Matrix a = random_f64(ss.m, ss.n);
-  JobContext gj, cj;
-  auto g = gpu_->svd(a, ss, gj);
-  ASSERT_TRUE(g.ok()) << g.status();
-  auto h = cpu_.svd(a, ss, cj);
-  ASSERT_TRUE(h.ok());
-  for (std::int64_t i = 0; i < ss.n; ++i) {
-    EXPECT_NEAR(g->s.as<double>()[i], h->s.as<double>()[i], 1e-10 * h->s.as<double>()[0]) << i;
+  for (const auto method :
+       {kernels::SvdMethod::kAuto, kernels::SvdMethod::kJacobi, kernels::SvdMethod::kPolar}) {
+    SCOPED_TRACE(kernels::svd_method_name(method));
+    ss.method = method;
+    JobContext gj, cj;
+    auto g = gpu_->svd(a, ss, gj);
+    ASSERT_TRUE(g.ok()) << g.status();
+    EXPECT_TRUE(g->info.converged);
+    // POLAR has no GPU implementation yet: it runs on the host, and says so.
+    EXPECT_EQ(gj.device == "cpu", method == kernels::SvdMethod::kPolar) << gj.device;
+    auto h = cpu_.svd(a, ss, cj);
+    ASSERT_TRUE(h.ok());
+    for (std::int64_t i = 0; i < ss.n; ++i) {
+      EXPECT_NEAR(g->s.as<double>()[i], h->s.as<double>()[i], 1e-10 * h->s.as<double>()[0]) << i;
+    }
   }
 
   const std::int64_t n = 150;

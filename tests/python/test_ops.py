@@ -181,10 +181,23 @@ def test_batched_svd(client, rng, dtype):
         client.batched_svd(a[0])
 
 
+@pytest.mark.parametrize("method", ["auto", "jacobi", "polar"])
+def test_svd_methods_agree_with_numpy(client, rng, method):
+    a = rng.standard_normal((13, 8))
+    u, s, vt = client.svd(a, full_matrices=False, method=method)
+    check_svd(a, u, s, vt, False, EPS[np.float64])
+    assert np.allclose(s, np.linalg.svd(a, compute_uv=False), rtol=0, atol=1e-12)
+
+
+def test_svd_unknown_method_is_invalid(client):
+    with pytest.raises(gcompute.InvalidArgument, match="method"):
+        client.svd(np.eye(3), method="qr")
+
+
 def test_svd_not_converged_raises_linalg_error(client, rng):
     a = rng.uniform(-1, 1, (40, 30))
     with pytest.raises(np.linalg.LinAlgError) as info:
-        client.svd(a, max_sweeps=1)
+        client.svd(a, method="polar", max_sweeps=1)
     e = info.value
     assert isinstance(e, gcompute.SvdNotConverged) and e.sweeps == 1
     u, s, vt = e.result

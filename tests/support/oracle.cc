@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "support/oracle.hpp"
 
+#include <gtest/gtest.h>
 #include <lapack.h>
 
 #include <algorithm>
@@ -77,6 +78,57 @@ LapackSvd lapack_svd(const std::vector<double>& a, std::int64_t m, std::int64_t 
   if (!vectors) {
     r.u.clear();
     r.vt.clear();
+  }
+  return r;
+}
+
+std::vector<double> lapack_jacobi_singular_values(const std::vector<double>& a, std::int64_t m,
+                                                  std::int64_t n) {
+  // dgejsv needs rows >= cols: the column-major view of row-major A is A^T (n x m); take A
+  // itself (a transposed copy) when A is tall.
+  const std::int64_t rows = std::max(m, n), cols = std::min(m, n);
+  std::vector<double> b(a);
+  if (m > n) {
+    for (std::int64_t i = 0; i < m; ++i) {
+      for (std::int64_t j = 0; j < n; ++j) b[j * m + i] = a[i * n + j];
+    }
+  }
+  std::vector<double> sva(static_cast<std::size_t>(cols));
+  if (cols == 0) return sva;
+  lapack_int lm = static_cast<lapack_int>(rows), ln = static_cast<lapack_int>(cols);
+  lapack_int lwork = static_cast<lapack_int>(
+      std::max<std::int64_t>({2 * rows + cols, 4 * cols + 1, 7}) + (rows + cols) * 128);
+  std::vector<double> work(static_cast<std::size_t>(lwork));
+  std::vector<lapack_int> iwork(static_cast<std::size_t>(rows + 3 * cols + 3));
+  lapack_int one = 1, info = 0;
+  double dummy = 0;
+  LAPACK_dgejsv("F", "N", "N", "R", "N", "N", &lm, &ln, b.data(), &lm, sva.data(), &dummy, &one,
+                &dummy, &one, work.data(), &lwork, iwork.data(), &info);
+  EXPECT_EQ(info, 0);
+  const double scale = work[0] / work[1];
+  for (double& x : sva) x *= scale;
+  return sva;
+}
+
+LapackEigh lapack_eigh(const std::vector<double>& a, std::int64_t n, bool vectors) {
+  LapackEigh r;
+  r.w.assign(static_cast<std::size_t>(n), 0.0);
+  if (n == 0) return r;
+  // Row-major lower triangle = column-major upper triangle.
+  std::vector<double> z(a);
+  lapack_int ln = static_cast<lapack_int>(n), info = 0, lwork = -1;
+  const char job = vectors ? 'V' : 'N';
+  double query = 0;
+  LAPACK_dsyev(&job, "U", &ln, z.data(), &ln, r.w.data(), &query, &lwork, &info);
+  lwork = static_cast<lapack_int>(query);
+  std::vector<double> work(static_cast<std::size_t>(std::max<lapack_int>(1, lwork)));
+  LAPACK_dsyev(&job, "U", &ln, z.data(), &ln, r.w.data(), work.data(), &lwork, &info);
+  r.info = static_cast<int>(info);
+  if (vectors) {  // column-major Z (eigenvectors as columns) to row-major V
+    r.v.resize(z.size());
+    for (std::int64_t i = 0; i < n; ++i) {
+      for (std::int64_t k = 0; k < n; ++k) r.v[i * n + k] = z[k * n + i];
+    }
   }
   return r;
 }
@@ -178,6 +230,39 @@ std::vector<double> matrix_with_singular_values(Rng& rng, std::int64_t m, std::i
     }
   }
   return a;
+}
+
+std::vector<double> matrix_with_eigenvalues(Rng& rng, const std::vector<double>& lambda) {
+  const auto n = static_cast<std::int64_t>(lambda.size());
+  const std::vector<double> q = random_orthonormal_columns(rng, n, n);
+  std::vector<double> a(static_cast<std::size_t>(n * n));
+  for (std::int64_t i = 0; i < n; ++i) {
+    for (std::int64_t j = i; j < n; ++j) {
+      long double v = 0;
+      for (std::int64_t l = 0; l < n; ++l) {
+        v += static_cast<long double>(q[i * n + l]) * lambda[l] * q[j * n + l];
+      }
+      a[i * n + j] = a[j * n + i] = static_cast<double>(v);
+    }
+  }
+  return a;
+}
+
+double eigen_residual(const double* a, const double* v, const double* w, std::int64_t n) {
+  long double diff = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    for (std::int64_t k = 0; k < n; ++k) {
+      long double av = 0;
+      for (std::int64_t l = 0; l < n; ++l)
+        av += static_cast<long double>(a[i * n + l]) * v[l * n + k];
+      const long double d = av - static_cast<long double>(v[i * n + k]) * w[k];
+      diff += d * d;
+    }
+  }
+  const double norm_a = frobenius(a, n * n);
+  const double err = static_cast<double>(std::sqrt(diff));
+  if (std::isnan(err)) return kInf;
+  return norm_a > 0 ? err / norm_a : err;
 }
 
 std::vector<double> floyd_warshall_reference(const std::vector<double>& w, std::int64_t n,

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Independent reference implementations for kernel tests: plain loops in higher precision,
-// LAPACK's SVD, textbook Floyd-Warshall and Dijkstra, and the norms used in assertions.
+// LAPACK drivers the kernels do not use for the same job (dgesvd, dgejsv, dsyev), textbook
+// Floyd-Warshall and Dijkstra, and the norms used in assertions.
 // Nothing here uses the code under test. All matrices are row-major.
 #pragma once
 
@@ -37,6 +38,20 @@ struct LapackSvd {
 };
 LapackSvd lapack_svd(const std::vector<double>& a, std::int64_t m, std::int64_t n, bool vectors);
 
+/// Singular values (descending) of a row-major m x n matrix by LAPACK dgejsv in double, with
+/// full pivoting (JOBA = 'F'): relative accuracy for graded matrices D1 * B * D2.
+std::vector<double> lapack_jacobi_singular_values(const std::vector<double>& a, std::int64_t m,
+                                                  std::int64_t n);
+
+/// LAPACK dsyev (implicit QL/QR, not the divide-and-conquer or MRRR drivers) of a symmetric
+/// n x n matrix, lower triangle used: w ascending and, with `vectors`, V row-major with the
+/// eigenvectors as columns. info is LAPACK's.
+struct LapackEigh {
+  std::vector<double> w, v;
+  int info = 0;
+};
+LapackEigh lapack_eigh(const std::vector<double>& a, std::int64_t n, bool vectors);
+
 /// Frobenius norm, accumulated in long double.
 double frobenius(const double* x, std::int64_t count);
 
@@ -57,6 +72,14 @@ std::vector<double> random_orthonormal_columns(Rng& rng, std::int64_t m, std::in
 /// Q1 * diag(sigma) * Q2^T for random orthonormal Q1 (m x p) and Q2 (n x p), p = sigma.size().
 std::vector<double> matrix_with_singular_values(Rng& rng, std::int64_t m, std::int64_t n,
                                                 const std::vector<double>& sigma);
+
+/// Q * diag(lambda) * Q^T for a random orthogonal Q (n = lambda.size()), accumulated in long
+/// double and symmetrised exactly (element (j, i) is a copy of (i, j)).
+std::vector<double> matrix_with_eigenvalues(Rng& rng, const std::vector<double>& lambda);
+
+/// |A V - V diag(w)|_F / max(|A|_F, tiny) in long double, for a symmetric n x n A and V
+/// (row-major) holding eigenvectors as columns.
+double eigen_residual(const double* a, const double* v, const double* w, std::int64_t n);
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 

@@ -26,6 +26,7 @@ MiB = 1 << 20
 ArrayOrRef = Union[np.ndarray, Ref, Any]
 
 _HEALTH_STATES = {0: "UNKNOWN", 1: "SERVING", 2: "NOT_SERVING", 3: "SERVICE_UNKNOWN"}
+_SVD_METHODS = {"auto": 0, "jacobi": 1, "polar": 2}  # proto SvdMethod
 
 
 class Client:
@@ -191,32 +192,35 @@ class Client:
         return self._operation(self._route_refs(*ops), timeout, "MatMul", fill, convert)
 
     def svd(self, a: ArrayOrRef, full_matrices: bool = True, compute_uv: bool = True, *,
-            tolerance: float = 0.0, max_sweeps: int = 0, store: bool = False, ttl_seconds: int = 0,
-            timeout: Optional[float] = None):
+            method: str = "auto", tolerance: float = 0.0, max_sweeps: int = 0, store: bool = False,
+            ttl_seconds: int = 0, timeout: Optional[float] = None):
         """Singular value decomposition with numpy.linalg.svd's conventions: returns
         (u, s, vt) with a == u @ np.diag(s) @ vt (s descending), or s alone when
         compute_uv=False. full_matrices=True: u is m x m and vt n x n; False: m x k and k x n,
         k = min(m, n). A 3-D array is a batch (see batched_svd). float32 or float64 (integers
         are sent as float64).
 
-        tolerance / max_sweeps tune the one-sided Jacobi iteration (0: the server's defaults);
-        if it does not converge, SvdNotConverged (a numpy.linalg.LinAlgError) is raised.
+        method: "auto" (the backend's fastest), "jacobi" (small singular values keep their
+        relative accuracy on graded matrices) or "polar" (QDWH polar decomposition, then an
+        eigensolver). tolerance / max_sweeps tune the GPU Jacobi iteration and bound QDWH's
+        iterations (0: the server's defaults); if the method does not converge,
+        SvdNotConverged (a numpy.linalg.LinAlgError) is raised.
         store=True returns Refs instead of arrays (s then has shape 1 x k per matrix).
         """
         op = self._operand(a, "a", accept=("f32", "f64"), convert_ints_to="f64")
         return self._svd("BatchedSvd" if _is_batched(op) else "Svd", op, full_matrices, compute_uv,
-                         tolerance, max_sweeps, store, ttl_seconds, timeout)
+                         method, tolerance, max_sweeps, store, ttl_seconds, timeout)
 
     def batched_svd(self, a: ArrayOrRef, full_matrices: bool = True, compute_uv: bool = True, *,
-                    tolerance: float = 0.0, max_sweeps: int = 0, store: bool = False,
+                    method: str = "auto", tolerance: float = 0.0, max_sweeps: int = 0, store: bool = False,
                     ttl_seconds: int = 0, timeout: Optional[float] = None):
         """SVD of every matrix of a batch (batch x m x n): u (batch x m x .), s (batch x k),
         vt (batch x . x n), as numpy.linalg.svd returns for a stack."""
         op = self._operand(a, "a", accept=("f32", "f64"), convert_ints_to="f64")
         if isinstance(op, tuple) and op[0].ndim != 3:
             raise InvalidArgument(f"batched_svd needs a 3-D batch x rows x cols array; got shape {op[0].shape}")
-        return self._svd("BatchedSvd", op, full_matrices, compute_uv, tolerance, max_sweeps, store,
-                         ttl_seconds, timeout)
+        return self._svd("BatchedSvd", op, full_matrices, compute_uv, method, tolerance, max_sweeps,
+                         store, ttl_seconds, timeout)
 
     def apsp(self, w, *, next_hop: bool = False, store: bool = False, ttl_seconds: int = 0,
              timeout: Optional[float] = None):
@@ -446,13 +450,17 @@ class Client:
         return self._replicas.run(route, deadline, lambda r: convert(getattr(r.stub, method)(
             request, timeout=deadline.remaining(), metadata=self._metadata)))
 
-    def _svd(self, method: str, op, full_matrices: bool, compute_uv: bool, tolerance: float,
-             max_sweeps: int, store: bool, ttl_seconds: int, timeout: Optional[float]):
-        batched = method == "BatchedSvd"
+    def _svd(self, rpc: str, op, full_matrices: bool, compute_uv: bool, method: str,
+             tolerance: float, max_sweeps: int, store: bool, ttl_seconds: int,
+             timeout: Optional[float]):
+        batched = rpc == "BatchedSvd"
+        if method not in _SVD_METHODS:
+            raise InvalidArgument(f"method must be one of {sorted(_SVD_METHODS)}; got {method!r}")
 
         def fill(stager: OperandStager) -> Any:
             request = _pb.ops.SvdRequest(compute_uv=compute_uv, full_matrices=full_matrices,
-                                         tolerance=tolerance, max_sweeps=max_sweeps)
+                                         tolerance=tolerance, max_sweeps=max_sweeps,
+                                         method=_SVD_METHODS[method])
             stager.add_operand(op, request.a)
             _output(request.output, store, ttl_seconds)
             return request
@@ -473,11 +481,11 @@ class Client:
                     result = s
             if not response.converged:
                 raise SvdNotConverged(
-                    f"SVD did not converge: {response.sweeps} Jacobi sweeps "
+                    f"SVD ({method}) did not converge: {response.sweeps} sweeps or iterations "
                     f"(max_sweeps={max_sweeps or 'server default'})", sweeps=response.sweeps, result=result)
             return result
 
-        return self._operation(self._route_refs(op), timeout, method, fill, convert)
+        return self._operation(self._route_refs(op), timeout, rpc, fill, convert)
 
 
 def _read_pem(tls_ca) -> Optional[bytes]:

@@ -407,6 +407,13 @@ absl::StatusOr<Matrix> CudaBackend::matmul(const Matrix& a, const Matrix& b, con
 
 absl::StatusOr<SvdOutput> CudaBackend::svd(const Matrix& a, const kernels::SvdShape& shape,
                                            JobContext& ctx) {
+  if (shape.method == kernels::SvdMethod::kPolar) {
+    // QDWH is not on the GPU yet: the host runs it, with the same outputs as the CPU backend.
+    Matrix host = a;
+    if (auto st = ensure_on_host(host); !st.ok()) return st;
+    ctx.device = "cpu";
+    return svd_on_host(host, shape, ctx);
+  }
   auto lane = acquire_lane_for(ctx);
   if (!lane.ok()) return lane.status();
   Lane& l = **lane;

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// cpu::svd_jacobi: every result is checked for what an SVD must be (orthonormal U and V,
-// A = U S Vt, S descending and non-negative) and its singular values against LAPACK's dgesvd
-// in f64 or against the planted values of a constructed matrix.
+// cpu::svd, every method in f32 and f64: results checked for what an SVD must be (orthonormal U
+// and V, A = U S Vt, S descending) and singular values against LAPACK's dgesvd in double (a
+// driver none of the methods uses) or against the planted values of a constructed matrix.
+// Shapes: 1x1, single rows and columns, primes, tall, wide, batches, zero sizes, rank
+// deficiency, exact zeros, extreme scales. Plus cancellation, the sweep limit and bad input.
+#include <cblas.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -10,256 +13,116 @@
 #include <cstdint>
 #include <limits>
 #include <thread>
+#include <tuple>
 #include <vector>
 
-#include "gcompute/kernels/cpu/svd.hpp"
-#include "support/oracle.hpp"
-#include "support/random.hpp"
+#include "kernels/cpu/svd_check.hpp"
 
-namespace gcompute::kernels {
+namespace gcompute::kernels::svd_test {
 namespace {
 
 using ::gcompute::testing::lapack_svd;
 using ::gcompute::testing::matrix_with_singular_values;
 using ::gcompute::testing::orthonormal_columns_error;
 using ::gcompute::testing::orthonormal_rows_error;
-using ::gcompute::testing::reconstruction_error;
 using ::gcompute::testing::Rng;
 
-template <typename T>
-constexpr DType dtype_of() {
-  return std::is_same_v<T, float> ? DType::kF32 : DType::kF64;
-}
-
-struct Result {
-  std::vector<double> s, u, vt;
-  SvdInfo info;
-};
-
-// Runs the SVD of `a` (batch matrices, given in double and converted to T) with every output
-// poisoned (NaN), and returns the outputs in double.
-template <typename T>
-Result run_svd(const std::vector<double>& a, const SvdShape& shape) {
-  const std::int64_t p = std::min(shape.m, shape.n);
-  std::vector<T> at(a.begin(), a.end());
-  auto s = ::gcompute::testing::poisoned<T>(static_cast<std::size_t>(shape.batch * p));
-  auto u = ::gcompute::testing::poisoned<T>(
-      static_cast<std::size_t>(shape.batch * shape.m * svd_u_cols(shape)));
-  auto vt = ::gcompute::testing::poisoned<T>(
-      static_cast<std::size_t>(shape.batch * svd_vt_rows(shape) * shape.n));
-  absl::StatusOr<SvdInfo> info =
-      cpu::svd_jacobi(at.data(), s.data(), shape.compute_uv ? u.data() : nullptr,
-                      shape.compute_uv ? vt.data() : nullptr, shape);
-  Result r;
-  EXPECT_TRUE(info.ok()) << info.status();
-  if (info.ok()) r.info = *info;
-  r.s.assign(s.begin(), s.end());
-  if (shape.compute_uv) {
-    r.u.assign(u.begin(), u.end());
-    r.vt.assign(vt.begin(), vt.end());
-  } else {
-    // Not to be written: still all poison.
-    for (T x : u) {
-      EXPECT_TRUE(std::isnan(x));
-    }
-    for (T x : vt) {
-      EXPECT_TRUE(std::isnan(x));
-    }
-  }
-  return r;
-}
-
-struct Tolerances {
-  double orth;     // max |Q^T Q - I|
-  double recon;    // |A - U S Vt| / |A|
-  double sv_rel;   // |s_i - oracle_i| <= sv_rel * oracle_i   (when per_value)
-  double sv_norm;  // |s_i - oracle_i| <= sv_norm * oracle_1 (always)
-  bool per_value;
-};
-
-template <typename T>
-Tolerances default_tolerances(std::int64_t m, std::int64_t n, bool well_conditioned) {
-  const double eps = std::numeric_limits<T>::epsilon();
-  const double size = static_cast<double>(std::max<std::int64_t>({m, n, 1}));
-  const double sv = std::is_same_v<T, float> ? 1e-5 : 1e-12;
-  return {50 * size * eps, 50 * size * eps, sv, sv, well_conditioned};
-}
-
-// Checks matrix `index` of a batch result. `oracle_s` are the true singular values.
-void check_one(const double* a, const Result& r, std::int64_t index, const SvdShape& shape,
-               const std::vector<double>& oracle_s, const Tolerances& tol) {
-  SCOPED_TRACE(::testing::Message()
-               << "matrix " << index << " of " << shape.m << "x" << shape.n
-               << (shape.full_matrices ? " full" : " thin") << (shape.compute_uv ? "" : " S only"));
-  const std::int64_t m = shape.m, n = shape.n, p = std::min(m, n);
-  const std::int64_t uc = svd_u_cols(shape), vr = svd_vt_rows(shape);
-  const double* s = r.s.data() + index * p;
-  for (std::int64_t i = 0; i < p; ++i) {
-    ASSERT_TRUE(std::isfinite(s[i]) && s[i] >= 0) << "s[" << i << "] = " << s[i];
-    if (i > 0) {
-      ASSERT_LE(s[i], s[i - 1]) << "not descending at " << i;
-    }
-  }
-  ASSERT_EQ(static_cast<std::int64_t>(oracle_s.size()), p);
-  for (std::int64_t i = 0; i < p; ++i) {
-    const double bound =
-        tol.sv_norm * oracle_s[0] + (tol.per_value ? tol.sv_rel * oracle_s[i] : 0.0) + 1e-300;
-    EXPECT_LE(std::fabs(s[i] - oracle_s[i]), bound)
-        << "s[" << i << "] = " << s[i] << ", oracle " << oracle_s[i];
-    if (tol.per_value) {
-      EXPECT_LE(std::fabs(s[i] - oracle_s[i]), tol.sv_rel * oracle_s[i] + 1e-300)
-          << "s[" << i << "] = " << s[i] << ", oracle " << oracle_s[i];
-    }
-  }
-  if (!shape.compute_uv) return;
-  const double* u = r.u.data() + index * m * uc;
-  const double* vt = r.vt.data() + index * vr * n;
-  EXPECT_LE(orthonormal_columns_error(u, m, uc), tol.orth) << "U columns not orthonormal";
-  EXPECT_LE(orthonormal_rows_error(vt, vr, n), tol.orth) << "Vt rows not orthonormal";
-  EXPECT_LE(reconstruction_error(a, u, s, vt, m, n, uc), tol.recon) << "A != U S Vt";
-}
-
-// Random matrix, every option combination, checked against LAPACK.
-template <typename T>
-void check_random(Rng& rng, std::int64_t m, std::int64_t n, std::int64_t batch = 1) {
-  const auto a = ::gcompute::testing::random_uniform<T>(rng, batch * m * n);
-  const std::vector<double> ad(a.begin(), a.end());  // exactly the T values
-  for (const bool full : {false, true}) {
-    for (const bool uv : {true, false}) {
-      if (!uv && full) continue;
-      SvdShape shape;
-      shape.batch = batch;
-      shape.m = m;
-      shape.n = n;
-      shape.dtype = dtype_of<T>();
-      shape.full_matrices = full;
-      shape.compute_uv = uv;
-      const Result r = run_svd<T>(ad, shape);
-      EXPECT_TRUE(batch == 0 || r.info.converged) << m << "x" << n;
-      EXPECT_LE(r.info.sweeps, kSvdDefaultMaxSweeps);
-      for (std::int64_t b = 0; b < batch; ++b) {
-        const std::vector<double> ab(ad.begin() + b * m * n, ad.begin() + (b + 1) * m * n);
-        const auto lap = lapack_svd(ab, m, n, false);
-        ASSERT_EQ(lap.info, 0);
-        // Each value is checked to sv_rel relative to itself only where the matrix is well
-        // conditioned (the errors are ~eps * sigma_1, so f32 needs sigma_p > ~sigma_1 / 20);
-        // otherwise relative to sigma_1.
-        const double well_ratio = std::is_same_v<T, float> ? 0.05 : 1e-3;
-        const bool well = lap.s.empty() || lap.s.back() > well_ratio * lap.s.front();
-        check_one(ab.data(), r, b, shape, lap.s, default_tolerances<T>(m, n, well));
-        if (::testing::Test::HasFatalFailure()) return;
+class CpuSvd : public ::testing::TestWithParam<Case> {
+ protected:
+  // A random matrix in every output mode, each matrix of the batch against dgesvd.
+  void check_random(Rng& rng, std::int64_t m, std::int64_t n, std::int64_t batch = 1) {
+    const Case c = GetParam();
+    const auto a =
+        round_to(c.dtype, ::gcompute::testing::random_uniform<double>(rng, batch * m * n));
+    for (const bool full : {false, true}) {
+      for (const bool uv : {true, false}) {
+        if (!uv && full) continue;
+        const SvdShape shape = make_shape(c, m, n, batch, full, uv);
+        const Result r = run(a, shape);
+        ASSERT_TRUE(r.status.ok()) << r.status;
+        EXPECT_TRUE(r.info.converged) << m << "x" << n;
+        for (std::int64_t b = 0; b < batch; ++b) {
+          const std::vector<double> ab(a.begin() + b * m * n, a.begin() + (b + 1) * m * n);
+          const auto lap = lapack_svd(ab, m, n, false);
+          ASSERT_EQ(lap.info, 0);
+          check_one(ab.data(), r, b, shape, lap.s, default_tolerances(c.dtype, m, n));
+          if (HasFatalFailure()) return;
+        }
       }
     }
   }
-}
+};
+
+INSTANTIATE_TEST_SUITE_P(Methods, CpuSvd, ::testing::ValuesIn(all_cases()), case_name);
 
 const std::vector<std::pair<std::int64_t, std::int64_t>> kShapes = {
-    {1, 1},   {1, 7},   {7, 1},   {2, 2},   {3, 2},   {2, 3},   {40, 7}, {7, 40},
-    {33, 33}, {37, 29}, {29, 37}, {64, 64}, {100, 3}, {3, 100}, {65, 1}, {1, 65}};
+    {1, 1},  {1, 7},   {7, 1},   {2, 2},    {3, 2},    {2, 3},   {40, 7},
+    {7, 40}, {33, 33}, {37, 29}, {29, 37},  {64, 64},  {100, 3}, {3, 100},
+    {65, 1}, {1, 65},  {97, 97}, {131, 89}, {89, 131}, {211, 13}};
 
-TEST(CpuSvd, F64RandomShapesAgainstLapack) {
+TEST_P(CpuSvd, RandomShapesAgainstLapack) {
   GC_SEEDED_RNG(rng);
   for (const auto& [m, n] : kShapes) {
-    check_random<double>(rng, m, n);
+    check_random(rng, m, n);
     if (HasFatalFailure()) return;
   }
 }
 
-TEST(CpuSvd, F32RandomShapesAgainstLapack) {
+// Small matrices run spread over threads, large ones one after another: both must keep the
+// matrices of a batch apart.
+TEST_P(CpuSvd, BatchedMatricesAreIndependent) {
   GC_SEEDED_RNG(rng);
-  for (const auto& [m, n] : kShapes) {
-    check_random<float>(rng, m, n);
-    if (HasFatalFailure()) return;
-  }
+  check_random(rng, 13, 9, 7);
+  check_random(rng, 9, 13, 5);
+  check_random(rng, 1, 1, 3);
+  check_random(rng, 150, 110, 3);
 }
 
-TEST(CpuSvd, BatchedMatricesAreIndependent) {
-  GC_SEEDED_RNG(rng);
-  check_random<double>(rng, 13, 9, 7);
-  check_random<float>(rng, 9, 13, 5);
-  check_random<double>(rng, 4, 4, 1);
-}
-
-TEST(CpuSvd, ZeroSizeShapes) {
+TEST_P(CpuSvd, ZeroSizeShapes) {
   for (const auto& [m, n] :
        std::vector<std::pair<std::int64_t, std::int64_t>>{{0, 0}, {0, 5}, {5, 0}}) {
     for (const bool full : {false, true}) {
-      SvdShape shape;
-      shape.batch = 2;
-      shape.m = m;
-      shape.n = n;
-      shape.full_matrices = full;
-      const Result r = run_svd<double>({}, shape);
+      const SvdShape shape = make_shape(GetParam(), m, n, 2, full);
+      const Result r = run({}, shape);
+      ASSERT_TRUE(r.status.ok()) << r.status;
       EXPECT_TRUE(r.info.converged);
-      // Full matrices of a zero-size A are still orthogonal (identity-like) squares.
+      // Full factors of a zero-size A are still orthogonal squares.
       for (std::int64_t b = 0; b < 2; ++b) {
-        EXPECT_LE(
+        EXPECT_EQ(
             orthonormal_columns_error(r.u.data() + b * m * svd_u_cols(shape), m, svd_u_cols(shape)),
-            1e-15);
-        EXPECT_LE(
+            0.0);
+        EXPECT_EQ(
             orthonormal_rows_error(r.vt.data() + b * svd_vt_rows(shape) * n, svd_vt_rows(shape), n),
-            1e-15);
+            0.0);
       }
     }
   }
-  SvdShape empty;
-  empty.batch = 0;
-  empty.m = empty.n = 4;
-  EXPECT_TRUE(cpu::svd_jacobi(nullptr, nullptr, nullptr, nullptr, empty).ok());
+  SvdShape empty = make_shape(GetParam(), 4, 4, 0);
+  EXPECT_TRUE(cpu::svd(nullptr, nullptr, nullptr, nullptr, empty).ok());
 }
 
-TEST(CpuSvd, IllConditionedF64) {
-  // Condition number 1e6, singular values spread log-uniformly (planted: A = Q1 S Q2^T).
+TEST_P(CpuSvd, RankDeficientCompletesOrthonormalU) {
   GC_SEEDED_RNG(rng);
-  for (const auto& [m, n] :
-       std::vector<std::pair<std::int64_t, std::int64_t>>{{60, 60}, {80, 45}, {45, 80}}) {
-    const std::int64_t p = std::min(m, n);
-    std::vector<double> sigma(static_cast<std::size_t>(p));
-    for (std::int64_t i = 0; i < p; ++i) sigma[i] = std::pow(10.0, -6.0 * i / (p - 1));
-    const auto a = matrix_with_singular_values(rng, m, n, sigma);
-    for (const bool full : {false, true}) {
-      SvdShape shape;
-      shape.m = m;
-      shape.n = n;
-      shape.full_matrices = full;
-      const Result r = run_svd<double>(a, shape);
-      EXPECT_TRUE(r.info.converged);
-      Tolerances tol = default_tolerances<double>(m, n, false);
-      check_one(a.data(), r, 0, shape, sigma, tol);
-      // And against LAPACK on the matrix as stored.
-      check_one(a.data(), r, 0, shape, lapack_svd(a, m, n, false).s, tol);
-      // Jacobi is accurate for the small values too: they are known to ~1e-9 relative here
-      // (the stored A differs from the planted one by rounding, ~1e-16 |A|).
-      for (std::int64_t i = 0; i < p; ++i) {
-        EXPECT_NEAR(r.s[i], sigma[i], 1e-8 * sigma[i] + 1e-15) << i;
-      }
-    }
-  }
-}
-
-TEST(CpuSvd, RankDeficientCompletesOrthonormalU) {
-  GC_SEEDED_RNG(rng);
+  const Case c = GetParam();
   for (const auto& [m, n, rank] : std::vector<std::tuple<std::int64_t, std::int64_t, std::int64_t>>{
-           {30, 20, 5}, {20, 30, 5}, {25, 25, 1}, {12, 4, 3}}) {
+           {30, 20, 5}, {20, 30, 5}, {25, 25, 1}, {12, 4, 3}, {40, 40, 39}}) {
     const std::int64_t p = std::min(m, n);
     std::vector<double> sigma(static_cast<std::size_t>(p), 0.0);
     for (std::int64_t i = 0; i < rank; ++i) sigma[i] = 1.0 + rng.uniform(0, 3);
     std::sort(sigma.rbegin(), sigma.rend());
-    const auto a = matrix_with_singular_values(rng, m, n, sigma);
+    const auto a = round_to(c.dtype, matrix_with_singular_values(rng, m, n, sigma));
     for (const bool full : {false, true}) {
-      SvdShape shape;
-      shape.m = m;
-      shape.n = n;
-      shape.full_matrices = full;
-      const Result r = run_svd<double>(a, shape);
+      const SvdShape shape = make_shape(c, m, n, 1, full);
+      const Result r = run(a, shape);
       EXPECT_TRUE(r.info.converged);
-      check_one(a.data(), r, 0, shape, sigma, default_tolerances<double>(m, n, false));
+      check_one(a.data(), r, 0, shape, sigma, default_tolerances(c.dtype, m, n));
     }
   }
 }
 
-TEST(CpuSvd, ExactlyZeroColumnsRowsAndMatrix) {
+TEST_P(CpuSvd, ExactlyZeroColumnsRowsAndMatrix) {
   GC_SEEDED_RNG(rng);
+  const Case c = GetParam();
   for (const auto& [m, n] : std::vector<std::pair<std::int64_t, std::int64_t>>{
            {9, 6}, {6, 9}, {7, 7}, {1, 1}, {1, 5}, {5, 1}}) {
     std::vector<double> a = ::gcompute::testing::random_uniform<double>(rng, m * n);
@@ -272,121 +135,107 @@ TEST(CpuSvd, ExactlyZeroColumnsRowsAndMatrix) {
     if (m > 3) std::fill(a.begin() + 2 * n, a.begin() + 3 * n, 0.0);  // a zero row
     for (const auto* mat : {&a, &zero, &dup}) {
       for (const bool full : {false, true}) {
-        for (const DType t : {DType::kF64, DType::kF32}) {
-          SvdShape shape;
-          shape.m = m;
-          shape.n = n;
-          shape.full_matrices = full;
-          shape.dtype = t;
-          const bool f32 = t == DType::kF32;
-          std::vector<double> in = *mat;
-          if (f32) {
-            for (double& x : in) x = static_cast<float>(x);
-          }
-          const Result r = f32 ? run_svd<float>(in, shape) : run_svd<double>(in, shape);
-          EXPECT_TRUE(r.info.converged);
-          Tolerances tol = f32 ? default_tolerances<float>(m, n, false)
-                               : default_tolerances<double>(m, n, false);
-          check_one(in.data(), r, 0, shape, lapack_svd(in, m, n, false).s, tol);
-          if (HasFatalFailure()) return;
-        }
+        const std::vector<double> in = round_to(c.dtype, *mat);
+        const SvdShape shape = make_shape(c, m, n, 1, full);
+        const Result r = run(in, shape);
+        EXPECT_TRUE(r.info.converged);
+        check_one(in.data(), r, 0, shape, lapack_svd(in, m, n, false).s,
+                  default_tolerances(c.dtype, m, n));
+        if (HasFatalFailure()) return;
       }
     }
   }
 }
 
-TEST(CpuSvd, ExtremeScalesKeepAccuracy) {
+TEST_P(CpuSvd, ExtremeScalesKeepAccuracy) {
   GC_SEEDED_RNG(rng);
-  const auto base = ::gcompute::testing::random_uniform<double>(rng, 12 * 8);
+  const Case c = GetParam();
+  const auto base = round_to(c.dtype, ::gcompute::testing::random_uniform<double>(rng, 12 * 8));
   const auto ref = lapack_svd(base, 12, 8, false).s;
-  for (const double scale : {1e-300, 1e-200, 1e200, 1e300, 4.9e-324 * 1e6}) {
+  // Powers of two, so that the scaled input is exact and its values are ref * scale.
+  const std::vector<int> exponents = c.dtype == DType::kF64 ? std::vector<int>{-990, -600, 600, 990}
+                                                            : std::vector<int>{-100, -60, 60, 100};
+  for (const int e : exponents) {
     std::vector<double> a(base);
-    for (double& x : a) x *= scale;
-    SvdShape shape;
-    shape.m = 12;
-    shape.n = 8;
-    const Result r = run_svd<double>(a, shape);
-    std::vector<double> want(ref);
-    for (double& x : want) x *= scale;
-    // The tiniest scale is subnormal: ~20 significant bits in the input and in S itself.
-    Tolerances tol = default_tolerances<double>(12, 8, true);
-    if (scale < 1e-300) tol.sv_rel = tol.sv_norm = tol.recon = 1e-5;
-    check_one(a.data(), r, 0, shape, scale < 1e-300 ? lapack_svd(a, 12, 8, false).s : want, tol);
-  }
-  for (const double scale : {1e-30, 1e30}) {
-    std::vector<double> a(base);
-    for (double& x : a) x = static_cast<float>(x * scale);
-    SvdShape shape;
-    shape.m = 12;
-    shape.n = 8;
-    shape.dtype = DType::kF32;
-    const Result r = run_svd<float>(a, shape);
-    check_one(a.data(), r, 0, shape, lapack_svd(a, 12, 8, false).s,
-              default_tolerances<float>(12, 8, true));
-  }
-}
-
-TEST(CpuSvd, SweepLimitIsNotAnError) {
-  GC_SEEDED_RNG(rng);
-  const auto a = ::gcompute::testing::random_uniform<double>(rng, 30 * 30);
-  SvdShape shape;
-  shape.m = shape.n = 30;
-  shape.max_sweeps = 1;
-  const Result r = run_svd<double>(a, shape);
-  EXPECT_EQ(r.info.sweeps, 1);
-  EXPECT_FALSE(r.info.converged);
-  for (std::int64_t i = 0; i < 30; ++i) {
-    EXPECT_TRUE(std::isfinite(r.s[i]) && r.s[i] >= 0);
-    if (i > 0) {
-      EXPECT_LE(r.s[i], r.s[i - 1]);
+    for (double& x : a) x = std::ldexp(x, e);
+    for (const auto& [m, n] :
+         std::vector<std::pair<std::int64_t, std::int64_t>>{{12, 8}, {8, 12}}) {
+      SCOPED_TRACE(::testing::Message() << "scale 2^" << e << ", " << m << "x" << n);
+      const SvdShape shape = make_shape(c, m, n);
+      const Result r = run(a, shape);  // 8 x 12 reads the same 96 values as another matrix
+      std::vector<double> want = m == 12 ? ref : lapack_svd(a, m, n, false).s;
+      if (m == 12) {
+        for (double& x : want) x = std::ldexp(x, e);
+      }
+      check_one(a.data(), r, 0, shape, want, default_tolerances(c.dtype, m, n));
     }
   }
-  // A looser tolerance converges in no more sweeps than the default one.
-  shape.max_sweeps = 0;
-  const Result strict = run_svd<double>(a, shape);
-  shape.tolerance = 1e-6;
-  const Result loose = run_svd<double>(a, shape);
-  EXPECT_TRUE(strict.info.converged && loose.info.converged);
-  EXPECT_LE(loose.info.sweeps, strict.info.sweeps);
-  EXPECT_GE(strict.info.sweeps, 3);
 }
 
-TEST(CpuSvd, CancelledByStopToken) {
+// Condition numbers 1e6 .. 1e12 (f64) and 1e4 .. 1e6 (f32), singular values spread
+// log-uniformly (planted: A = Q1 S Q2^T): every method keeps residual and orthogonality within
+// 50 * n * eps and the values within 10 * n * eps * sigma_1.
+TEST_P(CpuSvd, IllConditioned) {
+  GC_SEEDED_RNG(rng);
+  const Case c = GetParam();
+  const std::vector<double> conditions =
+      c.dtype == DType::kF64 ? std::vector<double>{1e6, 1e9, 1e12} : std::vector<double>{1e4, 1e6};
+  for (const double cond : conditions) {
+    for (const auto& [m, n] : std::vector<std::pair<std::int64_t, std::int64_t>>{
+             {60, 60}, {80, 45}, {45, 80}, {150, 150}}) {
+      SCOPED_TRACE(::testing::Message() << "cond " << cond);
+      const std::int64_t p = std::min(m, n);
+      std::vector<double> sigma(static_cast<std::size_t>(p));
+      for (std::int64_t i = 0; i < p; ++i) {
+        sigma[i] = std::pow(cond, -static_cast<double>(i) / static_cast<double>(p - 1));
+      }
+      const auto a = round_to(c.dtype, matrix_with_singular_values(rng, m, n, sigma));
+      for (const bool full : {false, true}) {
+        const SvdShape shape = make_shape(c, m, n, 1, full);
+        const Result r = run(a, shape);
+        EXPECT_TRUE(r.info.converged);
+        // QDWH needs at most 6 iterations for cond <= 1e16 when its lower bound on sigma_min is
+        // right; the condition estimate may cost one or two more.
+        if (c.method == SvdMethod::kPolar) {
+          EXPECT_GE(r.info.sweeps, 1);
+          EXPECT_LE(r.info.sweeps, 8);
+        }
+        check_one(a.data(), r, 0, shape, sigma, default_tolerances(c.dtype, m, n));
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+TEST_P(CpuSvd, CancelledBeforeStartAndBetweenMatrices) {
   GC_SEEDED_RNG(rng);
   std::atomic<bool> flag{true};
-  std::vector<double> a = ::gcompute::testing::random_uniform<double>(rng, 16);
-  std::vector<double> s(4), u(16), vt(16);
-  SvdShape shape;
-  shape.m = shape.n = 4;
-  absl::StatusOr<SvdInfo> r =
-      cpu::svd_jacobi(a.data(), s.data(), u.data(), vt.data(), shape, StopToken(&flag));
-  EXPECT_EQ(r.status().code(), absl::StatusCode::kCancelled) << r.status();
+  SvdShape shape = make_shape(GetParam(), 4, 4);
+  Result r = run(::gcompute::testing::random_uniform<double>(rng, 16), shape, StopToken(&flag));
+  EXPECT_EQ(r.status.code(), absl::StatusCode::kCancelled) << r.status;
 
-  // Cancelled while running: a 400x400 matrix takes many sweeps of tens of milliseconds.
-  const std::int64_t big = 400;
-  a = ::gcompute::testing::random_uniform<double>(rng, big * big);
-  s.resize(big);
-  u.resize(big * big);
-  vt.resize(big * big);
-  shape.m = shape.n = big;
-  shape.batch = 1;
+  // A batch of 200 matrices of 140 x 140 (handled one after another) takes well over 100 ms;
+  // cancelled after 20 ms it stops between two of them.
+  shape = make_shape(GetParam(), 140, 140, 200);
+  const auto a = ::gcompute::testing::random_uniform<double>(rng, 200 * 140 * 140);
   flag = false;
   std::thread canceller([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     flag = true;
   });
   const auto start = std::chrono::steady_clock::now();
-  r = cpu::svd_jacobi(a.data(), s.data(), u.data(), vt.data(), shape, StopToken(&flag));
+  r = run(a, shape, StopToken(&flag));
   canceller.join();
-  EXPECT_EQ(r.status().code(), absl::StatusCode::kCancelled) << r.status();
+  EXPECT_EQ(r.status.code(), absl::StatusCode::kCancelled) << r.status;
+  EXPECT_NE(r.status.message().find("cancelled after"), absl::string_view::npos) << r.status;
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
 }
 
-TEST(CpuSvd, RejectsInvalidInput) {
+// Invalid shapes and inputs give precise errors; LAPACK's own limits are not the caller's.
+TEST_P(CpuSvd, RejectsInvalidInput) {
   double buf[16] = {};
-  auto code = [&](SvdShape s) { return cpu::svd_jacobi(buf, buf, buf, buf, s).status().code(); };
-  SvdShape s;
-  s.m = s.n = 2;
+  const SvdShape s = make_shape(GetParam(), 2, 2);
+  auto code = [&](SvdShape sh) { return cpu::svd(buf, buf, buf, buf, sh).status().code(); };
   SvdShape bad = s;
   bad.m = -1;
   EXPECT_EQ(code(bad), absl::StatusCode::kInvalidArgument);
@@ -399,12 +248,105 @@ TEST(CpuSvd, RejectsInvalidInput) {
   bad = s;
   bad.max_sweeps = -1;
   EXPECT_EQ(code(bad), absl::StatusCode::kInvalidArgument);
-  double nan_input[4] = {1, 2, std::numeric_limits<double>::quiet_NaN(), 4};
-  double out[16];
-  const absl::Status st = cpu::svd_jacobi(nan_input, out, out, out, s).status();
-  EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition) << st;
-  EXPECT_NE(st.message().find("(1, 0)"), absl::string_view::npos) << st;
+  bad = s;
+  bad.method = static_cast<SvdMethod>(7);
+  const absl::Status method = cpu::svd(buf, buf, buf, buf, bad).status();
+  EXPECT_EQ(method.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(method.message().find("auto, jacobi or polar"), absl::string_view::npos) << method;
+  bad = s;
+  bad.m = bad.n = std::int64_t{1} << 31;
+  EXPECT_EQ(code(bad), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(cpu::svd(nullptr, buf, buf, buf, s).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(cpu::svd(buf, buf, nullptr, buf, s).status().code(),
+            absl::StatusCode::kInvalidArgument);
+
+  std::vector<double> nan_input = {1, 2, std::numeric_limits<double>::quiet_NaN(), 4};
+  SvdShape two = make_shape(GetParam(), 2, 2, 2);
+  nan_input.insert(nan_input.begin(), {1, 0, 0, 1});  // matrix 1 has the NaN
+  const Result r = run(nan_input, two);
+  EXPECT_EQ(r.status.code(), absl::StatusCode::kFailedPrecondition) << r.status;
+  EXPECT_NE(r.status.message().find("matrix 1 has a non-finite element at (1, 0)"),
+            absl::string_view::npos)
+      << r.status;
+}
+
+// The iteration count: LAPACK's drivers report none (0); QDWH reports its iterations (at least
+// 3 for condition number 1e6) and stops at max_sweeps (converged = false, outputs written).
+TEST_P(CpuSvd, IterationsAndTheirLimit) {
+  GC_SEEDED_RNG(rng);
+  const Case c = GetParam();
+  const std::int64_t n = 40;
+  std::vector<double> sigma(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) sigma[i] = std::pow(1e-6, static_cast<double>(i) / (n - 1));
+  const auto a = round_to(c.dtype, matrix_with_singular_values(rng, n, n, sigma));
+  SvdShape shape = make_shape(c, n, n);
+  const Result full = run(a, shape);
+  ASSERT_TRUE(full.status.ok()) << full.status;
+  EXPECT_TRUE(full.info.converged);
+  if (c.method != SvdMethod::kPolar) {
+    EXPECT_EQ(full.info.sweeps, 0);
+    return;
+  }
+  EXPECT_GE(full.info.sweeps, 3);
+  shape.max_sweeps = 1;
+  const Result one = run(a, shape);
+  ASSERT_TRUE(one.status.ok()) << one.status;
+  EXPECT_EQ(one.info.sweeps, 1);
+  EXPECT_FALSE(one.info.converged);
+  for (std::int64_t i = 0; i < n; ++i) {
+    EXPECT_TRUE(std::isfinite(one.s[i]) && one.s[i] >= 0);
+    if (i > 0) {
+      EXPECT_LE(one.s[i], one.s[i - 1]);
+    }
+  }
 }
 
 }  // namespace
-}  // namespace gcompute::kernels
+}  // namespace gcompute::kernels::svd_test
+
+namespace gcompute::kernels::svd_test {
+namespace {
+
+// With a multi-threaded OpenBLAS the LAPACK calls of the process take turns: a second call
+// waits while a long one runs, stays cancellable while it waits, and both results are right.
+TEST(CpuSvdTurns, ConcurrentCallsTakeTurnsAndStayCancellable) {
+  if (openblas_get_num_threads() <= 1) GTEST_SKIP() << "OpenBLAS is single-threaded: no turns";
+  GC_SEEDED_RNG(rng);
+  const Case jacobi{DType::kF64, SvdMethod::kJacobi};
+  const std::int64_t n = 500;  // ?gejsv takes about a second here
+  const auto big = ::gcompute::testing::random_uniform<double>(rng, n * n);
+  // Buffers ready before the thread starts, so that it reaches LAPACK at once.
+  std::vector<double> s(n), u(n * n), vt(n * n);
+  absl::Status long_status;
+  std::thread long_call([&] {
+    long_status =
+        cpu::svd(big.data(), s.data(), u.data(), vt.data(), make_shape(jacobi, n, n)).status();
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+
+  std::atomic<bool> flag{false};
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    flag = true;
+  });
+  const auto small = ::gcompute::testing::random_uniform<double>(rng, 40 * 30);
+  const Result waited = run(small, make_shape(jacobi, 40, 30), StopToken(&flag));
+  canceller.join();
+  long_call.join();
+  EXPECT_EQ(waited.status.code(), absl::StatusCode::kCancelled) << waited.status;
+  EXPECT_NE(waited.status.message().find("waiting for another LAPACK call"),
+            absl::string_view::npos)
+      << waited.status;
+  ASSERT_TRUE(long_status.ok()) << long_status;
+  EXPECT_LE(
+      ::gcompute::testing::reconstruction_error(big.data(), u.data(), s.data(), vt.data(), n, n, n),
+      50 * n * epsilon(DType::kF64));
+  // Uncontended, the small one runs.
+  const Result alone = run(small, make_shape(jacobi, 40, 30));
+  check_one(small.data(), alone, 0, make_shape(jacobi, 40, 30), lapack_svd(small, 40, 30, false).s,
+            default_tolerances(DType::kF64, 40, 30));
+}
+
+}  // namespace
+}  // namespace gcompute::kernels::svd_test

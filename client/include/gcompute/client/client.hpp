@@ -94,7 +94,11 @@ struct MatMulOptions {
   std::optional<Operand> c;
 };
 
+/// How the server computes an SVD (proto SvdMethod; docs/api.md).
+enum class SvdMethod { kAuto, kJacobi, kPolar };
+
 struct SvdOptions {
+  SvdMethod method = SvdMethod::kAuto;
   bool compute_uv = true;
   bool full_matrices = false;
   double tolerance = 0;    ///< 0: the server's default

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Singular value decomposition by one-sided (Hestenes) Jacobi: A = U * diag(S) * Vt.
+// Singular value decomposition A = U * diag(S) * Vt: shapes, methods and what the iteration did.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +8,33 @@
 #include "gcompute/kernels/dtype.hpp"
 
 namespace gcompute::kernels {
+
+/// How the SVD is computed. Every method returns the same outputs (see SvdShape).
+enum class SvdMethod : std::uint8_t {
+  /// The fastest method of the backend (CPU: LAPACK ?gesdd, divide and conquer). Singular values
+  /// are accurate to about eps * sigma_1, so small ones may lose relative accuracy.
+  kAuto,
+  /// One-sided Jacobi (CPU: LAPACK ?gejsv, preconditioned by QR with full pivoting). Small
+  /// singular values keep high relative accuracy when A = D1 * B * D2 with diagonal D1, D2 and
+  /// a well-conditioned B (errors ~ eps * cond(B) * sigma_i instead of eps * sigma_1).
+  kJacobi,
+  /// Polar decomposition A = Up * H by QDWH (QR- and Cholesky-based iterations), then the
+  /// symmetric eigensolver on H = V * diag(S) * V^T, and U = Up * V.
+  kPolar,
+};
+
+/// Lower-case name as used in messages ("auto", "jacobi", "polar").
+constexpr const char* svd_method_name(SvdMethod m) {
+  switch (m) {
+    case SvdMethod::kAuto:
+      return "auto";
+    case SvdMethod::kJacobi:
+      return "jacobi";
+    case SvdMethod::kPolar:
+      return "polar";
+  }
+  return "?";
+}
 
 /// Shape and options of a (batched) SVD of m x n matrices (f32 or f64), row-major.
 /// With p = min(m, n), the outputs per matrix are:
@@ -22,14 +49,23 @@ struct SvdShape {
   DType dtype = DType::kF64;
   bool compute_uv = true;
   bool full_matrices = false;
-  /// Convergence: a pair (i, j) is orthogonal once |a_i . a_j| <= tol * |a_i| * |a_j|.
+  /// Which algorithm (see SvdMethod).
+  SvdMethod method = SvdMethod::kAuto;
+  /// CUDA Jacobi convergence: a pair (i, j) is orthogonal once |a_i . a_j| <= tol * |a_i| * |a_j|.
   /// 0 selects the default, sqrt(max(m, n)) * machine epsilon of dtype (as LAPACK's xGESVJ).
+  /// The CPU methods have their own stopping rules and ignore it.
   double tolerance = 0.0;
-  /// Upper bound on sweeps (a sweep visits every pair once). 0 selects the default, 60.
+  /// Upper bound on sweeps of the CUDA Jacobi (a sweep visits every pair once) and on QDWH
+  /// iterations of kPolar. 0 selects the default, 60. LAPACK's own iterations (CPU kAuto and
+  /// kJacobi) have fixed limits and ignore it.
   int max_sweeps = 0;
 };
 
-/// What the iteration did. For a batch: the largest sweep count and whether all converged.
+/// What the iteration did. For a batch: the largest count and whether all converged.
+/// sweeps counts Jacobi sweeps (CUDA) or QDWH iterations (kPolar); it is 0 where the routine
+/// does not report one (CPU kAuto: ?gesdd; CPU kJacobi: ?gejsv keeps its count internal).
+/// converged is false where LAPACK reported no convergence (info > 0) or the sweep or
+/// iteration limit was reached; the outputs are written all the same.
 struct SvdInfo {
   int sweeps = 0;
   bool converged = false;
@@ -65,8 +101,8 @@ absl::Status validate(const SvdTuning& tuning);
 /// The tolerance actually used (the default resolved).
 double effective_tolerance(const SvdShape& shape);
 
-/// INVALID_ARGUMENT for negative sizes, a dtype other than f32/f64, tolerance < 0 or >= 1,
-/// or max_sweeps < 0.
+/// INVALID_ARGUMENT for negative sizes, a dtype other than f32/f64, an unknown method,
+/// tolerance < 0 or >= 1, or max_sweeps < 0.
 absl::Status validate(const SvdShape& shape);
 
 /// Columns of U and rows of Vt for this shape.

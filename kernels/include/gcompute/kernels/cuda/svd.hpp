@@ -14,7 +14,7 @@ namespace gcompute::kernels::cuda {
 /// Pass svd_jacobi the same tuning.
 std::size_t svd_workspace_bytes(const SvdShape& shape, const SvdTuning& tuning = {});
 
-/// One-sided Jacobi SVD on the GPU; same contract as cpu::svd_jacobi. a, s, u, vt and
+/// One-sided Jacobi SVD on the GPU; same outputs as cpu::svd. a, s, u, vt and
 /// workspace are device pointers; `a` is not modified; nothing is allocated. Synchronises
 /// ctx.stream between sweeps (to test convergence and `stop`), and has finished when it
 /// returns. The blocked driver (min(m, n) > 64, or too large for shared memory) needs
