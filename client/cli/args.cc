@@ -86,6 +86,17 @@ const std::vector<CommandSpec>& commands() {
        "Writes PREFIX.S.npy (descending; 1-D, or (batch, p) for a 3-D input), PREFIX.U.npy and\n"
        "PREFIX.Vt.npy, and prints the sweeps (GPU Jacobi) or QDWH iterations executed (0 where\n"
        "LAPACK keeps its count) and whether the method converged.\n"},
+      {{"eigh"},
+       {"A.npy"},
+       1,
+       {{"out", ValueKind::kString, "prefix of the output files (required)"},
+        {"no-vectors", ValueKind::kFlag, "compute eigenvalues only"},
+        {"sym-tol", ValueKind::kDouble,
+         "symmetry tolerance relative to max |a| in [0, 1); 0: the server's default"}},
+       "eigendecomposition of a symmetric matrix A = V diag(W) V^T",
+       "Reads the lower triangle (as numpy.linalg.eigh); a matrix that is not symmetric is an\n"
+       "error naming the pair. Writes PREFIX.W.npy (ascending; 1-D, or (batch, n) for a 3-D\n"
+       "input) and PREFIX.V.npy (eigenvectors as columns).\n"},
       {{"apsp"},
        {"GRAPH", "OUT.npy"},
        2,
@@ -213,9 +224,9 @@ std::string metavar(const OptionSpec& o) {
       {"inline-limit", "BYTES"}, {"max-message-bytes", "BYTES"},
       {"precision", "P"},        {"method", "M"},
       {"out", "PREFIX"},         {"tol", "X"},
-      {"max-sweeps", "N"},       {"next-hop", "NEXT.npy"},
-      {"vertices", "N"},         {"expected-version", "V"},
-      {"service", "NAME"}};
+      {"max-sweeps", "N"},       {"sym-tol", "X"},
+      {"next-hop", "NEXT.npy"},  {"vertices", "N"},
+      {"expected-version", "V"}, {"service", "NAME"}};
   auto it = names.find(o.name);
   return it == names.end() ? "VALUE" : it->second;
 }
@@ -377,8 +388,8 @@ absl::StatusOr<CommandLine> parse_command_line(const std::vector<std::string>& a
         spec->positionals.empty() ? "no arguments" : "", "; got ", n, " argument",
         n == 1 ? "" : "s", " (see 'gcompute ", command_name(spec->words), " --help')"));
   }
-  if (spec->words[0] == "svd" && !cl.has("out")) {
-    return absl::InvalidArgumentError("'svd' needs --out PREFIX");
+  if ((spec->words[0] == "svd" || spec->words[0] == "eigh") && !cl.has("out")) {
+    return absl::InvalidArgumentError(absl::StrCat("'", spec->words[0], "' needs --out PREFIX"));
   }
   return cl;
 }

@@ -126,6 +126,7 @@ class Cli {
     if (cmd == "transpose") return transpose();
     if (cmd == "matmul") return matmul();
     if (cmd == "svd") return svd();
+    if (cmd == "eigh") return eigh();
     if (cmd == "apsp") return apsp();
     if (cmd == "path") return path();
     if (cmd == "graph create") return graph_create();
@@ -223,6 +224,33 @@ class Cli {
     }
     out_ << "sweeps: " << r->sweeps << "\nconverged: " << (r->converged ? "true" : "false") << "\n";
     if (!r->converged) err_ << "gcompute: warning: Jacobi did not converge within max sweeps\n";
+    return absl::OkStatus();
+  }
+
+  absl::Status eigh() {
+    absl::StatusOr<NpyArray> arr = read_npy(pos(0));
+    if (!arr.ok()) return arr.status();
+    const bool batched = arr->shape.size() == 3;
+    HostMatrix a = to_host_matrix(*std::move(arr));
+    client::EighOptions o;
+    o.compute_vectors = !cl_.has("no-vectors");
+    if (cl_.has("sym-tol")) o.symmetry_tolerance = std::stod(cl_.get("sym-tol"));
+    auto r = client_.eigh(a, o);
+    if (!r.ok()) return r.status();
+    const std::string prefix = cl_.get("out");
+    // W arrives as 1 x n (batch x 1 x n): written as n (batch x n), like numpy.linalg.eigh.
+    HostMatrix w = std::move(r->w);
+    if (w.batch > 1) {
+      w.cols *= w.rows;
+      w.rows = w.batch;
+      w.batch = 1;
+    }
+    if (absl::Status st = save(prefix + ".W.npy", std::move(w), !batched); !st.ok()) return st;
+    if (r->v) {
+      if (absl::Status st = save(prefix + ".V.npy", std::move(*r->v)); !st.ok()) return st;
+    }
+    out_ << "converged: " << (r->converged ? "true" : "false") << "\n";
+    if (!r->converged) err_ << "gcompute: warning: an eigenvalue did not converge\n";
     return absl::OkStatus();
   }
 

@@ -187,6 +187,34 @@ absl::StatusOr<SvdResult> Client::batched_svd(const Operand& a, const SvdOptions
   return svd_rpc(*impl_, &Stub::BatchedSvd, a, options, call);
 }
 
+absl::StatusOr<EighResult> Client::eigh(const Operand& a, const EighOptions& options,
+                                        const CallOptions& call) {
+  const CallScope scope = impl_->call_scope(call);
+  return impl_->rpc_with_operands(
+      impl_->replicas.route_for_refs(stored_operands({&a})), scope, &Stub::Eigh,
+      [&](OperandStager& stager, pb::EighRequest& request) {
+        stager.add(a, request.mutable_a());
+        request.set_compute_vectors(options.compute_vectors);
+        request.set_symmetry_tolerance(options.symmetry_tolerance);
+      },
+      [&](pb::EighResponse& response, const Attempt& attempt) -> absl::StatusOr<EighResult> {
+        EighResult out;
+        absl::StatusOr<HostMatrix> w =
+            take_result_matrix(attempt.transfer, response.mutable_w(), "w");
+        if (!w.ok()) return w.status();
+        out.w = *std::move(w);
+        if (options.compute_vectors) {
+          absl::StatusOr<HostMatrix> v =
+              take_result_matrix(attempt.transfer, response.mutable_v(), "v");
+          if (!v.ok()) return v.status();
+          out.v = *std::move(v);
+        }
+        out.converged = response.converged();
+        out.stats = from_proto(response.stats());
+        return out;
+      });
+}
+
 absl::StatusOr<ApspResult> Client::apsp(const ApspGraph& graph, bool next_hop,
                                         const CallOptions& call) {
   const CallScope scope = impl_->call_scope(call);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Compute operations: Transpose, MatMul, Svd, BatchedSvd, Apsp, ShortestPath, GetServerInfo.
+// Compute operations: Transpose, MatMul, Svd, BatchedSvd, Eigh, Apsp, ShortestPath, GetServerInfo.
 // Each handler decodes its request, hands it to the ops layer and encodes the result.
 #include "api/compute_service.hpp"
 
@@ -78,6 +78,21 @@ grpc::ServerUnaryReactor* ComputeService::svd_common(const char* method, bool ba
                                encode_stats(*call.job(), call.elapsed(), response->mutable_stats());
                                return absl::OkStatus();
                              });
+  });
+}
+
+grpc::ServerUnaryReactor* ComputeService::Eigh(grpc::CallbackServerContext* ctx,
+                                               const v1::EighRequest* request,
+                                               v1::EighResponse* response) {
+  return UnaryCall::start(svc_, "Eigh", ctx, *request, response, [&](UnaryCall& call) {
+    call.run<ops::EighResult>(
+        prepare(svc_.ops, call, request), [&call, response](ops::EighResult r) {
+          encode(std::move(r.w), response->mutable_w());
+          if (r.v) encode(*std::move(r.v), response->mutable_v());
+          response->set_converged(r.converged);
+          encode_stats(*call.job(), call.elapsed(), response->mutable_stats());
+          return absl::OkStatus();
+        });
   });
 }
 

@@ -23,6 +23,8 @@ class ComputeService final : public v1::Compute::CallbackService {
   grpc::ServerUnaryReactor* BatchedSvd(grpc::CallbackServerContext* ctx,
                                        const v1::SvdRequest* request,
                                        v1::SvdResponse* response) override;
+  grpc::ServerUnaryReactor* Eigh(grpc::CallbackServerContext* ctx, const v1::EighRequest* request,
+                                 v1::EighResponse* response) override;
   grpc::ServerUnaryReactor* Apsp(grpc::CallbackServerContext* ctx, const v1::ApspRequest* request,
                                  v1::ApspResponse* response) override;
   grpc::ServerUnaryReactor* ShortestPath(grpc::CallbackServerContext* ctx,

@@ -161,6 +161,15 @@ absl::StatusOr<ops::SvdRequest> decode(v1::SvdRequest& request, bool batched) {
   return out;
 }
 
+absl::StatusOr<ops::EighRequest> decode(v1::EighRequest& request) {
+  ops::EighRequest out;
+  GC_ASSIGN_OR_RETURN(out.a, decode_operand(*request.mutable_a(), "a"));
+  out.compute_vectors = request.has_compute_vectors() ? request.compute_vectors() : true;
+  out.symmetry_tolerance = request.symmetry_tolerance();
+  GC_ASSIGN_OR_RETURN(out.output, decode_output(request.output()));
+  return out;
+}
+
 absl::StatusOr<ops::ApspRequest> decode(v1::ApspRequest& request, const std::string& prefix) {
   ops::ApspRequest out;
   out.field_prefix = prefix;

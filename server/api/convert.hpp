@@ -25,6 +25,7 @@ v1::DType encode_dtype(DType dtype);
 absl::StatusOr<ops::TransposeRequest> decode(v1::TransposeRequest& request);
 absl::StatusOr<ops::MatMulRequest> decode(v1::MatMulRequest& request);
 absl::StatusOr<ops::SvdRequest> decode(v1::SvdRequest& request, bool batched);
+absl::StatusOr<ops::EighRequest> decode(v1::EighRequest& request);
 /// `prefix` is prepended to field names ("graph." inside a ShortestPathRequest).
 absl::StatusOr<ops::ApspRequest> decode(v1::ApspRequest& request, const std::string& prefix);
 absl::StatusOr<ops::ShortestPathRequest> decode(v1::ShortestPathRequest& request);

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "common/matrix.hpp"
+#include "gcompute/kernels/eigh_types.hpp"
 #include "gcompute/kernels/matmul_types.hpp"
 #include "gcompute/kernels/svd_types.hpp"
 
@@ -28,6 +29,15 @@ inline SvdOutputDescs svd_outputs(const kernels::SvdShape& s) {
   return SvdOutputDescs{MatrixDesc{s.dtype, s.batch, 1, p},
                         MatrixDesc{s.dtype, s.batch, s.m, kernels::svd_u_cols(s)},
                         MatrixDesc{s.dtype, s.batch, kernels::svd_vt_rows(s), s.n}};
+}
+
+struct EighOutputDescs {
+  MatrixDesc w, v;
+};
+
+inline EighOutputDescs eigh_outputs(const kernels::EighShape& s) {
+  return EighOutputDescs{MatrixDesc{s.dtype, s.batch, 1, s.n},
+                         MatrixDesc{s.dtype, s.batch, s.n, s.n}};
 }
 
 }  // namespace gcompute::server

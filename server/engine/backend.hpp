@@ -15,6 +15,7 @@
 #include "common/matrix.hpp"
 #include "engine/graph_copies.hpp"
 #include "gcompute/kernels/apsp_types.hpp"
+#include "gcompute/kernels/eigh_types.hpp"
 #include "gcompute/kernels/matmul_types.hpp"
 #include "gcompute/kernels/scan_types.hpp"
 #include "gcompute/kernels/stop_token.hpp"
@@ -48,6 +49,12 @@ struct SvdOutput {
   std::optional<Matrix> u;
   std::optional<Matrix> vt;
   kernels::SvdInfo info;
+};
+
+struct EighOutput {
+  Matrix w;
+  std::optional<Matrix> v;
+  kernels::EighInfo info;
 };
 
 struct ApspOutput {
@@ -106,6 +113,9 @@ class Backend {
                                         const kernels::MatmulShape& shape, JobContext& ctx) = 0;
   virtual absl::StatusOr<SvdOutput> svd(const Matrix& a, const kernels::SvdShape& shape,
                                         JobContext& ctx) = 0;
+  /// Symmetric eigendecomposition; INVALID_ARGUMENT (check_symmetric) for an asymmetric input.
+  virtual absl::StatusOr<EighOutput> eigh(const Matrix& a, const kernels::EighShape& shape,
+                                          JobContext& ctx) = 0;
   virtual absl::StatusOr<ApspOutput> apsp(const Matrix& weights, const kernels::ApspShape& shape,
                                           JobContext& ctx) = 0;
 

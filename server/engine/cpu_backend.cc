@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "gcompute/kernels/cpu/apsp.hpp"
+#include "gcompute/kernels/cpu/eigh.hpp"
 #include "gcompute/kernels/cpu/matmul.hpp"
 #include "gcompute/kernels/cpu/svd.hpp"
 #include "gcompute/kernels/cpu/transpose.hpp"
@@ -96,6 +97,33 @@ absl::StatusOr<SvdOutput> svd_on_host(const Matrix& a, const kernels::SvdShape& 
     return kernels::cpu::svd(a.bytes(), out.s.mutable_bytes(),
                              out.u ? out.u->mutable_bytes() : nullptr,
                              out.vt ? out.vt->mutable_bytes() : nullptr, shape, ctx.stop_token());
+  });
+  if (!info.ok()) return info.status();
+  out.info = *info;
+  return out;
+}
+
+absl::StatusOr<EighOutput> CpuBackend::eigh(const Matrix& a, const kernels::EighShape& shape,
+                                            JobContext& ctx) {
+  return eigh_on_host(a, shape, ctx);
+}
+
+absl::StatusOr<EighOutput> eigh_on_host(const Matrix& a, const kernels::EighShape& shape,
+                                        JobContext& ctx) {
+  if (absl::Status st = kernels::check_symmetric(a.bytes(), shape); !st.ok()) return st;
+  const EighOutputDescs descs = eigh_outputs(shape);
+  EighOutput out;
+  auto w = allocate_matrix(descs.w);
+  if (!w.ok()) return w.status();
+  out.w = *std::move(w);
+  if (shape.compute_vectors) {
+    auto v = allocate_matrix(descs.v);
+    if (!v.ok()) return v.status();
+    out.v = *std::move(v);
+  }
+  auto info = timed(ctx, [&] {
+    return kernels::cpu::eigh(a.bytes(), out.w.mutable_bytes(),
+                              out.v ? out.v->mutable_bytes() : nullptr, shape, ctx.stop_token());
   });
   if (!info.ok()) return info.status();
   out.info = *info;

@@ -21,6 +21,8 @@ class CpuBackend final : public Backend {
                                 const kernels::MatmulShape& shape, JobContext& ctx) override;
   absl::StatusOr<SvdOutput> svd(const Matrix& a, const kernels::SvdShape& shape,
                                 JobContext& ctx) override;
+  absl::StatusOr<EighOutput> eigh(const Matrix& a, const kernels::EighShape& shape,
+                                  JobContext& ctx) override;
   absl::StatusOr<ApspOutput> apsp(const Matrix& weights, const kernels::ApspShape& shape,
                                   JobContext& ctx) override;
   absl::StatusOr<std::unique_ptr<UploadSink>> begin_upload(const MatrixDesc& desc) override;
@@ -34,6 +36,11 @@ class CpuBackend final : public Backend {
 /// apsp; the CUDA backend's for i32 inputs whose distances may leave the i32 range (the host
 /// kernel is exact there and reports the pair, so every backend answers alike).
 absl::StatusOr<ApspOutput> apsp_on_host(const Matrix& weights, const kernels::ApspShape& shape,
+                                        JobContext& ctx);
+
+/// Symmetric eigendecomposition with LAPACK on host bytes (`a` must be on the host): the CPU
+/// backend's eigh and, until a GPU eigensolver exists, the CUDA backend's.
+absl::StatusOr<EighOutput> eigh_on_host(const Matrix& a, const kernels::EighShape& shape,
                                         JobContext& ctx);
 
 /// SVD with LAPACK on host bytes (`a` must be on the host). The CPU backend's svd; the CUDA

@@ -18,6 +18,8 @@ absl::StatusOr<PreparedOp> Operations::prepare(const Caller& caller, OpRequest r
           return prepare_matmul(std::move(r), env_, caller);
         } else if constexpr (std::is_same_v<T, SvdRequest>) {
           return prepare_svd(std::move(r), env_, caller);
+        } else if constexpr (std::is_same_v<T, EighRequest>) {
+          return prepare_eigh(std::move(r), env_, caller);
         } else if constexpr (std::is_same_v<T, ApspRequest>) {
           return prepare_apsp(std::move(r), env_, caller);
         } else {

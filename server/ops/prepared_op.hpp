@@ -35,6 +35,7 @@ absl::StatusOr<PreparedOp> prepare_transpose(TransposeRequest request, OpEnv& en
                                              const Caller& caller);
 absl::StatusOr<PreparedOp> prepare_matmul(MatMulRequest request, OpEnv& env, const Caller& caller);
 absl::StatusOr<PreparedOp> prepare_svd(SvdRequest request, OpEnv& env, const Caller& caller);
+absl::StatusOr<PreparedOp> prepare_eigh(EighRequest request, OpEnv& env, const Caller& caller);
 absl::StatusOr<PreparedOp> prepare_apsp(ApspRequest request, OpEnv& env, const Caller& caller);
 absl::StatusOr<PreparedOp> prepare_shortest_path(ShortestPathRequest request, OpEnv& env,
                                                  const Caller& caller);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/matrix.hpp"
+#include "gcompute/kernels/eigh_types.hpp"
 #include "gcompute/kernels/matmul_types.hpp"
 #include "gcompute/kernels/svd_types.hpp"
 #include "store/matrices/matrix_store.hpp"
@@ -77,6 +78,17 @@ struct SvdRequest {
   int max_sweeps = 0;
   OutputOptions output;
 };
+struct EighRequest {
+  OperandInput a;
+  bool compute_vectors = true;
+  double symmetry_tolerance = 0;
+  OutputOptions output;
+};
+struct EighResult {
+  ResultMatrix w;
+  std::optional<ResultMatrix> v;
+  bool converged = false;
+};
 struct SvdResult {
   ResultMatrix s;
   std::optional<ResultMatrix> u;
@@ -131,9 +143,9 @@ struct ShortestPathResult {
   std::vector<std::int64_t> vertices;
 };
 
-using OpRequest =
-    std::variant<TransposeRequest, MatMulRequest, SvdRequest, ApspRequest, ShortestPathRequest>;
-using OpResult =
-    std::variant<TransposeResult, MatMulResult, SvdResult, ApspResult, ShortestPathResult>;
+using OpRequest = std::variant<TransposeRequest, MatMulRequest, SvdRequest, EighRequest,
+                               ApspRequest, ShortestPathRequest>;
+using OpResult = std::variant<TransposeResult, MatMulResult, SvdResult, EighResult, ApspResult,
+                              ShortestPathResult>;
 
 }  // namespace gcompute::server::ops

@@ -352,6 +352,27 @@ class CliTest(E2eBase):
             self.assertIn("converged: true", r.stdout)
             self.check_svd(c, prefix + method, False, 1e-10)
 
+    def test_eigh(self):
+        x = self.rng.standard_normal((12, 12))
+        a = (x + x.T) / 2
+        prefix = self.path("e")
+        r = self.cli("eigh", self.save("e.npy", a), "--out", prefix)
+        self.assertIn("converged: true", r.stdout)
+        w, v = np.load(prefix + ".W.npy"), np.load(prefix + ".V.npy")
+        np.testing.assert_allclose(w, np.linalg.eigh(a)[0], rtol=0, atol=1e-12 * np.abs(w).max())
+        np.testing.assert_allclose(a @ v, v * w, rtol=0, atol=1e-11 * np.abs(w).max())
+        # Values only, for a stack.
+        r = self.cli("eigh", self.save("es.npy", np.stack([a, -a])), "--out", prefix + "s", "--no-vectors")
+        ws = np.load(prefix + "s.W.npy")
+        self.assertEqual(ws.shape, (2, 12))
+        self.assertFalse(os.path.exists(prefix + "s.V.npy"))
+        # Not symmetric: an error naming the pair.
+        b = a.copy()
+        b[3, 1] += 1.0
+        r = self.cli("eigh", self.save("eb.npy", b), "--out", prefix + "b", check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("not symmetric", r.stderr)
+
     def test_large_matrices_are_chunked(self):
         # 1500 x 1500 f32 = 9 MB: over the CLI's inline limit (half of 8 MiB), so it is uploaded in
         # chunks; the 9 MB result exceeds the server's 8 MiB messages, so it comes back stored

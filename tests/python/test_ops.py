@@ -224,3 +224,27 @@ def test_inputs_the_client_rejects_name_the_argument(client):
         client.svd(np.zeros((2, 2, 2, 2)))
     with pytest.raises(gcompute.InvalidArgument, match="precision 'f8'"):
         client.matmul(np.zeros((2, 2)), np.zeros((2, 2)), precision="f8")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_eigh_follows_numpy(client, rng, dtype):
+    x = rng.standard_normal((9, 9))
+    a = ((x + x.T) / 2).astype(dtype)
+    w, v = client.eigh(a)
+    nw = np.linalg.eigh(a.astype(np.float64))[0]
+    tol = 1e-4 if dtype == np.float32 else 1e-12
+    assert w.shape == (9,) and v.shape == (9, 9) and w.dtype == dtype
+    assert np.allclose(w, nw, rtol=0, atol=tol * np.abs(nw).max())
+    assert np.allclose(a @ v, v * w, rtol=0, atol=10 * tol * np.abs(nw).max())
+    assert np.allclose(v.T @ v, np.eye(9), rtol=0, atol=10 * tol)
+    # A stack, values only.
+    stack = np.stack([a, 2 * a])
+    ws = client.eigh(stack, compute_vectors=False)
+    assert ws.shape == (2, 9)
+    assert np.allclose(ws[1], 2 * ws[0], rtol=0, atol=10 * tol * np.abs(nw).max())
+
+
+def test_eigh_asymmetric_is_invalid(client):
+    a = np.arange(9.0).reshape(3, 3)
+    with pytest.raises(gcompute.InvalidArgument, match="not symmetric"):
+        client.eigh(a)

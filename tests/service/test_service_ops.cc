@@ -355,6 +355,90 @@ TEST_F(ServiceOps, SvdShapesAgainstLapack) {
   }
 }
 
+// ---- Eigh --------------------------------------------------------------------------------
+
+template <typename T>
+void check_eigh(v1::Compute::Stub& stub, Rng& rng, std::int64_t batch, std::int64_t n,
+                bool vectors) {
+  SCOPED_TRACE(::testing::Message() << "eigh " << batch << "x" << n << "x" << n << " "
+                                    << (std::is_same_v<T, float> ? "f32" : "f64")
+                                    << (vectors ? " vectors" : " values"));
+  std::vector<T> a;
+  std::vector<std::vector<double>> lambdas;
+  for (std::int64_t b = 0; b < batch; ++b) {
+    std::vector<double> lambda = gcompute::testing::random_uniform<double>(rng, static_cast<std::size_t>(n));
+    for (double& x : lambda) x *= 10;
+    const std::vector<double> m = gcompute::testing::matrix_with_eigenvalues(rng, lambda);
+    a.insert(a.end(), m.begin(), m.end());  // rounding to f32 keeps the copy symmetric
+    std::sort(lambda.begin(), lambda.end());
+    lambdas.push_back(lambda);
+  }
+  v1::EighRequest req;
+  *req.mutable_a()->mutable_inline_() = make_matrix(n, n, a, batch);
+  if (!vectors) req.set_compute_vectors(false);
+  v1::EighResponse resp;
+  grpc::ClientContext ctx;
+  deadline(ctx);
+  ASSERT_TRUE(is_ok(stub.Eigh(&ctx, req, &resp)));
+  EXPECT_TRUE(resp.converged());
+  const auto w = result_values<T>(resp.w());
+  ASSERT_EQ(static_cast<std::int64_t>(w.size()), batch * n);
+  EXPECT_EQ(resp.w().inline_().cols(), n);
+  EXPECT_EQ(resp.has_v(), vectors);
+  const double eps = std::numeric_limits<T>::epsilon();
+  const double tol = 64 * eps * static_cast<double>(std::max<std::int64_t>(n, 1));
+  const auto v = vectors ? result_values<T>(resp.v()) : std::vector<double>();
+  for (std::int64_t b = 0; b < batch; ++b) {
+    for (std::int64_t i = 0; i < n; ++i) {
+      EXPECT_NEAR(w[b * n + i], lambdas[b][i], tol * 10) << "matrix " << b << " w[" << i << "]";
+    }
+    if (!vectors) continue;
+    const std::vector<double> ab(a.begin() + b * n * n, a.begin() + (b + 1) * n * n);
+    EXPECT_LE(gcompute::testing::eigen_residual(ab.data(), v.data() + b * n * n, w.data() + b * n,
+                                                n),
+              tol);
+    EXPECT_LE(gcompute::testing::orthonormal_columns_error(v.data() + b * n * n, n, n), tol);
+  }
+}
+
+TEST_F(ServiceOps, EighAgainstKnownEigenvalues) {
+  GC_SEEDED_RNG(rng);
+  for (const std::int64_t n : {1, 2, 7, 31}) {
+    check_eigh<double>(stub(), rng, 1, n, true);
+    check_eigh<float>(stub(), rng, 1, n, true);
+    check_eigh<double>(stub(), rng, 3, n, true);
+    check_eigh<float>(stub(), rng, 2, n, false);
+  }
+}
+
+TEST_F(ServiceOps, EighRefusesAsymmetricAndNonSquare) {
+  v1::EighRequest req;
+  std::vector<double> a = {1, 2, 3, 2, 5, 6, 3, 6, 9};
+  a[7] = 6.5;  // a[2][1] = 6.5 but a[1][2] = 6
+  *req.mutable_a()->mutable_inline_() = make_matrix(3, 3, a);
+  v1::EighResponse resp;
+  {
+    grpc::ClientContext ctx;
+    deadline(ctx);
+    EXPECT_TRUE(has_status(stub().Eigh(&ctx, req, &resp), grpc::INVALID_ARGUMENT,
+                           {"not symmetric", "a[2][1] = 6.5", "a[1][2] = 6"}));
+  }
+  // A looser tolerance accepts it.
+  req.set_symmetry_tolerance(0.1);
+  {
+    grpc::ClientContext ctx;
+    deadline(ctx);
+    EXPECT_TRUE(is_ok(stub().Eigh(&ctx, req, &resp)));
+  }
+  *req.mutable_a()->mutable_inline_() = make_matrix(2, 3, std::vector<double>(6, 1.0));
+  {
+    grpc::ClientContext ctx;
+    deadline(ctx);
+    EXPECT_TRUE(
+        has_status(stub().Eigh(&ctx, req, &resp), grpc::INVALID_ARGUMENT, {"square", "2x3"}));
+  }
+}
+
 TEST_F(ServiceOps, BatchedSvdEveryMatrix) {
   GC_SEEDED_RNG(rng);
   for (bool full : {false, true}) {

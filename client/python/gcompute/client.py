@@ -222,6 +222,37 @@ class Client:
         return self._svd("BatchedSvd", op, full_matrices, compute_uv, method, tolerance, max_sweeps,
                          store, ttl_seconds, timeout)
 
+    def eigh(self, a: ArrayOrRef, *, compute_vectors: bool = True, symmetry_tolerance: float = 0.0,
+             store: bool = False, ttl_seconds: int = 0, timeout: Optional[float] = None):
+        """Eigendecomposition of a symmetric matrix with numpy.linalg.eigh's conventions:
+        returns (w, v), w ascending and v's columns the eigenvectors, or w alone when
+        compute_vectors=False. Reads the lower triangle; a matrix that is not symmetric to
+        symmetry_tolerance x max|a| (0: n x machine epsilon) raises InvalidArgument naming the
+        pair. A 3-D array is a stack: w is (batch, n), v (batch, n, n). float32 or float64.
+        store=True returns Refs instead of arrays."""
+        op = self._operand(a, "a", accept=("f32", "f64"), convert_ints_to="f64")
+        batched = _is_batched(op)
+
+        def fill(stager: OperandStager) -> Any:
+            request = _pb.ops.EighRequest(compute_vectors=compute_vectors,
+                                          symmetry_tolerance=symmetry_tolerance)
+            stager.add_operand(op, request.a)
+            _output(request.output, store, ttl_seconds)
+            return request
+
+        def convert(response, t: Transfer):
+            if store:
+                w = self._result(t, response.w, "w", True, batched)
+                return (w, self._result(t, response.v, "v", True, batched)) if compute_vectors else w
+            w = _transfer.take_result(t, response.w, "w")
+            w = w[:, 0, :] if batched else w[0, 0, :]
+            if not compute_vectors:
+                return w
+            v = _transfer.take_result(t, response.v, "v")
+            return (w, v if batched else v[0])
+
+        return self._operation(self._route_refs(op), timeout, "Eigh", fill, convert)
+
     def apsp(self, w, *, next_hop: bool = False, store: bool = False, ttl_seconds: int = 0,
              timeout: Optional[float] = None):
         """All-pairs shortest paths (Floyd-Warshall).

@@ -405,6 +405,15 @@ absl::StatusOr<Matrix> CudaBackend::matmul(const Matrix& a, const Matrix& b, con
   return finish_output(l, out_desc, *std::move(out), ctx);
 }
 
+absl::StatusOr<EighOutput> CudaBackend::eigh(const Matrix& a, const kernels::EighShape& shape,
+                                             JobContext& ctx) {
+  // No GPU eigensolver yet: the host runs LAPACK, with the same outputs as the CPU backend.
+  Matrix host = a;
+  if (auto st = ensure_on_host(host); !st.ok()) return st;
+  ctx.device = "cpu";
+  return eigh_on_host(host, shape, ctx);
+}
+
 absl::StatusOr<SvdOutput> CudaBackend::svd(const Matrix& a, const kernels::SvdShape& shape,
                                            JobContext& ctx) {
   if (shape.method == kernels::SvdMethod::kPolar) {

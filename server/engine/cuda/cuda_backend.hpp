@@ -39,6 +39,8 @@ class CudaBackend final : public Backend {
   absl::StatusOr<Matrix> transpose(const Matrix& a, JobContext& ctx) override;
   absl::StatusOr<Matrix> matmul(const Matrix& a, const Matrix& b, const Matrix* c,
                                 const kernels::MatmulShape& shape, JobContext& ctx) override;
+  absl::StatusOr<EighOutput> eigh(const Matrix& a, const kernels::EighShape& shape,
+                                  JobContext& ctx) override;
   absl::StatusOr<SvdOutput> svd(const Matrix& a, const kernels::SvdShape& shape,
                                 JobContext& ctx) override;
   absl::StatusOr<ApspOutput> apsp(const Matrix& weights, const kernels::ApspShape& shape,

@@ -119,6 +119,18 @@ struct SvdResult {
   ExecutionStats stats;
 };
 
+struct EighOptions {
+  bool compute_vectors = true;
+  double symmetry_tolerance = 0;  ///< 0: the server's default (n * machine epsilon)
+};
+
+struct EighResult {
+  HostMatrix w;                 ///< 1 x n eigenvalues, ascending (batch x 1 x n)
+  std::optional<HostMatrix> v;  ///< n x n, eigenvectors as columns; when compute_vectors
+  bool converged = false;
+  ExecutionStats stats;
+};
+
 /// The graph of an APSP or shortest-path request.
 struct ApspGraph {
   /// A dense n x n weight matrix (f32, +inf = no edge; or i32, 2147483647 = no edge),
@@ -192,6 +204,9 @@ class Client {
                                 const CallOptions& call = {});
   absl::StatusOr<SvdResult> batched_svd(const Operand& a, const SvdOptions& options = {},
                                         const CallOptions& call = {});
+  /// Eigendecomposition of a symmetric matrix (or a batch of them).
+  absl::StatusOr<EighResult> eigh(const Operand& a, const EighOptions& options = {},
+                                  const CallOptions& call = {});
   absl::StatusOr<ApspResult> apsp(const ApspGraph& graph, bool next_hop = false,
                                   const CallOptions& call = {});
   /// APSP with both results stored on the server (ttl_seconds 0: the server's default).
