@@ -22,7 +22,8 @@
 //    (batched GEMMs, FP32 for f32 and FP64 for f64, never TF32). W and V are double-buffered: the
 //    update GEMMs write each block to its slot of the next round, so that the pairs of every round
 //    are adjacent and G is a strided batch. After a full sweep (k - 1 rounds for k blocks) the
-//    blocks are back in their original order. One flag read per sweep decides convergence.
+//    blocks are back in their original order. One flag read per sweep decides convergence. After
+//    kEscalateAfterSweeps outer sweeps the inner solver takes more sweeps (see there).
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -49,6 +50,17 @@ constexpr int kNarrowBlock = 16;
 constexpr std::int64_t kSmallChunk = 1 << 16;  // matrices per launch (stop is polled between)
 constexpr int kWarpMaxM = 32;                  // tiny driver: max(m, n) <= 32, one lane per column
 constexpr int kWarpThreads = 128;
+// Blocked driver: outer sweeps from this one on (0-based) give the inner Gram solver at least
+// kEscalatedInnerSweeps sweeps. One inner sweep converges only linearly on clustered singular
+// values, and exactly rank-deficient inputs (integer outer products, repeated rows) have such
+// clusters at every scale: the rounding noise that stands in for their zero singular values is
+// itself rank-deficient, its own noise is about eps smaller, and so on down to the negligible
+// threshold of jacobi_rotation (about nine such levels in f64). At one inner sweep a level took
+// six to twelve outer sweeps (host emulation of this driver on (i + 1)(j + 1), 100 x 150, f64: not
+// converged after 60 sweeps; 34 with this rule). Random inputs need at most 16 sweeps (n = 4096,
+// docs/performance.md), so their results and times do not change.
+constexpr int kEscalateAfterSweeps = 20;
+constexpr int kEscalatedInnerSweeps = 4;
 
 /// SvdTuning::profile: CUDA events around every round of the blocked driver split its device
 /// time into the Gram GEMM, the inner Jacobi and the update GEMMs; the sums go to stderr once
@@ -595,12 +607,12 @@ absl::Status sort_columns(const Blocked<T>& x, int cur) {
 }
 
 /// Round r of a sweep, from buffer `par`: G = [Wi Wj]^T [Wi Wj] for every block pair (one
-/// strided-batched GEMM), diagonalised by the inner solver into Q (raising b.flag if it
-/// rotated), then [Wi Wj] Q and [Vi Vj] Q into the slots of the other buffer (batched GEMMs
-/// through the pointer table).
+/// strided-batched GEMM), diagonalised by up to `inner_sweeps` sweeps of the inner solver into Q
+/// (raising b.flag if it rotated), then [Wi Wj] Q and [Vi Vj] Q into the slots of the other buffer
+/// (batched GEMMs through the pointer table).
 template <typename T>
-absl::Status run_round(const Blocked<T>& x, const GramSolver& gram, int par, int r,
-                       RoundProfile& prof) {
+absl::Status run_round(const Blocked<T>& x, const GramSolver& gram, int inner_sweeps, int par,
+                       int r, RoundProfile& prof) {
   const Plan& pl = x.pl;
   const Buffers<T>& b = x.b;
   const cudaStream_t st = x.ctx.stream;
@@ -621,10 +633,10 @@ absl::Status run_round(const Blocked<T>& x, const GramSolver& gram, int par, int
   if (gram.inner_double) {
     detail::gram_jacobi_kernel<T, double>
         <<<static_cast<unsigned>(k / 2), gram.threads, gram.smem, st>>>(
-            b.g, b.q, static_cast<int>(nb2), x.tol, pl.inner_sweeps, b.flag);
+            b.g, b.q, static_cast<int>(nb2), x.tol, inner_sweeps, b.flag);
   } else {
     detail::gram_jacobi_kernel<T, T><<<static_cast<unsigned>(k / 2), gram.threads, gram.smem, st>>>(
-        b.g, b.q, static_cast<int>(nb2), x.tol, pl.inner_sweeps, b.flag);
+        b.g, b.q, static_cast<int>(nb2), x.tol, inner_sweeps, b.flag);
   }
   GC_CUDA_CHECK_LAUNCH("gram_jacobi_kernel");
   prof.mark();
@@ -645,8 +657,9 @@ absl::Status run_round(const Blocked<T>& x, const GramSolver& gram, int par, int
 }
 
 /// Sweeps of the loaded matrix until one rotates nothing (converged) or max_sweeps: each an
-/// optional column sort and k - 1 rounds, then one flag read. `done_rounds` counts the steps
-/// that switched buffers so far: its parity says which buffer holds W and V.
+/// optional column sort and k - 1 rounds, then one flag read; sweeps from kEscalateAfterSweeps on
+/// give the inner solver more sweeps. `done_rounds` counts the steps that switched buffers so
+/// far: its parity says which buffer holds W and V.
 struct SweepResult {
   int sweeps = 0;
   bool converged = false;
@@ -665,8 +678,12 @@ absl::StatusOr<SweepResult> sweep_until_converged(const Blocked<T>& x, const Gra
       if (auto st_ = sort_columns<T>(x, static_cast<int>(done_rounds % 2)); !st_.ok()) return st_;
       ++done_rounds;
     }
+    const int inner = out.sweeps >= kEscalateAfterSweeps
+                          ? std::max(x.pl.inner_sweeps, kEscalatedInnerSweeps)
+                          : x.pl.inner_sweeps;
     for (int r = 0; r < rounds; ++r, ++done_rounds) {
-      if (auto st_ = run_round<T>(x, gram, static_cast<int>(done_rounds % 2), r, prof); !st_.ok()) {
+      if (auto st_ = run_round<T>(x, gram, inner, static_cast<int>(done_rounds % 2), r, prof);
+          !st_.ok()) {
         return st_;
       }
     }

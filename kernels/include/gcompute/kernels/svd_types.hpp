@@ -83,7 +83,8 @@ struct SvdTuning {
   /// Jacobi sweeps on each block pair's Gram matrix, 1..30. Measured on the H200 (f32,
   /// n = 256..2048, ms): 4 sweeps 29.6 / 77.3 / 190 / 497, 2 sweeps 19.0 / 49.6 / 129 / 362,
   /// 1 sweep 12.0 / 31.1 / 81.9 / 259, at the cost of at most one more outer sweep (the inner
-  /// solve is latency-bound).
+  /// solve is latency-bound). Outer sweeps after the 20th use at least 4: one converges only
+  /// slowly on the clustered rounding noise of exactly rank-deficient inputs.
   int inner_sweeps = 1;
   /// f32: the blocked driver's inner Gram solver computes in double (f64 always does).
   bool inner_double = false;
