@@ -61,15 +61,12 @@ def test_idempotent_key_and_cancel(client, rng):
     first = client.submit("transpose", a, client_job_key="py-key")
     again = client.submit("transpose", a, client_job_key="py-key")
     assert first.id == again.id
+    # Seconds of Floyd-Warshall on the CPU backend: the cancel reaches it queued or running.
     big = client.submit("apsp", random_graph(rng, 1500))
-    status = big.cancel()
-    assert status.state in ("CANCELLED", "RUNNING", "SUCCEEDED")
+    assert big.cancel().state in ("CANCELLED", "RUNNING")
+    states = [s.state for s in big.watch()]
+    assert states[-1] == "CANCELLED", states
     with pytest.raises(gcompute.Cancelled):
-        final = None
-        for final in big.watch():
-            pass
-        if final.state == "SUCCEEDED":  # finished before it saw the cancel: nothing to check
-            raise gcompute.Cancelled("finished first")
         big.result()
 
 
