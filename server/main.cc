@@ -40,6 +40,10 @@ ABSL_FLAG(uint64_t, graph_snapshot_bytes, 64ull << 20,
           "Graph log: take a snapshot once the log has grown by this many bytes (0: never)");
 ABSL_FLAG(uint64_t, apsp_cache_bytes, 1ull << 30,
           "Memory for cached APSP results of stored graphs (0: no cache)");
+ABSL_FLAG(int64_t, job_ttl_seconds, 3600,
+          "How long finished jobs and their inline results stay (SubmitJob may ask otherwise)");
+ABSL_FLAG(int, max_jobs_per_tenant, 1024,
+          "Jobs one tenant may have queued or running; more are RESOURCE_EXHAUSTED");
 
 namespace {
 
@@ -101,6 +105,8 @@ int main(int argc, char** argv) {
   options.graph_fsync = *fsync_policy;
   options.graph_snapshot_after_bytes = absl::GetFlag(FLAGS_graph_snapshot_bytes);
   options.apsp_cache_bytes = absl::GetFlag(FLAGS_apsp_cache_bytes);
+  options.job_ttl = absl::Seconds(absl::GetFlag(FLAGS_job_ttl_seconds));
+  options.max_active_jobs_per_tenant = absl::GetFlag(FLAGS_max_jobs_per_tenant);
 
   auto server = gcompute::server::Server::create(options);
   if (!server.ok()) {

@@ -37,6 +37,14 @@ absl::StatusOr<std::unique_ptr<Server>> Server::create(const ServerOptions& opti
     return absl::InvalidArgumentError(
         absl::StrCat("--queue-depth must be >= 1, got ", options.queue_depth));
   }
+  if (options.job_ttl < absl::Seconds(1)) {
+    return absl::InvalidArgumentError(absl::StrCat("--job-ttl-seconds must be >= 1, got ",
+                                                   absl::ToInt64Seconds(options.job_ttl)));
+  }
+  if (options.max_active_jobs_per_tenant < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("--max-jobs-per-tenant must be >= 1, got ",
+                                                   options.max_active_jobs_per_tenant));
+  }
   std::unique_ptr<Server> s(new Server());
 
   BackendOptions bo;
@@ -112,11 +120,21 @@ absl::StatusOr<std::unique_ptr<Server>> Server::create(const ServerOptions& opti
   s->ops_ = std::make_unique<ops::Operations>(
       *s->engine_, ops::OpEnv{*s->matrices_, *s->graphs_, s->apsp_cache_.get(), options.limits},
       choice->note);
+  ops::JobManagerOptions jo;
+  jo.default_ttl = options.job_ttl;
+  jo.max_active_per_tenant = options.max_active_jobs_per_tenant;
+  jo.on_counts = [metrics](const std::map<ops::JobState, int>& counts) {
+    for (const auto& [state, n] : counts) metrics->set_jobs(ops::job_state_name(state), n);
+  };
+  jo.on_finished = [metrics](const std::string& method, double queued, double ran) {
+    metrics->observe_job(method, queued, ran);
+  };
+  s->jobs_ = std::make_unique<ops::JobManager>(*s->ops_, std::move(jo));
   // Store work is short but may wait for an fsync; a few threads keep one slow disk from
   // serialising every graph RPC, and the queue bounds what waits.
   s->store_executor_ = std::make_unique<Executor>("graph store", 4, options.queue_depth);
-  s->svc_.reset(
-      new ServiceContext{*s->ops_, *s->metrics_, *s->store_executor_, options.limits, {}});
+  s->svc_.reset(new ServiceContext{
+      *s->ops_, *s->jobs_, *s->metrics_, *s->store_executor_, options.limits, {}});
   s->service_ = std::make_unique<ComputeService>(*s->svc_);
 
   grpc::EnableDefaultHealthCheckService(true);
@@ -152,6 +170,8 @@ void Server::drain(absl::Duration grace) {
   if (!grpc_server_) return;
   grpc_server_->GetHealthCheckService()->SetServingStatus(false);
   svc_->draining.store(true);
+  // Jobs do not survive the process: stop them rather than run a backlog nobody can collect.
+  jobs_->cancel_all();
   engine_->drain();
   grpc_server_->Shutdown(std::chrono::system_clock::now() + absl::ToChronoSeconds(grace));
 }

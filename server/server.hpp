@@ -39,6 +39,8 @@ struct ServerOptions {
   FsyncPolicy graph_fsync = FsyncPolicy::kAlways;
   std::uint64_t graph_snapshot_after_bytes = 64ull << 20;
   std::uint64_t apsp_cache_bytes = 1ull << 30;  ///< cached APSP results of stored graphs; 0: off
+  absl::Duration job_ttl = absl::Hours(1);      ///< finished jobs and their inline results
+  int max_active_jobs_per_tenant = 1024;        ///< queued or running jobs of one tenant
 };
 
 class Server {
@@ -91,6 +93,7 @@ class Server {
   std::unique_ptr<ApspCache> apsp_cache_;
   std::unique_ptr<GraphStore> graphs_;
   std::unique_ptr<ops::Operations> ops_;
+  std::unique_ptr<ops::JobManager> jobs_;     ///< its queued tasks use ops_ and the engine
   std::unique_ptr<Executor> store_executor_;  ///< outlives the gRPC server: it finishes calls
   std::unique_ptr<ServiceContext> svc_;
   std::unique_ptr<ComputeService> service_;

@@ -47,6 +47,19 @@ const std::vector<OptionSpec>& global_options() {
   return options;
 }
 
+/// `options` and the options every submit takes.
+std::vector<OptionSpec> job_options(std::vector<OptionSpec> options) {
+  options.push_back({"priority",
+                     ValueKind::kString,
+                     "normal (default) or high: ahead of queued normal jobs",
+                     {"normal", "high"}});
+  options.push_back(
+      {"key", ValueKind::kString, "idempotency key: a resubmit with it returns the same job"});
+  options.push_back(
+      {"ttl", ValueKind::kUint, "seconds the finished job stays (default: the server's)"});
+  return options;
+}
+
 const std::vector<CommandSpec>& commands() {
   static const std::vector<CommandSpec> specs = {
       {{"transpose"},
@@ -152,6 +165,63 @@ const std::vector<CommandSpec>& commands() {
        {{"next-hop", ValueKind::kString, "also write the next-hop matrix (int32) to this file"}},
        "all-pairs shortest paths of a stored graph",
        "Row and column k of OUT is vertex id k of the graph.\n"},
+      {{"submit", "transpose"},
+       {"IN.npy"},
+       1,
+       job_options({}),
+       "submit a transpose job; prints its id",
+       "As 'transpose', but the server runs it as a job: collect the result with\n"
+       "'gcompute wait ID --out PREFIX' (PREFIX.npy), from this or any other connection.\n"},
+      {{"submit", "matmul"},
+       {"A.npy", "B.npy"},
+       2,
+       job_options({{"precision",
+                     ValueKind::kString,
+                     "f32, f64, tf32, bf16 or f16 (default: the files' own)",
+                     {"f32", "f64", "tf32", "bf16", "f16"}},
+                    {"transpose-a", ValueKind::kFlag, "use A transposed"},
+                    {"transpose-b", ValueKind::kFlag, "use B transposed"}}),
+       "submit a matmul job; prints its id",
+       "As 'matmul'; 'gcompute wait ID --out PREFIX' writes PREFIX.npy.\n"},
+      {{"submit", "svd"},
+       {"A.npy"},
+       1,
+       job_options({{"no-vectors", ValueKind::kFlag, "compute singular values only"},
+                    {"full", ValueKind::kFlag, "full U (rows x rows) and Vt (cols x cols)"},
+                    {"method",
+                     ValueKind::kString,
+                     "auto (the backend's fastest), jacobi (small values accurate) or polar",
+                     {"auto", "jacobi", "polar"}},
+                    {"tol", ValueKind::kDouble, "GPU Jacobi tolerance in [0, 1)"},
+                    {"max-sweeps", ValueKind::kUint, "most GPU Jacobi sweeps or QDWH iterations"}}),
+       "submit an SVD job; prints its id",
+       "As 'svd'; 'gcompute wait ID --out PREFIX' writes PREFIX.S.npy, PREFIX.U.npy and\n"
+       "PREFIX.Vt.npy.\n"},
+      {{"submit", "apsp"},
+       {"GRAPH"},
+       1,
+       job_options({{"next-hop", ValueKind::kFlag, "also compute the next-hop matrix"},
+                    {"i32", ValueKind::kFlag, "compute with int32 weights"}}),
+       "submit an all-pairs shortest paths job; prints its id",
+       "GRAPH as for 'apsp'. 'gcompute wait ID --out PREFIX' writes PREFIX.dist.npy and,\n"
+       "with --next-hop, PREFIX.next.npy (0-based vertex numbers).\n"},
+      {{"jobs", "list"}, {}, 0, {}, "list one's jobs (id, operation, state, progress)", ""},
+      {{"jobs", "show"}, {"ID"}, 1, {}, "print a job's state, progress, times and error", ""},
+      {{"jobs", "watch"},
+       {"ID"},
+       1,
+       {},
+       "print a job's state and progress at each change until it is final",
+       "Exits 0 when the job SUCCEEDED, 1 when it FAILED or was CANCELLED.\n"},
+      {{"jobs", "cancel"}, {"ID"}, 1, {}, "cancel a queued or running job", ""},
+      {{"wait"},
+       {"ID"},
+       1,
+       {{"out", ValueKind::kString, "prefix of the output files (required)"}},
+       "wait for a job to finish and write its results",
+       "Writes the results as the synchronous command does: PREFIX.npy (transpose, matmul),\n"
+       "PREFIX.S.npy PREFIX.U.npy PREFIX.Vt.npy (svd), PREFIX.dist.npy [PREFIX.next.npy]\n"
+       "(apsp). A job that FAILED or was CANCELLED exits 1 with its error.\n"},
       {{"info"},
        {},
        0,
@@ -168,6 +238,20 @@ const std::vector<CommandSpec>& commands() {
        "health checks: gcompute --server 127.0.0.1:50051 --timeout 3 health\n"},
   };
   return specs;
+}
+
+/// Commands of two words: "graph create", "submit apsp", "jobs list".
+bool is_group(const std::string& word) {
+  return word == "graph" || word == "submit" || word == "jobs";
+}
+
+/// The second words of a group's commands.
+std::vector<std::string> group_words(const std::string& group) {
+  std::vector<std::string> out;
+  for (const CommandSpec& spec : commands()) {
+    if (spec.words.size() == 2 && spec.words[0] == group) out.push_back(spec.words[1]);
+  }
+  return out;
 }
 
 const CommandSpec* find_command(const std::vector<std::string>& words) {
@@ -219,14 +303,23 @@ std::string command_name(const std::vector<std::string>& words) {
 
 // The placeholder shown for an option's value in help texts.
 std::string metavar(const OptionSpec& o) {
-  static const std::map<std::string, std::string> names = {
-      {"server", "HOST:PORT"},   {"timeout", "SECONDS"},
-      {"inline-limit", "BYTES"}, {"max-message-bytes", "BYTES"},
-      {"precision", "P"},        {"method", "M"},
-      {"out", "PREFIX"},         {"tol", "X"},
-      {"max-sweeps", "N"},       {"sym-tol", "X"},
-      {"next-hop", "NEXT.npy"},  {"vertices", "N"},
-      {"expected-version", "V"}, {"service", "NAME"}};
+  static const std::map<std::string, std::string> names = {{"server", "HOST:PORT"},
+                                                           {"timeout", "SECONDS"},
+                                                           {"inline-limit", "BYTES"},
+                                                           {"max-message-bytes", "BYTES"},
+                                                           {"precision", "P"},
+                                                           {"out", "PREFIX"},
+                                                           {"tol", "X"},
+                                                           {"max-sweeps", "N"},
+                                                           {"next-hop", "NEXT.npy"},
+                                                           {"vertices", "N"},
+                                                           {"expected-version", "V"},
+                                                           {"service", "NAME"},
+                                                           {"priority", "P"},
+                                                           {"key", "KEY"},
+                                                           {"ttl", "SECONDS"},
+                                                           {"method", "M"},
+                                                           {"sym-tol", "X"}};
   auto it = names.find(o.name);
   return it == names.end() ? "VALUE" : it->second;
 }
@@ -262,12 +355,12 @@ std::string help_text(const std::vector<std::string>& command) {
     append_options(out, global_options());
     return out;
   }
-  const bool graph_only = command.size() == 1 && command[0] == "graph";
+  const bool group_only = command.size() == 1 && is_group(command[0]);
   absl::StrAppend(&out, "usage: gcompute [global options] ",
-                  graph_only ? "graph SUBCOMMAND" : "COMMAND", " [arguments] [options]\n\n",
-                  graph_only ? "graph subcommands:\n" : "commands:\n");
+                  group_only ? command[0] + " SUBCOMMAND" : "COMMAND", " [arguments] [options]\n\n",
+                  group_only ? command[0] + " subcommands:\n" : "commands:\n");
   for (const CommandSpec& spec : commands()) {
-    if (graph_only && spec.words[0] != "graph") continue;
+    if (group_only && spec.words[0] != command[0]) continue;
     std::string left = absl::StrCat("  ", command_name(spec.words));
     if (left.size() < 18) left.resize(18, ' ');
     absl::StrAppend(&out, left, spec.summary, "\n");
@@ -287,13 +380,13 @@ absl::StatusOr<CommandLine> parse_command_line(const std::vector<std::string>& a
   bool options_done = false;
   auto resolve = [&]() -> absl::Status {
     if (spec || words.empty()) return absl::OkStatus();
-    if (words[0] == "graph") {
+    if (is_group(words[0])) {
       if (words.size() < 2) return absl::OkStatus();
       spec = find_command({words[0], words[1]});
       if (!spec) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "unknown graph subcommand '", words[1],
-            "' (create, edit, show, delete, list, apsp; see 'gcompute graph --help')"));
+            "unknown ", words[0], " subcommand '", words[1], "' (",
+            absl::StrJoin(group_words(words[0]), ", "), "; see 'gcompute ", words[0], " --help')"));
       }
       return absl::OkStatus();
     }
@@ -372,10 +465,11 @@ absl::StatusOr<CommandLine> parse_command_line(const std::vector<std::string>& a
     }
   }
   if (!spec) {
-    if (!words.empty()) cl.command = {words[0]};  // "graph" alone
+    if (!words.empty()) cl.command = {words[0]};  // a group ("graph") alone
     if (cl.help) return cl;
     if (words.empty()) return absl::InvalidArgumentError("no command (see 'gcompute --help')");
-    return absl::InvalidArgumentError("'graph' needs a subcommand (see 'gcompute graph --help')");
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", words[0], "' needs a subcommand (see 'gcompute ", words[0], " --help')"));
   }
   cl.command = spec->words;
   cl.positionals.assign(words.begin() + static_cast<std::ptrdiff_t>(spec->words.size()),
@@ -388,7 +482,8 @@ absl::StatusOr<CommandLine> parse_command_line(const std::vector<std::string>& a
         spec->positionals.empty() ? "no arguments" : "", "; got ", n, " argument",
         n == 1 ? "" : "s", " (see 'gcompute ", command_name(spec->words), " --help')"));
   }
-  if ((spec->words[0] == "svd" || spec->words[0] == "eigh") && !cl.has("out")) {
+  if ((spec->words[0] == "svd" || spec->words[0] == "eigh" || spec->words[0] == "wait") &&
+      !cl.has("out")) {
     return absl::InvalidArgumentError(absl::StrCat("'", spec->words[0], "' needs --out PREFIX"));
   }
   return cl;

@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/time.h"
 #include "cli/args.hpp"
 #include "cli/convert.hpp"
 #include "cli/edits.hpp"
@@ -135,6 +136,12 @@ class Cli {
     if (cmd == "graph delete") return client_.delete_graph(pos(0));
     if (cmd == "graph list") return graph_list();
     if (cmd == "graph apsp") return graph_apsp();
+    if (cl_.command[0] == "submit") return submit();
+    if (cmd == "jobs list") return jobs_list();
+    if (cmd == "jobs show") return jobs_show();
+    if (cmd == "jobs watch") return jobs_watch();
+    if (cmd == "jobs cancel") return jobs_cancel();
+    if (cmd == "wait") return wait();
     if (cmd == "info") return info();
     if (cmd == "health") return health();
     return absl::InternalError(absl::StrCat("command '", cmd, "' has no implementation"));
@@ -166,16 +173,8 @@ class Cli {
     if (!a.ok()) return a.status();
     absl::StatusOr<HostMatrix> b = load_matrix(pos(1));
     if (!b.ok()) return b.status();
-    client::MatMulOptions o;
-    o.transpose_a = cl_.has("transpose-a");
-    o.transpose_b = cl_.has("transpose-b");
-    const std::string precision = cl_.get("precision");
-    if (precision == "f32") o.precision = client::Precision::kF32;
-    if (precision == "tf32") o.precision = client::Precision::kTF32;
-    if (precision == "bf16") o.precision = client::Precision::kBF16;
-    if (precision == "f16") o.precision = client::Precision::kF16;
-    if (precision == "f64") {
-      o.precision = client::Precision::kF64;
+    const client::MatMulOptions o = matmul_options();
+    if (o.precision == client::Precision::kF64) {
       // f64 arithmetic needs f64 operands: widen f32 files here (exact).
       a = convert_dtype(*a, DType::kF64, pos(0));
       if (!a.ok()) return a.status();
@@ -192,21 +191,9 @@ class Cli {
     if (!arr.ok()) return arr.status();
     const bool batched = arr->shape.size() == 3;
     HostMatrix a = to_host_matrix(*std::move(arr));
-    client::SvdOptions o;
-    o.compute_uv = !cl_.has("no-vectors");
-    o.full_matrices = cl_.has("full");
-    const std::string method = cl_.get("method");
-    if (method == "jacobi") o.method = client::SvdMethod::kJacobi;
-    if (method == "polar") o.method = client::SvdMethod::kPolar;
-    if (cl_.has("tol")) o.tolerance = std::stod(cl_.get("tol"));
-    if (cl_.has("max-sweeps")) {
-      const uint64_t sweeps = std::stoull(cl_.get("max-sweeps"));
-      if (sweeps > static_cast<uint64_t>(std::numeric_limits<int32_t>::max())) {
-        return absl::InvalidArgumentError("--max-sweeps is too large");
-      }
-      o.max_sweeps = static_cast<int32_t>(sweeps);
-    }
-    auto r = batched ? client_.batched_svd(a, o) : client_.svd(a, o);
+    absl::StatusOr<client::SvdOptions> o = svd_options();
+    if (!o.ok()) return o.status();
+    auto r = batched ? client_.batched_svd(a, *o) : client_.svd(a, *o);
     if (!r.ok()) return r.status();
     const std::string prefix = cl_.get("out");
     // S arrives as 1 x p (batch x 1 x p): written as p (batch x p), like numpy.linalg.svd.
@@ -237,20 +224,24 @@ class Cli {
     if (cl_.has("sym-tol")) o.symmetry_tolerance = std::stod(cl_.get("sym-tol"));
     auto r = client_.eigh(a, o);
     if (!r.ok()) return r.status();
+    return write_eigh(*r, !batched);
+  }
+
+  absl::Status write_eigh(client::EighResult& r, bool as_vector) {
     const std::string prefix = cl_.get("out");
     // W arrives as 1 x n (batch x 1 x n): written as n (batch x n), like numpy.linalg.eigh.
-    HostMatrix w = std::move(r->w);
+    HostMatrix w = std::move(r.w);
     if (w.batch > 1) {
       w.cols *= w.rows;
       w.rows = w.batch;
       w.batch = 1;
     }
-    if (absl::Status st = save(prefix + ".W.npy", std::move(w), !batched); !st.ok()) return st;
-    if (r->v) {
-      if (absl::Status st = save(prefix + ".V.npy", std::move(*r->v)); !st.ok()) return st;
+    if (absl::Status st = save(prefix + ".W.npy", std::move(w), as_vector); !st.ok()) return st;
+    if (r.v) {
+      if (absl::Status st = save(prefix + ".V.npy", std::move(*r.v)); !st.ok()) return st;
     }
-    out_ << "converged: " << (r->converged ? "true" : "false") << "\n";
-    if (!r->converged) err_ << "gcompute: warning: an eigenvalue did not converge\n";
+    out_ << "converged: " << (r.converged ? "true" : "false") << "\n";
+    if (!r.converged) err_ << "gcompute: warning: an eigenvalue did not converge\n";
     return absl::OkStatus();
   }
 
@@ -402,6 +393,180 @@ class Cli {
     auto r = client_.apsp(client::ApspGraph::graph_id(pos(0)), cl_.has("next-hop"));
     if (!r.ok()) return r.status();
     return write_apsp(*r);
+  }
+
+  // ---- jobs --------------------------------------------------------------------------------
+
+  client::MatMulOptions matmul_options() const {
+    client::MatMulOptions o;
+    o.transpose_a = cl_.has("transpose-a");
+    o.transpose_b = cl_.has("transpose-b");
+    const std::string precision = cl_.get("precision");
+    if (precision == "f32") o.precision = client::Precision::kF32;
+    if (precision == "f64") o.precision = client::Precision::kF64;
+    if (precision == "tf32") o.precision = client::Precision::kTF32;
+    if (precision == "bf16") o.precision = client::Precision::kBF16;
+    if (precision == "f16") o.precision = client::Precision::kF16;
+    return o;
+  }
+
+  absl::StatusOr<client::SvdOptions> svd_options() const {
+    client::SvdOptions o;
+    o.compute_uv = !cl_.has("no-vectors");
+    o.full_matrices = cl_.has("full");
+    const std::string method = cl_.get("method");
+    if (method == "jacobi") o.method = client::SvdMethod::kJacobi;
+    if (method == "polar") o.method = client::SvdMethod::kPolar;
+    if (cl_.has("tol")) o.tolerance = std::stod(cl_.get("tol"));
+    if (cl_.has("max-sweeps")) {
+      const uint64_t sweeps = std::stoull(cl_.get("max-sweeps"));
+      if (sweeps > static_cast<uint64_t>(std::numeric_limits<int32_t>::max())) {
+        return absl::InvalidArgumentError("--max-sweeps is too large");
+      }
+      o.max_sweeps = static_cast<int32_t>(sweeps);
+    }
+    return o;
+  }
+
+  absl::Status submit() {
+    client::JobOptions job;
+    if (cl_.get("priority") == "high") job.priority = client::JobPriority::kHigh;
+    job.client_job_key = cl_.get("key");
+    if (cl_.has("ttl")) {
+      const uint64_t ttl = std::stoull(cl_.get("ttl"));
+      if (ttl > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+        return absl::InvalidArgumentError("--ttl is too large");
+      }
+      job.ttl_seconds = static_cast<int64_t>(ttl);
+    }
+    const std::string& op = cl_.command[1];
+    absl::StatusOr<std::string> id;
+    if (op == "apsp") {
+      absl::StatusOr<GraphInput> in = load_graph_input(pos(0), cl_.has("i32"));
+      if (!in.ok()) return in.status();
+      id = client_.submit_apsp(in->graph(), cl_.has("next-hop"), job);
+    } else if (op == "svd") {
+      absl::StatusOr<NpyArray> arr = read_npy(pos(0));
+      if (!arr.ok()) return arr.status();
+      const bool batched = arr->shape.size() == 3;
+      absl::StatusOr<client::SvdOptions> o = svd_options();
+      if (!o.ok()) return o.status();
+      id = client_.submit_svd(to_host_matrix(*std::move(arr)), *o, batched, job);
+    } else {
+      absl::StatusOr<HostMatrix> a = load_matrix(pos(0));
+      if (!a.ok()) return a.status();
+      if (op == "transpose") {
+        id = client_.submit_transpose(*a, job);
+      } else {
+        absl::StatusOr<HostMatrix> b = load_matrix(pos(1));
+        if (!b.ok()) return b.status();
+        const client::MatMulOptions o = matmul_options();
+        if (o.precision == client::Precision::kF64) {
+          // f64 arithmetic needs f64 operands: widen f32 files here (exact).
+          a = convert_dtype(*a, DType::kF64, pos(0));
+          if (!a.ok()) return a.status();
+          b = convert_dtype(*b, DType::kF64, pos(1));
+          if (!b.ok()) return b.status();
+        }
+        id = client_.submit_matmul(*a, *b, o, job);
+      }
+    }
+    if (!id.ok()) return id.status();
+    out_ << *id << "\n";
+    return absl::OkStatus();
+  }
+
+  static std::string time_text(int64_t unix_ms) {
+    if (unix_ms == 0) return "-";
+    return absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::FromUnixMillis(unix_ms),
+                            absl::UTCTimeZone());
+  }
+
+  static std::string progress_text(const client::JobInfo& j) {
+    std::string text = absl::StrCat(fmt(100 * j.fraction, 3), "% ", j.phase);
+    if (!j.detail.empty()) absl::StrAppend(&text, " (", j.detail, ")");
+    return text;
+  }
+
+  absl::Status jobs_list() {
+    auto jobs = client_.list_jobs();
+    if (!jobs.ok()) return jobs.status();
+    for (const client::JobInfo& j : *jobs) {
+      out_ << j.job_id << "\t" << j.method << "\t" << j.state << "\t" << progress_text(j) << "\n";
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status jobs_show() {
+    auto j = client_.get_job(pos(0));
+    if (!j.ok()) return j.status();
+    out_ << "job: " << j->job_id << "\nmethod: " << j->method << "\nstate: " << j->state
+         << "\npriority: " << (j->priority == client::JobPriority::kHigh ? "high" : "normal")
+         << "\nprogress: " << progress_text(*j) << "\ncreated: " << time_text(j->created_unix_ms)
+         << "\nstarted: " << time_text(j->started_unix_ms)
+         << "\nfinished: " << time_text(j->finished_unix_ms)
+         << "\nexpires: " << time_text(j->expires_unix_ms) << "\n";
+    if (!j->client_job_key.empty()) out_ << "key: " << j->client_job_key << "\n";
+    if (!j->error.ok()) {
+      out_ << "error: " << absl::StatusCodeToString(j->error.code()) << ": " << j->error.message()
+           << "\n";
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status jobs_watch() {
+    auto last = client_.watch_job(pos(0), [this](const client::JobInfo& j) {
+      out_ << j.state << "\t" << progress_text(j) << std::endl;
+    });
+    if (!last.ok()) return last.status();
+    return last->error;
+  }
+
+  absl::Status jobs_cancel() {
+    auto j = client_.cancel_job(pos(0));
+    if (!j.ok()) return j.status();
+    out_ << j->job_id << ": " << j->state << "\n";
+    return absl::OkStatus();
+  }
+
+  absl::Status wait() {
+    auto last = client_.watch_job(pos(0), nullptr);
+    if (!last.ok()) return last.status();
+    if (!last->error.ok()) return last->error;
+    auto r = client_.job_results(pos(0));
+    if (!r.ok()) return r.status();
+    const std::string prefix = cl_.get("out");
+    if (r->matrix) return save(prefix + ".npy", std::move(r->matrix->matrix));
+    if (r->eigh) return write_eigh(*r->eigh, r->eigh->w.batch <= 1);
+    if (r->svd) {
+      HostMatrix s = std::move(r->svd->s);
+      const bool batched = s.batch > 1;
+      if (batched) {
+        const int64_t p = s.rows * s.cols;
+        s.rows = s.batch;
+        s.cols = p;
+        s.batch = 1;
+      }
+      if (absl::Status st = save(prefix + ".S.npy", std::move(s), !batched); !st.ok()) return st;
+      if (r->svd->u) {
+        if (absl::Status st = save(prefix + ".U.npy", std::move(*r->svd->u)); !st.ok()) return st;
+        if (absl::Status st = save(prefix + ".Vt.npy", std::move(*r->svd->vt)); !st.ok()) {
+          return st;
+        }
+      }
+      out_ << "sweeps: " << r->svd->sweeps
+           << "\nconverged: " << (r->svd->converged ? "true" : "false") << "\n";
+      return absl::OkStatus();
+    }
+    if (r->apsp) {
+      if (absl::Status st = save(prefix + ".dist.npy", std::move(r->apsp->distances)); !st.ok()) {
+        return st;
+      }
+      if (r->apsp->next_hop) return save(prefix + ".next.npy", std::move(*r->apsp->next_hop));
+      return absl::OkStatus();
+    }
+    return absl::UnimplementedError(
+        absl::StrCat("job ", pos(0), " is a ", r->method, " job; 'wait' writes no file for it"));
   }
 
   absl::Status health() {

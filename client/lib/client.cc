@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "client_impl.hpp"
 #include "proto_convert.hpp"
+#include "results.hpp"
 
 namespace gcompute::client {
 namespace {
@@ -35,6 +36,25 @@ grpc::ChannelArguments channel_arguments(const ClientOptions& options) {
   args.SetMaxSendMessageSize(max_bytes);
   return args;
 }
+
+// Svd and BatchedSvd share request and response.
+absl::StatusOr<SvdResult> svd_rpc(Client::Impl& impl,
+                                  UnaryMethod<pb::SvdRequest, pb::SvdResponse> method,
+                                  const Operand& a, const SvdOptions& options,
+                                  const CallOptions& call) {
+  const CallScope scope = impl.call_scope(call);
+  return impl.rpc_with_operands(
+      impl.replicas.route_for_refs(stored_operands({&a})), scope, method,
+      [&](OperandStager& stager, pb::SvdRequest& request) {
+        stager.add(a, request.mutable_a());
+        to_proto(options, &request);
+      },
+      [&](pb::SvdResponse& response, const Attempt& attempt) {
+        return svd_result_from(response, attempt, options.compute_uv);
+      });
+}
+
+}  // namespace
 
 // The stored-matrix operands among `operands` (nullptr: an absent optional operand).
 std::vector<const MatrixRef*> stored_operands(std::initializer_list<const Operand*> operands) {
@@ -59,6 +79,22 @@ absl::StatusOr<MatrixResultWithStats> matrix_with_stats(const Attempt& attempt,
   absl::StatusOr<HostMatrix> m = take_result_matrix(attempt.transfer, result, what);
   if (!m.ok()) return m.status();
   return MatrixResultWithStats{*std::move(m), from_proto(stats)};
+}
+
+absl::StatusOr<EighResult> eigh_result_from(pb::EighResponse& response, const Attempt& attempt,
+                                            bool vectors) {
+  EighResult out;
+  absl::StatusOr<HostMatrix> w = take_result_matrix(attempt.transfer, response.mutable_w(), "w");
+  if (!w.ok()) return w.status();
+  out.w = *std::move(w);
+  if (vectors) {
+    absl::StatusOr<HostMatrix> v = take_result_matrix(attempt.transfer, response.mutable_v(), "v");
+    if (!v.ok()) return v.status();
+    out.v = *std::move(v);
+  }
+  out.converged = response.converged();
+  out.stats = from_proto(response.stats());
+  return out;
 }
 
 absl::StatusOr<SvdResult> svd_result_from(pb::SvdResponse& response, const Attempt& attempt,
@@ -99,24 +135,17 @@ absl::StatusOr<ApspResult> apsp_result_from(pb::ApspResponse& response, const At
   return out;
 }
 
-// Svd and BatchedSvd share request and response.
-absl::StatusOr<SvdResult> svd_rpc(Client::Impl& impl,
-                                  UnaryMethod<pb::SvdRequest, pb::SvdResponse> method,
-                                  const Operand& a, const SvdOptions& options,
-                                  const CallOptions& call) {
-  const CallScope scope = impl.call_scope(call);
-  return impl.rpc_with_operands(
-      impl.replicas.route_for_refs(stored_operands({&a})), scope, method,
-      [&](OperandStager& stager, pb::SvdRequest& request) {
-        stager.add(a, request.mutable_a());
-        to_proto(options, &request);
-      },
-      [&](pb::SvdResponse& response, const Attempt& attempt) {
-        return svd_result_from(response, attempt, options.compute_uv);
-      });
+void fill_matmul(OperandStager& stager, const Operand& a, const Operand& b,
+                 const MatMulOptions& options, pb::MatMulRequest* request) {
+  stager.add(a, request->mutable_a());
+  stager.add(b, request->mutable_b());
+  if (options.c) stager.add(*options.c, request->mutable_c());
+  request->set_transpose_a(options.transpose_a);
+  request->set_transpose_b(options.transpose_b);
+  request->set_precision(static_cast<pb::Precision>(options.precision));
+  if (options.alpha) request->set_alpha(*options.alpha);
+  if (options.beta) request->set_beta(*options.beta);
 }
-
-}  // namespace
 
 Client::Impl::Impl(ClientOptions client_options)
     : options(with_clamped_chunk_bytes(std::move(client_options))),
@@ -163,14 +192,7 @@ absl::StatusOr<MatrixResultWithStats> Client::matmul(const Operand& a, const Ope
   return impl_->rpc_with_operands(
       impl_->replicas.route_for_refs(stored_operands({&a, &b, c})), scope, &Stub::MatMul,
       [&](OperandStager& stager, pb::MatMulRequest& request) {
-        stager.add(a, request.mutable_a());
-        stager.add(b, request.mutable_b());
-        if (c) stager.add(*c, request.mutable_c());
-        request.set_transpose_a(options.transpose_a);
-        request.set_transpose_b(options.transpose_b);
-        request.set_precision(static_cast<pb::Precision>(options.precision));
-        if (options.alpha) request.set_alpha(*options.alpha);
-        if (options.beta) request.set_beta(*options.beta);
+        fill_matmul(stager, a, b, options, &request);
       },
       [](pb::MatMulResponse& response, const Attempt& attempt) {
         return matrix_with_stats(attempt, response.mutable_c(), "c", response.stats());
@@ -197,21 +219,8 @@ absl::StatusOr<EighResult> Client::eigh(const Operand& a, const EighOptions& opt
         request.set_compute_vectors(options.compute_vectors);
         request.set_symmetry_tolerance(options.symmetry_tolerance);
       },
-      [&](pb::EighResponse& response, const Attempt& attempt) -> absl::StatusOr<EighResult> {
-        EighResult out;
-        absl::StatusOr<HostMatrix> w =
-            take_result_matrix(attempt.transfer, response.mutable_w(), "w");
-        if (!w.ok()) return w.status();
-        out.w = *std::move(w);
-        if (options.compute_vectors) {
-          absl::StatusOr<HostMatrix> v =
-              take_result_matrix(attempt.transfer, response.mutable_v(), "v");
-          if (!v.ok()) return v.status();
-          out.v = *std::move(v);
-        }
-        out.converged = response.converged();
-        out.stats = from_proto(response.stats());
-        return out;
+      [&](pb::EighResponse& response, const Attempt& attempt) {
+        return eigh_result_from(response, attempt, options.compute_vectors);
       });
 }
 

@@ -210,6 +210,7 @@ absl::StatusOr<ApspInfo> run(T* d, std::int32_t* nx, std::int64_t n, StopToken s
       if (tid == 0) {
         phase2_next = 0;
         phase3_next = 0;
+        stop.report_steps(kb, nb);
         if (stop.stop_requested()) {
           cancelled = true;
           cancelled_round = kb;
@@ -263,6 +264,7 @@ absl::StatusOr<ApspInfo> run(T* d, std::int32_t* nx, std::int64_t n, StopToken s
     return absl::CancelledError(
         absl::StrCat("apsp: cancelled after ", cancelled_round, " of ", nb, " rounds"));
   }
+  stop.report_steps(nb, nb);
   if (!info.negative_cycle) {
     if (const std::int64_t v = solver.negative_diagonal(); v >= 0) info = ApspInfo{true, v};
   }

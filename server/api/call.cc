@@ -11,6 +11,7 @@ UnaryCall::UnaryCall(ServiceContext& svc, const char* method, grpc::CallbackServ
     : CallReactor(svc, method, *ctx), response_(response), job_(std::make_shared<JobContext>()) {
   received_bytes_ = request.ByteSizeLong();
   job_->deadline = absl::FromChrono(ctx->deadline());
+  job_->tenant = caller_.tenant;
 }
 
 void UnaryCall::on_finish(absl::Status& status) {

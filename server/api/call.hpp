@@ -17,6 +17,7 @@
 #include "api/status.hpp"
 #include "engine/executor.hpp"
 #include "metrics/metrics.hpp"
+#include "ops/jobs.hpp"
 #include "ops/operations.hpp"
 
 namespace gcompute::server {
@@ -24,6 +25,7 @@ namespace gcompute::server {
 /// What the handlers share. Owned by the Server; outlives every call.
 struct ServiceContext {
   ops::Operations& ops;
+  ops::JobManager& jobs;
   Metrics& metrics;
   /// Runs store work (graph changes and reads) off gRPC's callback threads.
   Executor& store_executor;

@@ -23,18 +23,22 @@ absl::StatusOr<ops::PreparedOp> prepare(ops::Operations& ops, const UnaryCall& c
   return ops.prepare(call.caller(), *std::move(decoded));
 }
 
+/// For UnaryCall::run: fills `response` from the result (convert.hpp, shared with jobs).
+template <typename Response>
+auto encoder(UnaryCall& call, Response* response) {
+  return [&call, response](auto result) {
+    encode(std::move(result), *call.job(), call.elapsed(), response);
+    return absl::OkStatus();
+  };
+}
+
 }  // namespace
 
 grpc::ServerUnaryReactor* ComputeService::Transpose(grpc::CallbackServerContext* ctx,
                                                     const v1::TransposeRequest* request,
                                                     v1::TransposeResponse* response) {
   return UnaryCall::start(svc_, "Transpose", ctx, *request, response, [&](UnaryCall& call) {
-    call.run<ops::TransposeResult>(
-        prepare(svc_.ops, call, request), [&call, response](ops::TransposeResult r) {
-          encode(std::move(r.at), response->mutable_at());
-          encode_stats(*call.job(), call.elapsed(), response->mutable_stats());
-          return absl::OkStatus();
-        });
+    call.run<ops::TransposeResult>(prepare(svc_.ops, call, request), encoder(call, response));
   });
 }
 
@@ -42,12 +46,7 @@ grpc::ServerUnaryReactor* ComputeService::MatMul(grpc::CallbackServerContext* ct
                                                  const v1::MatMulRequest* request,
                                                  v1::MatMulResponse* response) {
   return UnaryCall::start(svc_, "MatMul", ctx, *request, response, [&](UnaryCall& call) {
-    call.run<ops::MatMulResult>(
-        prepare(svc_.ops, call, request), [&call, response](ops::MatMulResult r) {
-          encode(std::move(r.c), response->mutable_c());
-          encode_stats(*call.job(), call.elapsed(), response->mutable_stats());
-          return absl::OkStatus();
-        });
+    call.run<ops::MatMulResult>(prepare(svc_.ops, call, request), encoder(call, response));
   });
 }
 
@@ -68,16 +67,7 @@ grpc::ServerUnaryReactor* ComputeService::svd_common(const char* method, bool ba
                                                      const v1::SvdRequest* request,
                                                      v1::SvdResponse* response) {
   return UnaryCall::start(svc_, method, ctx, *request, response, [&](UnaryCall& call) {
-    call.run<ops::SvdResult>(prepare(svc_.ops, call, request, batched),
-                             [&call, response](ops::SvdResult r) {
-                               encode(std::move(r.s), response->mutable_s());
-                               if (r.u) encode(*std::move(r.u), response->mutable_u());
-                               if (r.vt) encode(*std::move(r.vt), response->mutable_vt());
-                               response->set_sweeps(r.sweeps);
-                               response->set_converged(r.converged);
-                               encode_stats(*call.job(), call.elapsed(), response->mutable_stats());
-                               return absl::OkStatus();
-                             });
+    call.run<ops::SvdResult>(prepare(svc_.ops, call, request, batched), encoder(call, response));
   });
 }
 
@@ -85,14 +75,7 @@ grpc::ServerUnaryReactor* ComputeService::Eigh(grpc::CallbackServerContext* ctx,
                                                const v1::EighRequest* request,
                                                v1::EighResponse* response) {
   return UnaryCall::start(svc_, "Eigh", ctx, *request, response, [&](UnaryCall& call) {
-    call.run<ops::EighResult>(
-        prepare(svc_.ops, call, request), [&call, response](ops::EighResult r) {
-          encode(std::move(r.w), response->mutable_w());
-          if (r.v) encode(*std::move(r.v), response->mutable_v());
-          response->set_converged(r.converged);
-          encode_stats(*call.job(), call.elapsed(), response->mutable_stats());
-          return absl::OkStatus();
-        });
+    call.run<ops::EighResult>(prepare(svc_.ops, call, request), encoder(call, response));
   });
 }
 
@@ -100,15 +83,8 @@ grpc::ServerUnaryReactor* ComputeService::Apsp(grpc::CallbackServerContext* ctx,
                                                const v1::ApspRequest* request,
                                                v1::ApspResponse* response) {
   return UnaryCall::start(svc_, "Apsp", ctx, *request, response, [&](UnaryCall& call) {
-    call.run<ops::ApspResult>(
-        prepare(svc_.ops, call, request, std::string()), [&call, response](ops::ApspResult r) {
-          encode(std::move(r.distances), response->mutable_distances());
-          if (r.next_hop) {
-            encode(*std::move(r.next_hop), response->mutable_next_hop());
-          }
-          encode_stats(*call.job(), call.elapsed(), response->mutable_stats());
-          return absl::OkStatus();
-        });
+    call.run<ops::ApspResult>(prepare(svc_.ops, call, request, std::string()),
+                              encoder(call, response));
   });
 }
 
@@ -116,14 +92,7 @@ grpc::ServerUnaryReactor* ComputeService::ShortestPath(grpc::CallbackServerConte
                                                        const v1::ShortestPathRequest* request,
                                                        v1::ShortestPathResponse* response) {
   return UnaryCall::start(svc_, "ShortestPath", ctx, *request, response, [&](UnaryCall& call) {
-    call.run<ops::ShortestPathResult>(
-        prepare(svc_.ops, call, request), [&call, response](ops::ShortestPathResult r) {
-          response->set_reachable(r.reachable);
-          if (r.reachable) response->set_length(r.length);
-          response->mutable_vertices()->Assign(r.vertices.begin(), r.vertices.end());
-          encode_stats(*call.job(), call.elapsed(), response->mutable_stats());
-          return absl::OkStatus();
-        });
+    call.run<ops::ShortestPathResult>(prepare(svc_.ops, call, request), encoder(call, response));
   });
 }
 

@@ -55,6 +55,20 @@ class ComputeService final : public v1::Compute::CallbackService {
                                        const v1::ApplyEditsRequest* request,
                                        v1::ApplyEditsResponse* response) override;
 
+  grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* ctx,
+                                      const v1::SubmitJobRequest* request,
+                                      v1::SubmitJobResponse* response) override;
+  grpc::ServerUnaryReactor* GetJob(grpc::CallbackServerContext* ctx,
+                                   const v1::GetJobRequest* request, v1::Job* response) override;
+  grpc::ServerWriteReactor<v1::Job>* WatchJob(grpc::CallbackServerContext* ctx,
+                                              const v1::WatchJobRequest* request) override;
+  grpc::ServerUnaryReactor* CancelJob(grpc::CallbackServerContext* ctx,
+                                      const v1::CancelJobRequest* request,
+                                      v1::CancelJobResponse* response) override;
+  grpc::ServerUnaryReactor* ListJobs(grpc::CallbackServerContext* ctx,
+                                     const v1::ListJobsRequest* request,
+                                     v1::ListJobsResponse* response) override;
+
   grpc::ServerUnaryReactor* GetServerInfo(grpc::CallbackServerContext* ctx,
                                           const v1::GetServerInfoRequest* request,
                                           v1::GetServerInfoResponse* response) override;

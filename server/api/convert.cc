@@ -275,6 +275,59 @@ absl::StatusOr<std::vector<Edit>> decode_edits(const v1::ApplyEditsRequest& requ
   return edits;
 }
 
+absl::StatusOr<JobSubmission> decode(v1::SubmitJobRequest& request) {
+  JobSubmission out;
+  switch (request.priority()) {
+    case v1::JOB_PRIORITY_NORMAL:
+      out.options.priority = Priority::kNormal;
+      break;
+    case v1::JOB_PRIORITY_HIGH:
+      out.options.priority = Priority::kHigh;
+      break;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("priority = ", static_cast<int>(request.priority()),
+                       " is not a known JobPriority (JOB_PRIORITY_NORMAL or JOB_PRIORITY_HIGH)"));
+  }
+  out.options.client_job_key = request.client_job_key();
+  out.options.ttl_seconds = request.ttl_seconds();
+  switch (request.op_case()) {
+    case v1::SubmitJobRequest::kTranspose: {
+      GC_ASSIGN_OR_RETURN(out.op, decode(*request.mutable_transpose()));
+      break;
+    }
+    case v1::SubmitJobRequest::kMatmul: {
+      GC_ASSIGN_OR_RETURN(out.op, decode(*request.mutable_matmul()));
+      break;
+    }
+    case v1::SubmitJobRequest::kSvd: {
+      GC_ASSIGN_OR_RETURN(out.op, decode(*request.mutable_svd(), false));
+      break;
+    }
+    case v1::SubmitJobRequest::kBatchedSvd: {
+      GC_ASSIGN_OR_RETURN(out.op, decode(*request.mutable_batched_svd(), true));
+      break;
+    }
+    case v1::SubmitJobRequest::kApsp: {
+      GC_ASSIGN_OR_RETURN(out.op, decode(*request.mutable_apsp(), std::string()));
+      break;
+    }
+    case v1::SubmitJobRequest::kShortestPath: {
+      GC_ASSIGN_OR_RETURN(out.op, decode(*request.mutable_shortest_path()));
+      break;
+    }
+    case v1::SubmitJobRequest::kEigh: {
+      GC_ASSIGN_OR_RETURN(out.op, decode(*request.mutable_eigh()));
+      break;
+    }
+    case v1::SubmitJobRequest::OP_NOT_SET:
+      return absl::InvalidArgumentError(
+          "op is not set: give one of transpose, matmul, svd, batched_svd, eigh, apsp, "
+          "shortest_path");
+  }
+  return out;
+}
+
 std::vector<Hyperedge> decode_edges(const v1::CreateGraphRequest& request) {
   std::vector<Hyperedge> edges;
   edges.reserve(request.edges_size());
@@ -320,6 +373,114 @@ void encode_stats(const JobContext& job, double total_seconds, v1::ExecutionStat
   out->set_d2h_seconds(job.times.d2h_seconds);
   out->set_total_seconds(total_seconds);
   out->set_device(job.device);
+}
+
+void encode(ops::TransposeResult r, const JobContext& job, double seconds,
+            v1::TransposeResponse* out) {
+  encode(std::move(r.at), out->mutable_at());
+  encode_stats(job, seconds, out->mutable_stats());
+}
+
+void encode(ops::MatMulResult r, const JobContext& job, double seconds, v1::MatMulResponse* out) {
+  encode(std::move(r.c), out->mutable_c());
+  encode_stats(job, seconds, out->mutable_stats());
+}
+
+void encode(ops::SvdResult r, const JobContext& job, double seconds, v1::SvdResponse* out) {
+  encode(std::move(r.s), out->mutable_s());
+  if (r.u) encode(*std::move(r.u), out->mutable_u());
+  if (r.vt) encode(*std::move(r.vt), out->mutable_vt());
+  out->set_sweeps(r.sweeps);
+  out->set_converged(r.converged);
+  encode_stats(job, seconds, out->mutable_stats());
+}
+
+void encode(ops::EighResult r, const JobContext& job, double seconds, v1::EighResponse* out) {
+  encode(std::move(r.w), out->mutable_w());
+  if (r.v) encode(*std::move(r.v), out->mutable_v());
+  out->set_converged(r.converged);
+  encode_stats(job, seconds, out->mutable_stats());
+}
+
+void encode(ops::ApspResult r, const JobContext& job, double seconds, v1::ApspResponse* out) {
+  encode(std::move(r.distances), out->mutable_distances());
+  if (r.next_hop) encode(*std::move(r.next_hop), out->mutable_next_hop());
+  encode_stats(job, seconds, out->mutable_stats());
+}
+
+void encode(ops::ShortestPathResult r, const JobContext& job, double seconds,
+            v1::ShortestPathResponse* out) {
+  out->set_reachable(r.reachable);
+  if (r.reachable) out->set_length(r.length);
+  out->mutable_vertices()->Assign(r.vertices.begin(), r.vertices.end());
+  encode_stats(job, seconds, out->mutable_stats());
+}
+
+namespace {
+
+v1::JobState encode_state(ops::JobState s) {
+  switch (s) {
+    case ops::JobState::kQueued:
+      return v1::JOB_STATE_QUEUED;
+    case ops::JobState::kRunning:
+      return v1::JOB_STATE_RUNNING;
+    case ops::JobState::kSucceeded:
+      return v1::JOB_STATE_SUCCEEDED;
+    case ops::JobState::kFailed:
+      return v1::JOB_STATE_FAILED;
+    case ops::JobState::kCancelled:
+      return v1::JOB_STATE_CANCELLED;
+  }
+  return v1::JOB_STATE_UNSPECIFIED;
+}
+
+std::int64_t unix_ms_or_zero(absl::Time t) {
+  return t == absl::InfinitePast() || t == absl::InfiniteFuture() ? 0 : absl::ToUnixMillis(t);
+}
+
+}  // namespace
+
+void encode(const ops::JobView& job, v1::Job* out) {
+  out->set_job_id(job.id);
+  out->set_method(job.method);
+  out->set_state(encode_state(job.state));
+  out->set_priority(job.priority == Priority::kHigh ? v1::JOB_PRIORITY_HIGH
+                                                    : v1::JOB_PRIORITY_NORMAL);
+  out->set_client_job_key(job.client_job_key);
+  v1::JobProgress* p = out->mutable_progress();
+  p->set_fraction(job.progress.fraction);
+  p->set_phase(job.progress.phase);
+  p->set_detail(job.progress.detail);
+  out->set_created_unix_ms(absl::ToUnixMillis(job.created));
+  out->set_started_unix_ms(unix_ms_or_zero(job.started));
+  out->set_finished_unix_ms(unix_ms_or_zero(job.finished));
+  out->set_expires_unix_ms(unix_ms_or_zero(job.expires));
+  if (!job.status.ok()) {
+    out->set_error_code(static_cast<int>(job.status.code()));  // absl and gRPC codes agree
+    out->set_error_message(std::string(job.status.message()));
+  }
+  if (job.result == nullptr || job.context == nullptr) return;
+  // The job keeps its result for later reads: encode a copy (inline bytes are copied).
+  v1::JobResult* r = out->mutable_result();
+  std::visit(
+      [&](const auto& result) {
+        using T = std::decay_t<decltype(result)>;
+        if constexpr (std::is_same_v<T, ops::TransposeResult>) {
+          encode(result, *job.context, job.seconds, r->mutable_transpose());
+        } else if constexpr (std::is_same_v<T, ops::MatMulResult>) {
+          encode(result, *job.context, job.seconds, r->mutable_matmul());
+        } else if constexpr (std::is_same_v<T, ops::SvdResult>) {
+          encode(result, *job.context, job.seconds, r->mutable_svd());
+        } else if constexpr (std::is_same_v<T, ops::EighResult>) {
+          encode(result, *job.context, job.seconds, r->mutable_eigh());
+        } else if constexpr (std::is_same_v<T, ops::ApspResult>) {
+          encode(result, *job.context, job.seconds, r->mutable_apsp());
+        } else {
+          static_assert(std::is_same_v<T, ops::ShortestPathResult>);
+          encode(result, *job.context, job.seconds, r->mutable_shortest_path());
+        }
+      },
+      *job.result);
 }
 
 void encode(const GraphInfo& info, v1::GraphInfo* out) {

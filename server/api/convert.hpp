@@ -9,9 +9,11 @@
 #include "absl/status/statusor.h"
 #include "engine/backend.hpp"
 #include "gcompute/v1/graphs.pb.h"
+#include "gcompute/v1/jobs.pb.h"
 #include "gcompute/v1/matrices.pb.h"
 #include "gcompute/v1/operations.pb.h"
 #include "gcompute/v1/types.pb.h"
+#include "ops/jobs.hpp"
 #include "ops/requests.hpp"
 #include "ops/upload.hpp"
 #include "store/graphs/graph_model.hpp"
@@ -31,6 +33,13 @@ absl::StatusOr<ops::ApspRequest> decode(v1::ApspRequest& request, const std::str
 absl::StatusOr<ops::ShortestPathRequest> decode(v1::ShortestPathRequest& request);
 absl::StatusOr<ops::UploadHeader> decode(const v1::UploadMatrixRequest::Header& header);
 absl::StatusOr<std::vector<Edit>> decode_edits(const v1::ApplyEditsRequest& request);
+
+/// A SubmitJob request: the operation (moved out as its unary RPC's decode does) and options.
+struct JobSubmission {
+  ops::OpRequest op;
+  ops::JobOptions options;
+};
+absl::StatusOr<JobSubmission> decode(v1::SubmitJobRequest& request);
 std::vector<Hyperedge> decode_edges(const v1::CreateGraphRequest& request);
 
 // ---- results ---------------------------------------------------------------------------
@@ -38,6 +47,17 @@ std::vector<Hyperedge> decode_edges(const v1::CreateGraphRequest& request);
 void encode(ops::ResultMatrix result, v1::MatrixResult* out);
 void encode_stored(const StoredMatrixInfo& info, v1::StoredMatrix* out);
 void encode_stats(const JobContext& job, double total_seconds, v1::ExecutionStats* out);
+/// An operation's response, as its unary RPC and a finished job return it.
+void encode(ops::TransposeResult r, const JobContext& job, double seconds,
+            v1::TransposeResponse* out);
+void encode(ops::MatMulResult r, const JobContext& job, double seconds, v1::MatMulResponse* out);
+void encode(ops::SvdResult r, const JobContext& job, double seconds, v1::SvdResponse* out);
+void encode(ops::EighResult r, const JobContext& job, double seconds, v1::EighResponse* out);
+void encode(ops::ApspResult r, const JobContext& job, double seconds, v1::ApspResponse* out);
+void encode(ops::ShortestPathResult r, const JobContext& job, double seconds,
+            v1::ShortestPathResponse* out);
+/// A job as GetJob returns it (the result, inline bytes copied, when the view holds one).
+void encode(const ops::JobView& job, v1::Job* out);
 void encode(const GraphInfo& info, v1::GraphInfo* out);
 void encode(const GraphSnapshot& graph, v1::GetGraphResponse* out);
 void encode(const ApplyResult& result, v1::ApplyEditsResponse* out);

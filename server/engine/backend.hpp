@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/matrix.hpp"
+#include "engine/fair_queue.hpp"
 #include "engine/graph_copies.hpp"
 #include "gcompute/kernels/apsp_types.hpp"
 #include "gcompute/kernels/eigh_types.hpp"
@@ -31,17 +32,26 @@ struct PhaseTimes {
   double d2h_seconds = 0;
 };
 
+/// Where a job is, coarsely; the engine and the operation advance it.
+enum class JobPhase { kQueued = 0, kRunning = 1, kStoring = 2 };
+
 /// Per-job state shared between the handler, the engine and the backend.
 struct JobContext {
   std::atomic<bool> cancelled{false};  ///< set by the RPC's OnCancel (client cancel or deadline)
   absl::Time deadline = absl::InfiniteFuture();
+  /// Whose work this is (ops::Caller::tenant) and how urgent: the engine's queue order.
+  std::string tenant;
+  Priority priority = Priority::kNormal;
+  std::atomic<JobPhase> phase{JobPhase::kQueued};
+  /// Steps of an iterative kernel (Floyd-Warshall rounds on the CPU), through stop_token().
+  kernels::StepProgress steps;
   PhaseTimes times;
   std::string device = "cpu";  ///< where it ran ("cpu", "cuda:0")
   int lane = -1;               ///< CUDA: index of the lane on that device
   /// The results go to the matrix store, not into the response: a GPU backend may leave
   /// them on the device (Matrix::data null) instead of copying them back.
   bool results_stay_on_server = false;
-  kernels::StopToken stop_token() const { return kernels::StopToken(&cancelled); }
+  kernels::StopToken stop_token() { return kernels::StopToken(&cancelled, &steps); }
 };
 
 struct SvdOutput {

@@ -23,7 +23,8 @@ Engine::~Engine() {
   for (auto& t : workers_) t.join();
 }
 
-absl::Status Engine::submit(const std::string& method, std::shared_ptr<JobContext> ctx, Task task) {
+absl::Status Engine::submit(const std::string& method, std::shared_ptr<JobContext> ctx, Task task,
+                            Admission admission) {
   if (ctx->deadline <= absl::Now()) {
     return absl::DeadlineExceededError(absl::StrCat(method, ": deadline passed before queueing"));
   }
@@ -33,25 +34,21 @@ absl::Status Engine::submit(const std::string& method, std::shared_ptr<JobContex
   {
     std::lock_guard lock(mu_);
     if (draining_) return absl::UnavailableError("server is draining; retry on another replica");
-    if (static_cast<int>(queue_.size()) >= options_.queue_depth) {
+    const bool bounded = admission == Admission::kBounded;
+    if (bounded && static_cast<int>(queue_.size()) >= options_.queue_depth) {
       // Calls cancelled while waiting give their slots back before we refuse anyone.
-      for (auto it = queue_.begin(); it != queue_.end();) {
-        if (it->ctx->cancelled.load()) {
-          abandoned.push_back(std::move(*it));
-          it = queue_.erase(it);
-        } else {
-          ++it;
-        }
-      }
+      abandoned = queue_.extract_if([](const Item& item) { return item.ctx->cancelled.load(); });
     }
-    if (static_cast<int>(queue_.size()) >= options_.queue_depth &&
+    if (bounded && static_cast<int>(queue_.size()) >= options_.queue_depth &&
         running_ + static_cast<int>(queue_.size()) >= backend_->concurrency()) {
       result = absl::ResourceExhaustedError(
           absl::StrCat("queue full: ", queue_.size(),
                        " requests waiting (--queue-depth=", options_.queue_depth, ")"));
     } else {
-      queue_.push_back(
-          Item{method, std::move(ctx), std::move(task), std::chrono::steady_clock::now()});
+      const std::string tenant = ctx->tenant;
+      const Priority priority = ctx->priority;
+      queue_.push(tenant, priority,
+                  Item{method, std::move(ctx), std::move(task), std::chrono::steady_clock::now()});
     }
     report_load_locked();
   }
@@ -79,8 +76,7 @@ void Engine::worker_loop() {
       std::unique_lock lock(mu_);
       work_cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
       if (queue_.empty()) return;  // stopping, nothing left
-      item = std::move(queue_.front());
-      queue_.pop_front();
+      item = queue_.pop();
       ++running_;
       report_load_locked();
     }
@@ -99,6 +95,7 @@ void Engine::worker_loop() {
       start =
           absl::DeadlineExceededError(absl::StrCat(item.method, ": deadline passed while queued"));
     }
+    if (start.ok()) item.ctx->phase.store(JobPhase::kRunning);
     item.task(std::move(start));
     item.task = nullptr;  // release captured state before reporting idle
 

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // The engine: a bounded queue in front of a backend's workers. Handlers submit tasks; a
 // worker runs each one exactly once, passing OK, or the reason it may not start (deadline
-// passed or call cancelled while queued). The task owns completing its RPC.
+// passed or call cancelled while queued). The task owns completing its RPC. The queue serves
+// HIGH before NORMAL and takes turns between tenants (fair_queue.hpp).
 #pragma once
 
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -34,6 +34,10 @@ class Engine {
   /// Runs on a worker thread. `start` is OK when the task should do its work now.
   using Task = absl::AnyInvocable<void(absl::Status start)>;
 
+  /// Whether --queue-depth bounds a submission. Jobs (ops::JobManager) are bounded by their
+  /// own per-tenant limit instead, so that a backlog waits here rather than being refused.
+  enum class Admission { kBounded, kUnbounded };
+
   Engine(std::unique_ptr<Backend> backend, EngineOptions options);
   ~Engine();  ///< drains (waits for queued and running tasks)
   Engine(const Engine&) = delete;
@@ -41,8 +45,10 @@ class Engine {
 
   /// Queues `task`. On error the task is not queued and the caller completes its RPC:
   /// UNAVAILABLE while draining, DEADLINE_EXCEEDED if ctx's deadline passed,
-  /// CANCELLED if it was cancelled, RESOURCE_EXHAUSTED if the queue is full.
-  absl::Status submit(const std::string& method, std::shared_ptr<JobContext> ctx, Task task);
+  /// CANCELLED if it was cancelled, RESOURCE_EXHAUSTED if the queue is full (kBounded only).
+  /// Its place in the queue follows ctx->priority and ctx->tenant.
+  absl::Status submit(const std::string& method, std::shared_ptr<JobContext> ctx, Task task,
+                      Admission admission = Admission::kBounded);
 
   /// Stops accepting work and waits until every queued and running task has finished.
   void drain();
@@ -65,7 +71,7 @@ class Engine {
   std::mutex mu_;
   std::condition_variable work_cv_;
   std::condition_variable idle_cv_;
-  std::deque<Item> queue_;
+  FairQueue<Item> queue_;
   int running_ = 0;
   bool draining_ = false;
   bool stopping_ = false;

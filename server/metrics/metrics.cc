@@ -118,7 +118,19 @@ Metrics::Metrics(const std::vector<std::string>& methods)
                         .Name("gcompute_stored_matrix_bytes")
                         .Help("Bytes held by server-resident matrices (including reservations)")
                         .Register(*registry_)
-                        .Add({})) {
+                        .Add({})),
+      jobs_family_(prometheus::BuildGauge()
+                       .Name("gcompute_jobs")
+                       .Help("Jobs (SubmitJob) by state, until finished ones expire")
+                       .Register(*registry_)),
+      job_wait_family_(prometheus::BuildHistogram()
+                           .Name("gcompute_job_queue_wait_seconds")
+                           .Help("Time a job waited in the queue before it ran, by method")
+                           .Register(*registry_)),
+      job_duration_family_(prometheus::BuildHistogram()
+                               .Name("gcompute_job_duration_seconds")
+                               .Help("Time a job ran (from leaving the queue), by method")
+                               .Register(*registry_)) {
   for (const auto& m : methods) {
     series(m);
     requests_[{m, "OK"}] = &requests_family_.Add({{"method", m}, {"code", "OK"}});
@@ -194,6 +206,28 @@ void Metrics::set_queue_capacity(int capacity) {
 
 void Metrics::set_stored_matrix_bytes(std::uint64_t bytes) {
   stored_bytes_.Set(static_cast<double>(bytes));
+}
+
+void Metrics::set_jobs(const std::string& state, int count) {
+  std::lock_guard lock(mu_);
+  auto it = jobs_.find(state);
+  if (it == jobs_.end()) it = jobs_.emplace(state, &jobs_family_.Add({{"state", state}})).first;
+  it->second->Set(count);
+}
+
+void Metrics::observe_job(const std::string& method, double queued_seconds, double run_seconds) {
+  std::lock_guard lock(mu_);
+  auto it = job_series_.find(method);
+  if (it == job_series_.end()) {
+    it = job_series_
+             .emplace(method,
+                      std::make_pair(
+                          &job_wait_family_.Add({{"method", method}}, duration_buckets()),
+                          &job_duration_family_.Add({{"method", method}}, duration_buckets())))
+             .first;
+  }
+  it->second.first->Observe(queued_seconds);
+  it->second.second->Observe(run_seconds);
 }
 
 }  // namespace gcompute::server

@@ -42,6 +42,10 @@ class Metrics {
   /// Exports --queue-depth (call once) so alerts can compare the queue depth with it.
   void set_queue_capacity(int capacity);
   void set_stored_matrix_bytes(std::uint64_t bytes);
+  /// Jobs (SubmitJob) now in `state` ("QUEUED", "RUNNING", "SUCCEEDED", ...), kept or expired.
+  void set_jobs(const std::string& state, int count);
+  /// A job of `method` that ran: seconds it waited in the queue and seconds it ran.
+  void observe_job(const std::string& method, double queued_seconds, double run_seconds);
 
   /// Also export `backend`'s memory gauges (pinned pool, device memory per GPU), read at
   /// scrape time. The backend must outlive the exposer (call before expose()).
@@ -73,10 +77,15 @@ class Metrics {
   prometheus::Gauge& queued_;
   prometheus::Gauge& running_;
   prometheus::Gauge& stored_bytes_;
+  prometheus::Family<prometheus::Gauge>& jobs_family_;
+  prometheus::Family<prometheus::Histogram>& job_wait_family_;
+  prometheus::Family<prometheus::Histogram>& job_duration_family_;
 
   std::mutex mu_;  // guards creation of series not known at start-up
   std::map<std::string, MethodSeries> methods_;
   std::map<std::pair<std::string, std::string>, prometheus::Counter*> requests_;
+  std::map<std::string, prometheus::Gauge*> jobs_;  ///< by state
+  std::map<std::string, std::pair<prometheus::Histogram*, prometheus::Histogram*>> job_series_;
 };
 
 }  // namespace gcompute::server

@@ -31,17 +31,19 @@ absl::StatusOr<PreparedOp> Operations::prepare(const Caller& caller, OpRequest r
 }
 
 void Operations::submit(PreparedOp op, std::shared_ptr<JobContext> job,
-                        absl::AnyInvocable<void(absl::StatusOr<OpResult>)> done) {
+                        absl::AnyInvocable<void(absl::StatusOr<OpResult>)> done,
+                        Engine::Admission admission) {
   // The task owns `done` until it runs; if it is never queued, `done` is still here.
   auto shared_done =
       std::make_shared<absl::AnyInvocable<void(absl::StatusOr<OpResult>)>>(std::move(done));
   JobContext* ctx = job.get();
-  absl::Status queued =
-      engine_.submit(op.method, std::move(job),
-                     [this, run = std::move(op.run), shared_done, ctx](absl::Status start) mutable {
-                       if (!start.ok()) return (*shared_done)(std::move(start));
-                       (*shared_done)(run(engine_.backend(), *ctx));
-                     });
+  absl::Status queued = engine_.submit(
+      op.method, std::move(job),
+      [this, run = std::move(op.run), shared_done, ctx](absl::Status start) mutable {
+        if (!start.ok()) return (*shared_done)(std::move(start));
+        (*shared_done)(run(engine_.backend(), *ctx));
+      },
+      admission);
   if (!queued.ok()) (*shared_done)(std::move(queued));
 }
 

@@ -46,7 +46,8 @@ class Operations {
   /// Queues `op` on the engine. `done` runs exactly once: on a worker with the result, or
   /// at once with the reason it was not queued (draining, queue full, deadline, cancelled).
   void submit(PreparedOp op, std::shared_ptr<JobContext> job,
-              absl::AnyInvocable<void(absl::StatusOr<OpResult>)> done);
+              absl::AnyInvocable<void(absl::StatusOr<OpResult>)> done,
+              Engine::Admission admission = Engine::Admission::kBounded);
 
   // ---- server-resident matrices -----------------------------------------------------------
   absl::StatusOr<std::unique_ptr<UploadSession>> begin_upload(const Caller& caller,

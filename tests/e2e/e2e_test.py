@@ -251,7 +251,8 @@ class E2eBase(unittest.TestCase):
 class CliTest(E2eBase):
     def test_help_for_every_subcommand(self):
         for cmd in (["transpose"], ["matmul"], ["svd"], ["apsp"], ["path"], ["graph", "create"], ["graph", "edit"],
-                    ["graph", "show"], ["graph", "delete"], ["graph", "list"], ["graph", "apsp"], ["info"]):
+                    ["graph", "show"], ["graph", "delete"], ["graph", "list"], ["graph", "apsp"], ["info"],
+                    ["submit", "apsp"], ["submit", "svd"], ["jobs", "list"], ["jobs", "watch"], ["wait"]):
             r = self.cli(*cmd, "--help")
             self.assertIn("usage: gcompute " + " ".join(cmd), r.stdout)
 
@@ -542,6 +543,43 @@ class CliTest(E2eBase):
 
     def graph_json(self, name):
         return json.loads(self.cli("graph", "show", name, "--json").stdout)
+
+    def test_jobs_submit_watch_wait_from_separate_processes(self):
+        # Each CLI invocation is its own process and connection: submit, watch, wait, list.
+        n = 97
+        w, mask = self.random_graph(n, 0.2)
+        w32 = w.astype(np.float32)
+        job = self.cli("submit", "apsp", self.save("w.npy", w32), "--next-hop").stdout.strip()
+        self.assertRegex(job, r"^j-[0-9a-f]{32}$")
+        watched = self.cli("jobs", "watch", job).stdout.splitlines()
+        self.assertTrue(watched and watched[-1].startswith("SUCCEEDED\t100% finished"), watched)
+        prefix = self.path("res")
+        self.cli("wait", job, "--out", prefix)
+        d, nh = np.load(prefix + ".dist.npy"), np.load(prefix + ".next.npy")
+        want = scipy.sparse.csgraph.floyd_warshall(np.where(mask, w32, 0).astype(np.float64), directed=True)
+        np.testing.assert_allclose(d, want, rtol=1e-5)
+        self.check_next_hop(d, nh, w32)
+        shown = self.cli("jobs", "show", job).stdout
+        self.assertIn("state: SUCCEEDED", shown)
+        self.assertIn("method: Apsp", shown)
+        self.assertIn(job + "\tApsp\tSUCCEEDED", self.cli("jobs", "list").stdout)
+        # The other operations, written as their synchronous commands write them.
+        a = self.rng.standard_normal((13, 7)).astype(np.float32)
+        b = self.rng.standard_normal((7, 5)).astype(np.float32)
+        mm = self.cli("submit", "matmul", self.save("a.npy", a), self.save("b.npy", b), "--priority", "high",
+                      "--key", "e2e-mm").stdout.strip()
+        again = self.cli("submit", "matmul", self.path("a.npy"), self.path("b.npy"), "--key", "e2e-mm").stdout.strip()
+        self.assertEqual(mm, again)
+        self.cli("wait", mm, "--out", self.path("mm"))
+        np.testing.assert_allclose(np.load(self.path("mm.npy")), a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
+        tr = self.cli("submit", "transpose", self.path("a.npy"), "--ttl", "60").stdout.strip()
+        self.cli("wait", tr, "--out", self.path("at"))
+        np.testing.assert_array_equal(np.load(self.path("at.npy")), a.T)
+        sv = self.cli("submit", "svd", self.path("a.npy")).stdout.strip()
+        self.cli("wait", sv, "--out", self.path("sv"))
+        np.testing.assert_allclose(np.load(self.path("sv.S.npy")), np.linalg.svd(a.astype(np.float64))[1], rtol=1e-4)
+        self.cli_fails("jobs", "show", "j-nope", code="NOT_FOUND", contains=['"j-nope"'])
+        self.cli_fails("wait", job, contains=["--out"])
 
     def test_graph_lifecycle(self):
         name = f"g{self.rng.integers(1 << 30)}"

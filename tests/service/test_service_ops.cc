@@ -360,13 +360,14 @@ TEST_F(ServiceOps, SvdShapesAgainstLapack) {
 template <typename T>
 void check_eigh(v1::Compute::Stub& stub, Rng& rng, std::int64_t batch, std::int64_t n,
                 bool vectors) {
-  SCOPED_TRACE(::testing::Message() << "eigh " << batch << "x" << n << "x" << n << " "
-                                    << (std::is_same_v<T, float> ? "f32" : "f64")
-                                    << (vectors ? " vectors" : " values"));
+  SCOPED_TRACE(::testing::Message()
+               << "eigh " << batch << "x" << n << "x" << n << " "
+               << (std::is_same_v<T, float> ? "f32" : "f64") << (vectors ? " vectors" : " values"));
   std::vector<T> a;
   std::vector<std::vector<double>> lambdas;
   for (std::int64_t b = 0; b < batch; ++b) {
-    std::vector<double> lambda = gcompute::testing::random_uniform<double>(rng, static_cast<std::size_t>(n));
+    std::vector<double> lambda =
+        gcompute::testing::random_uniform<double>(rng, static_cast<std::size_t>(n));
     for (double& x : lambda) x *= 10;
     const std::vector<double> m = gcompute::testing::matrix_with_eigenvalues(rng, lambda);
     a.insert(a.end(), m.begin(), m.end());  // rounding to f32 keeps the copy symmetric
@@ -394,9 +395,9 @@ void check_eigh(v1::Compute::Stub& stub, Rng& rng, std::int64_t batch, std::int6
     }
     if (!vectors) continue;
     const std::vector<double> ab(a.begin() + b * n * n, a.begin() + (b + 1) * n * n);
-    EXPECT_LE(gcompute::testing::eigen_residual(ab.data(), v.data() + b * n * n, w.data() + b * n,
-                                                n),
-              tol);
+    EXPECT_LE(
+        gcompute::testing::eigen_residual(ab.data(), v.data() + b * n * n, w.data() + b * n, n),
+        tol);
     EXPECT_LE(gcompute::testing::orthonormal_columns_error(v.data() + b * n * n, n, n), tol);
   }
 }

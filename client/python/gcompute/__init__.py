@@ -13,6 +13,7 @@ from .errors import (Aborted, AlreadyExists, Cancelled, DataLoss, DeadlineExceed
                      FailedPrecondition, Internal, InvalidArgument, NotFound, OutOfRange,
                      PermissionDenied, ResourceExhausted, SvdNotConverged, Unauthenticated,
                      Unavailable, Unimplemented, Unknown)
+from .jobs import Job, JobStatus
 from .routing import expand_target, graph_owner, rendezvous_score
 from .types import (AddEdge, AddVertex, DecomposeVertex, DeleteEdge, DeleteVertex, Device,
                     EdgeList, EditResult, EditsResult, ExecutionStats, GraphInfo, GraphSnapshot,
@@ -21,7 +22,7 @@ from .types import (AddEdge, AddVertex, DecomposeVertex, DeleteEdge, DeleteVerte
 __version__ = "0.1.0"
 
 __all__ = [
-    "Client", "Ref", "StoredApsp", "EdgeList", "Path", "ServerInfo", "Device", "Limits",
+    "Client", "Job", "JobStatus", "Ref", "StoredApsp", "EdgeList", "Path", "ServerInfo", "Device", "Limits",
     "ExecutionStats", "Hyperedge", "GraphInfo", "GraphSnapshot", "EditResult", "EditsResult",
     "AddVertex", "DeleteVertex", "AddEdge", "DeleteEdge", "SetWeight", "DecomposeVertex",
     "Error", "Cancelled", "Unknown", "InvalidArgument", "DeadlineExceeded", "NotFound",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 try:
     from .v1 import graphs_pb2 as graphs  # noqa: F401
+    from .v1 import jobs_pb2 as jobs  # noqa: F401
     from .v1 import matrices_pb2 as matrices  # noqa: F401
     from .v1 import operations_pb2 as ops  # noqa: F401
     from .v1 import service_pb2 as service  # noqa: F401

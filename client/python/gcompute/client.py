@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import os
 import secrets
+import threading
 from typing import (Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union)
 
 import grpc
 import numpy as np
 
-from . import _arrays, _convert, _pb, _transfer
+from . import _arrays, _convert, _pb, _transfer, jobs
 from ._replicas import Deadline, Replica, ReplicaSet, Route
 from ._transfer import OperandStager, ProgressCallback, Transfer
 from .errors import Internal, InvalidArgument, NotFound, SvdNotConverged
@@ -27,6 +28,10 @@ ArrayOrRef = Union[np.ndarray, Ref, Any]
 
 _HEALTH_STATES = {0: "UNKNOWN", 1: "SERVING", 2: "NOT_SERVING", 3: "SERVICE_UNKNOWN"}
 _SVD_METHODS = {"auto": 0, "jacobi": 1, "polar": 2}  # proto SvdMethod
+
+
+# The operations Client.submit runs as jobs (the methods of these names).
+_JOB_OPERATIONS = ("transpose", "matmul", "svd", "batched_svd", "eigh", "apsp", "shortest_path")
 
 
 class Client:
@@ -89,6 +94,7 @@ class Client:
             raise InvalidArgument("tls_server_name needs tls_ca")
         self._replicas = ReplicaSet(target, credentials=credentials, options=options,
                                     interceptors=interceptors)
+        self._local = threading.local()  # submit(): the job options of this thread's call
 
     # --- lifetime and replicas ---------------------------------------------------------------
 
@@ -317,6 +323,37 @@ class Client:
         return self._operation(self._route_graph(src), timeout, "ShortestPath", fill,
                                lambda r, t: _convert.path_from(r))
 
+    # --- jobs ----------------------------------------------------------------------------------
+
+    def submit(self, op_name: str, *args, priority: str = "normal", client_job_key: str = "",
+               job_ttl_seconds: int = 0, timeout: Optional[float] = None, **kwargs) -> "jobs.Job":
+        """Submits the operation `op_name` (transpose, matmul, svd, batched_svd, apsp or
+        shortest_path, with the arguments of the method of that name) as a job and returns a
+        Job at once; the server runs it whether or not this process stays connected.
+
+        priority: "normal" or "high" (ahead of queued normal jobs). client_job_key: a resubmit
+        with the same key returns the same job. job_ttl_seconds: how long the finished job and
+        its results stay on the server (0: the server's default). Validation errors of the
+        operation are raised here, as its method would raise them."""
+        if op_name not in _JOB_OPERATIONS:
+            raise InvalidArgument(f"submit: {op_name!r} is not one of {', '.join(_JOB_OPERATIONS)}")
+        if priority not in ("normal", "high"):
+            raise InvalidArgument(f"submit: priority must be 'normal' or 'high', not {priority!r}")
+        self._local.job = dict(priority=_pb.jobs.JOB_PRIORITY_HIGH if priority == "high"
+                               else _pb.jobs.JOB_PRIORITY_NORMAL,
+                               client_job_key=client_job_key, ttl_seconds=int(job_ttl_seconds))
+        try:
+            return getattr(self, op_name)(*args, timeout=timeout, **kwargs)
+        finally:
+            self._local.job = None
+
+    def job(self, job_id: str, *, timeout: Optional[float] = None) -> "jobs.JobStatus":
+        """The status of any job of this caller by id (one submitted elsewhere included)."""
+        deadline = self._deadline(timeout)
+        request = _pb.jobs.GetJobRequest(job_id=job_id)
+        return jobs.status_from(self._replicas.run(Route(0), deadline, lambda r: r.stub.GetJob(
+            request, timeout=deadline.remaining(), metadata=self._metadata)))
+
     # --- stored matrices ----------------------------------------------------------------------
 
     def upload(self, a, *, ttl_seconds: int = 0, timeout: Optional[float] = None,
@@ -461,14 +498,23 @@ class Client:
                    fill: Callable[[OperandStager], Any], convert: Callable[[Any, Transfer], Any]):
         """One call with operands: on each replica tried, fill(stager) builds the request, its
         operands are placed inline or uploaded, the call runs, convert(response, transfer)
-        takes the results (downloading stored ones); uploads are deleted afterwards."""
+        takes the results (downloading stored ones); uploads are deleted afterwards. Inside
+        submit() the request goes out as a SubmitJob instead and a Job is returned, which
+        applies convert when its result is collected."""
         deadline = self._deadline(timeout)
+        job = getattr(self._local, "job", None)
 
         def attempt(replica: Replica):
             t = self._transfer(replica, deadline)
             with OperandStager(t, self._inline_limit) as stager:
                 request = fill(stager)
                 stager.place()
+                if job is not None:
+                    submit = _pb.jobs.SubmitJobRequest(**job)
+                    getattr(submit, jobs.SUBMIT_FIELDS[method]).CopyFrom(request)
+                    response = replica.stub.SubmitJob(submit, timeout=deadline.remaining(),
+                                                      metadata=self._metadata)
+                    return jobs.Job(self, response.job_id, replica.index, method, convert)
                 response = getattr(replica.stub, method)(request, timeout=deadline.remaining(),
                                                          metadata=self._metadata)
                 return convert(response, t)

@@ -160,6 +160,46 @@ struct PathResult {
   ExecutionStats stats;
 };
 
+// ---- jobs (docs/jobs.md) -------------------------------------------------------------------
+
+enum class JobPriority : int { kNormal = 0, kHigh = 1 };
+
+/// What a SubmitJob carries besides the operation.
+struct JobOptions {
+  JobPriority priority = JobPriority::kNormal;
+  /// A submit with the key of a live job of the same tenant returns that job; empty: none.
+  std::string client_job_key;
+  int64_t ttl_seconds = 0;  ///< how long the finished job stays; 0: the server's default
+};
+
+/// A job as GetJob reports it.
+struct JobInfo {
+  std::string job_id;
+  std::string method;  ///< "Apsp", "Svd", ...
+  std::string state;   ///< "QUEUED", "RUNNING", "SUCCEEDED", "FAILED" or "CANCELLED"
+  JobPriority priority = JobPriority::kNormal;
+  std::string client_job_key;
+  double fraction = 0;  ///< progress, 0..1
+  std::string phase;    ///< "queued", "running", "finished"
+  std::string detail;   ///< e.g. "round 12 of 128"
+  int64_t created_unix_ms = 0;
+  int64_t started_unix_ms = 0;   ///< 0 until it runs
+  int64_t finished_unix_ms = 0;  ///< 0 until final
+  int64_t expires_unix_ms = 0;   ///< 0 until final
+  absl::Status error;            ///< FAILED or CANCELLED: the operation's status
+  bool final() const { return finished_unix_ms != 0; }
+};
+
+/// The results of a SUCCEEDED job: the member of its method is set.
+struct JobResults {
+  std::string method;
+  std::optional<MatrixResultWithStats> matrix;  ///< Transpose, MatMul
+  std::optional<SvdResult> svd;                 ///< Svd, BatchedSvd
+  std::optional<EighResult> eigh;
+  std::optional<ApspResult> apsp;
+  std::optional<PathResult> path;  ///< ShortestPath
+};
+
 /// Default min(max_message_bytes / 2, 64 MiB) when options.inline_limit_bytes is 0.
 uint64_t effective_inline_limit(const ClientOptions& options);
 
@@ -239,6 +279,35 @@ class Client {
                                                const CallOptions& call = {});
 
   /// The info of one replica (round robin).
+  // Jobs: submit returns the job id. A job lives on the replica that accepted it; the other
+  // calls find it there (asking each replica in turn for an id this client did not submit).
+  absl::StatusOr<std::string> submit_transpose(const Operand& a, const JobOptions& job = {},
+                                               const CallOptions& call = {});
+  absl::StatusOr<std::string> submit_matmul(const Operand& a, const Operand& b,
+                                            const MatMulOptions& options,
+                                            const JobOptions& job = {},
+                                            const CallOptions& call = {});
+  /// batched: BatchedSvd (a batch of matrices), else Svd.
+  absl::StatusOr<std::string> submit_svd(const Operand& a, const SvdOptions& options, bool batched,
+                                         const JobOptions& job = {}, const CallOptions& call = {});
+  absl::StatusOr<std::string> submit_apsp(const ApspGraph& graph, bool next_hop,
+                                          const JobOptions& job = {}, const CallOptions& call = {});
+  absl::StatusOr<std::string> submit_shortest_path(const ApspGraph& graph, int64_t source,
+                                                   int64_t target, const JobOptions& job = {},
+                                                   const CallOptions& call = {});
+  absl::StatusOr<JobInfo> get_job(const std::string& job_id, const CallOptions& call = {});
+  absl::StatusOr<JobInfo> cancel_job(const std::string& job_id, const CallOptions& call = {});
+  /// Every job of the caller on every replica (all pages), oldest first per replica.
+  absl::StatusOr<std::vector<JobInfo>> list_jobs(const CallOptions& call = {});
+  /// Calls `on_update` with the job now and after each change until it is final; returns the
+  /// final state.
+  absl::StatusOr<JobInfo> watch_job(const std::string& job_id,
+                                    const std::function<void(const JobInfo&)>& on_update,
+                                    const CallOptions& call = {});
+  /// The results of a finished job (stored ones downloaded); FAILED_PRECONDITION while it is
+  /// not final, its own error when it FAILED or was CANCELLED.
+  absl::StatusOr<JobResults> job_results(const std::string& job_id, const CallOptions& call = {});
+
   absl::StatusOr<ServerInfo> server_info(const CallOptions& call = {});
   /// The info of replica `replica` (an index into replicas()).
   absl::StatusOr<ServerInfo> server_info_at(std::size_t replica, const CallOptions& call = {});
