@@ -8,6 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "engine/backend_factory.hpp"
 #include "gcompute/kernels/status_macros.hpp"
+#include "security/authenticator.hpp"
+#include "security/credentials.hpp"
 
 namespace gcompute::server {
 namespace {
@@ -55,7 +57,28 @@ absl::StatusOr<std::unique_ptr<Server>> Server::create(const ServerOptions& opti
   if (!options.metrics_listen.empty()) {
     if (auto st = s->metrics_->expose(options.metrics_listen); !st.ok()) return st;
   }
+  const SecurityOptions& sec = options.security;
+  if (!sec.auth_tokens.empty()) {
+    GC_ASSIGN_OR_RETURN(s->tokens_,
+                        TokenRegistry::open(sec.auth_tokens, sec.default_quotas,
+                                            std::chrono::milliseconds(sec.auth_tokens_refresh_ms)));
+  }
+  ops::TenantQuotaLookup tenant_quotas =
+      [tokens = s->tokens_.get(), defaults = sec.default_quotas](const std::string& tenant) {
+        return tokens != nullptr ? tokens->quotas(tenant) : defaults;
+      };
+  std::shared_ptr<grpc::AuthMetadataProcessor> authenticator;
+  if (s->tokens_ || sec.tenant_from_cert) {
+    authenticator = std::make_shared<Authenticator>(s->tokens_.get(), sec.tenant_from_cert);
+  }
+  GC_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
+                      make_server_credentials(sec, options.listen, std::move(authenticator),
+                                              &s->security_warning_));
+
   MatrixStore::Options mo;
+  mo.owner_quota_bytes = [tenant_quotas](const std::string& owner) {
+    return tenant_quotas(owner).stored_bytes;
+  };
   mo.quota_bytes = options.stored_matrix_quota_bytes;
   mo.default_ttl = options.default_ttl;
   s->matrices_ = std::make_unique<MatrixStore>(std::move(mo));
@@ -110,7 +133,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::create(const ServerOptions& opti
 
   s->backend_note_ = choice->note;
   s->ops_ = std::make_unique<ops::Operations>(
-      *s->engine_, ops::OpEnv{*s->matrices_, *s->graphs_, s->apsp_cache_.get(), options.limits},
+      *s->engine_,
+      ops::OpEnv{*s->matrices_, *s->graphs_, s->apsp_cache_.get(), options.limits, tenant_quotas},
       choice->note);
   // Store work is short but may wait for an fsync; a few threads keep one slow disk from
   // serialising every graph RPC, and the queue bounds what waits.
@@ -120,9 +144,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::create(const ServerOptions& opti
   s->service_ = std::make_unique<ComputeService>(*s->svc_);
 
   grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  // The plugin is process-wide: once one server of the process enabled it, all have it.
+  if (sec.reflection) grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &s->port_);
+  builder.AddListeningPort(options.listen, credentials, &s->port_);
   builder.SetMaxReceiveMessageSize(static_cast<int>(options.limits.max_message_bytes));
   builder.SetMaxSendMessageSize(static_cast<int>(options.limits.max_message_bytes));
   // Refuse a second server on the same port instead of sharing it silently.

@@ -120,7 +120,8 @@ absl::StatusOr<SvdResult> svd_rpc(Client::Impl& impl,
 
 Client::Impl::Impl(ClientOptions client_options)
     : options(with_clamped_chunk_bytes(std::move(client_options))),
-      replicas(options.target, channel_arguments(options)) {}
+      replicas(options.target, channel_arguments(options), channel_security(options),
+               options.tls_server_name) {}
 
 Client::Client(ClientOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
 Client::~Client() = default;

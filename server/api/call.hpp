@@ -105,7 +105,7 @@ class UnaryCall final : public CallReactor<grpc::ServerUnaryReactor> {
   template <typename Result, typename Encode>
   void run(absl::StatusOr<ops::PreparedOp> op, Encode encode) {
     if (!op.ok()) return complete(op.status());
-    svc_.ops.submit(*std::move(op), job_,
+    svc_.ops.submit(caller_, *std::move(op), job_,
                     [this, encode = std::move(encode)](absl::StatusOr<ops::OpResult> r) mutable {
                       if (!r.ok()) return complete(r.status());
                       complete(encode(std::get<Result>(*std::move(r))));

@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "engine/engine.hpp"
 #include "ops/prepared_op.hpp"
+#include "ops/tenant_admission.hpp"
 #include "ops/upload.hpp"
 
 namespace gcompute::server::ops {
@@ -43,9 +44,10 @@ class Operations {
   // ---- compute operations ---------------------------------------------------------------
   /// Validates `request` (shapes, limits, refs, options) before anything is allocated.
   absl::StatusOr<PreparedOp> prepare(const Caller& caller, OpRequest request);
-  /// Queues `op` on the engine. `done` runs exactly once: on a worker with the result, or
-  /// at once with the reason it was not queued (draining, queue full, deadline, cancelled).
-  void submit(PreparedOp op, std::shared_ptr<JobContext> job,
+  /// Queues `op` on the engine, after the caller's tenant admission (ops/tenant_admission).
+  /// `done` runs exactly once: on a worker with the result, or with the reason it was not
+  /// queued (tenant quota, draining, queue full, deadline, cancelled).
+  void submit(const Caller& caller, PreparedOp op, std::shared_ptr<JobContext> job,
               absl::AnyInvocable<void(absl::StatusOr<OpResult>)> done);
 
   // ---- server-resident matrices -----------------------------------------------------------
@@ -76,6 +78,7 @@ class Operations {
   Engine& engine_;
   OpEnv env_;
   std::string backend_note_;
+  TenantAdmission admission_;
 };
 
 }  // namespace gcompute::server::ops
