@@ -225,8 +225,10 @@ TEST_F(SecurityTest, FlagCombinationsAreCheckedAtStart) {
   ServerOptions o = test_options();
   o.listen = "0.0.0.0:0";
   EXPECT_TRUE(fails_with(o, "not a loopback address"));
+  // --insecure passes the check; binding a documentation address (not local) then fails.
+  o.listen = "192.0.2.1:0";
   o.security.insecure = true;
-  EXPECT_TRUE(start(o) != nullptr) << "--insecure allows plaintext on 0.0.0.0";
+  EXPECT_TRUE(fails_with(o, "cannot listen on 192.0.2.1:0"));
 
   o = test_options();
   o.security.tls_cert = (certs() / "server.crt").string();
@@ -423,7 +425,7 @@ TEST_F(SecurityTest, QuotasPerTenantNameTheTenantAndQuota) {
 }
 
 TEST(TokenTable, ParsesCommentsOverridesAndRejectsBadLines) {
-  ops::TenantQuotas defaults;
+  server::ops::TenantQuotas defaults;
   defaults.graphs = 7;
   const std::string d1 = server::sha256_hex("one");
   const std::string d2 = server::sha256_hex("two");
