@@ -86,6 +86,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::create(const ServerOptions& opti
   s->matrix_sweeper_ = std::make_unique<ExpirySweeper>(
       *s->matrices_, absl::Seconds(1), [metrics = s->metrics_.get(), store = s->matrices_.get()] {
         metrics->set_stored_matrix_bytes(store->used_bytes());
+        metrics->tenants().set_stored_bytes(store->used_bytes_by_owner());
       });
   GraphStore::Options go;
   go.limits = options.graph_limits;

@@ -62,6 +62,7 @@ class CallReactor : public GrpcReactor {
     on_finish(status);
     svc_.metrics.observe_request(method_, code_name(status.code()), elapsed_seconds(),
                                  received_bytes_, sent_bytes_);
+    svc_.metrics.tenants().observe_request(caller_.tenant, status.ok());
     this->Finish(to_grpc(status));
   }
   /// Runs inside finish_call, before the metrics (e.g. to count the response's bytes).

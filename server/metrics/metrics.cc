@@ -118,7 +118,8 @@ Metrics::Metrics(const std::vector<std::string>& methods)
                         .Name("gcompute_stored_matrix_bytes")
                         .Help("Bytes held by server-resident matrices (including reservations)")
                         .Register(*registry_)
-                        .Add({})) {
+                        .Add({})),
+      tenants_(std::make_unique<TenantMetrics>(*registry_)) {
   for (const auto& m : methods) {
     series(m);
     requests_[{m, "OK"}] = &requests_family_.Add({{"method", m}, {"code", "OK"}});

@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "engine/backend.hpp"
 #include "metrics/http_exporter.hpp"
+#include "metrics/tenant_metrics.hpp"
 #include "prometheus/collectable.h"
 #include "prometheus/counter.h"
 #include "prometheus/family.h"
@@ -48,6 +49,8 @@ class Metrics {
   void watch_backend(const Backend* backend);
 
   std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
+  /// The per-tenant series.
+  TenantMetrics& tenants() { return *tenants_; }
 
   /// Histogram buckets from 50 us to 10 min.
   static std::vector<double> duration_buckets();
@@ -73,6 +76,7 @@ class Metrics {
   prometheus::Gauge& queued_;
   prometheus::Gauge& running_;
   prometheus::Gauge& stored_bytes_;
+  std::unique_ptr<TenantMetrics> tenants_;
 
   std::mutex mu_;  // guards creation of series not known at start-up
   std::map<std::string, MethodSeries> methods_;

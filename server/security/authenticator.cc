@@ -22,8 +22,7 @@ grpc::Status Authenticator::Process(const InputMetadata& auth_metadata, grpc::Au
                                     OutputMetadata* /*response_metadata*/) {
   // Health is for load balancers and probes, which hold no credentials.
   if (auto path = auth_metadata.find(":path");
-      path != auth_metadata.end() &&
-      absl::StartsWith(view(path->second), "/grpc.health.v1.Health/")) {
+      path != auth_metadata.end() && view(path->second).starts_with("/grpc.health.v1.Health/")) {
     return grpc::Status::OK;
   }
   std::string tenant;
@@ -32,7 +31,9 @@ grpc::Status Authenticator::Process(const InputMetadata& auth_metadata, grpc::Au
     if (header == auth_metadata.end()) return {grpc::StatusCode::UNAUTHENTICATED, kBadToken};
     std::string_view value = view(header->second);
     constexpr std::string_view kScheme = "Bearer ";
-    if (value.size() <= kScheme.size() || !absl::StartsWithIgnoreCase(value, kScheme)) {
+    if (value.size() <= kScheme.size() ||
+        !absl::EqualsIgnoreCase(absl::string_view(value.data(), kScheme.size()),
+                                absl::string_view(kScheme.data(), kScheme.size()))) {
       return {grpc::StatusCode::UNAUTHENTICATED, kBadToken};
     }
     std::optional<std::string> found = tokens_->tenant_of(value.substr(kScheme.size()));

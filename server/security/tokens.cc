@@ -25,7 +25,7 @@ bool same_file_state(const struct stat& a, const struct stat& b) {
 }
 
 /// Sets the quota `key` of `q` from `value`; INVALID_ARGUMENT naming the line otherwise.
-absl::Status set_quota(ops::TenantQuotas& q, std::string_view key, std::string_view value,
+absl::Status set_quota(ops::TenantQuotas& q, absl::string_view key, absl::string_view value,
                        int line) {
   std::uint64_t n = 0;
   if (!absl::SimpleAtoi(value, &n)) {
@@ -79,12 +79,13 @@ absl::StatusOr<TokenTable> TokenTable::parse(std::string_view text,
   // Overrides as written, so that two lines of one tenant may not disagree.
   std::map<std::string, std::map<std::string, std::string>> overrides;
   int line_no = 0;
-  for (std::string_view line : absl::StrSplit(text, '\n')) {
+  // absl's own string_view here: Debian's Abseil does not alias std::string_view.
+  for (absl::string_view line : absl::StrSplit(absl::string_view(text.data(), text.size()), '\n')) {
     ++line_no;
-    if (const std::size_t hash = line.find('#'); hash != std::string_view::npos) {
+    if (const std::size_t hash = line.find('#'); hash != absl::string_view::npos) {
       line = line.substr(0, hash);
     }
-    std::vector<std::string_view> fields =
+    std::vector<absl::string_view> fields =
         absl::StrSplit(line, absl::ByAnyChar(" \t\r"), absl::SkipEmpty());
     if (fields.empty()) continue;
     if (fields.size() < 2) {
@@ -116,7 +117,7 @@ absl::StatusOr<TokenTable> TokenTable::parse(std::string_view text,
     auto& mine = overrides[tenant];
     for (std::size_t i = 2; i < fields.size(); ++i) {
       const std::size_t eq = fields[i].find('=');
-      if (eq == std::string_view::npos) {
+      if (eq == absl::string_view::npos) {
         return absl::InvalidArgumentError(absl::StrCat("tokens file line ", line_no,
                                                        ": expected KEY=VALUE, got ",
                                                        quote_id(std::string(fields[i]))));

@@ -424,6 +424,39 @@ TEST_F(SecurityTest, QuotasPerTenantNameTheTenantAndQuota) {
   EXPECT_TRUE(a.transpose(f64_matrix(2, 2, 0)).ok());
 }
 
+TEST_F(SecurityTest, MetricsCarryTheTenant) {
+  TokenServer ts = start_token_server();
+  ASSERT_NE(ts.server, nullptr);
+  Client a = ts.client(kTokenA);
+  Client b = ts.client(kTokenB);
+  ASSERT_TRUE(a.upload_matrix(f64_matrix(1, 100, 0)).ok());
+  ASSERT_TRUE(b.transpose(f64_matrix(300, 300, 0)).ok());
+  EXPECT_EQ(b.download_matrix({"m-00000000000000000000000000000000"}).status().code(),
+            absl::StatusCode::kNotFound);
+  // The stored-bytes gauge is refreshed every second.
+  std::vector<Sample> samples;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < until) {
+    samples = parse_metrics(http_get(ts.server->metrics_port(), "/metrics"));
+    if (metric_value(samples, "gcompute_tenant_stored_matrix_bytes", {{"tenant", "tenant-a"}}) ==
+        800) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  EXPECT_EQ(metric_value(samples, "gcompute_tenant_stored_matrix_bytes", {{"tenant", "tenant-a"}}),
+            800);
+  EXPECT_EQ(metric_value(samples, "gcompute_tenant_stored_matrix_bytes", {{"tenant", "tenant-b"}}),
+            0);
+  EXPECT_GE(metric_value(samples, "gcompute_tenant_requests_total", {{"tenant", "tenant-b"}}), 2);
+  EXPECT_EQ(metric_value(samples, "gcompute_tenant_errors_total", {{"tenant", "tenant-b"}}), 1);
+  EXPECT_EQ(metric_value(samples, "gcompute_tenant_errors_total", {{"tenant", "tenant-a"}}), 0);
+  EXPECT_GT(metric_value(samples, "gcompute_tenant_device_seconds_total", {{"tenant", "tenant-b"}}),
+            0);
+  EXPECT_EQ(metric_value(samples, "gcompute_tenant_device_seconds_total", {{"tenant", "tenant-a"}}),
+            0);
+}
+
 TEST(TokenTable, ParsesCommentsOverridesAndRejectsBadLines) {
   server::ops::TenantQuotas defaults;
   defaults.graphs = 7;
