@@ -123,6 +123,12 @@ class MutualTlsWithTokens(unittest.TestCase):
             self.assertIn("UNAUTHENTICATED", r.stderr)
             self.assertNotIn(self.token_a, r.stderr)
 
+    def test_unreadable_token_file_is_named(self):
+        missing = os.path.join(WORK, "no-such-token")
+        r = cli(self.server, "info", token_file=missing)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn(f"--token-file {missing}: cannot open", r.stderr)
+
     def test_without_client_certificate_or_with_foreign_ca_the_handshake_fails(self):
         r = cli(self.server, "info", cert=None, token_file=self.token_file_a)
         self.assertEqual(r.returncode, 1)

@@ -319,6 +319,20 @@ TEST_F(SecurityTest, TokensMissingWrongAndRevokedAreUnauthenticatedAlike) {
   EXPECT_TRUE(revoked);
   // Also on a connection that authenticated before.
   EXPECT_EQ(a.server_info().status().code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_TRUE(
+      is_ok(info_call(fresh_channel(ts.target(), grpc::InsecureChannelCredentials()), kTokenB)));
+  // A broken file keeps the last good tokens.
+  write_text(ts.tokens, "tenant-b not-hex\n");
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_TRUE(
+      is_ok(info_call(fresh_channel(ts.target(), grpc::InsecureChannelCredentials()), kTokenB)));
+}
+
+TEST_F(SecurityTest, TokensOverTls) {
+  TokenServer ts = start_token_server(tls_options());
+  ASSERT_NE(ts.server, nullptr);
+  const auto creds = tls_creds(certs() / "ca.crt");
+  EXPECT_TRUE(has_status(info_call(fresh_channel(ts.target(), creds)), grpc::UNAUTHENTICATED));
   EXPECT_TRUE(is_ok(info_call(fresh_channel(ts.target(), creds), kTokenB)));
 }
 
@@ -366,6 +380,54 @@ TEST_F(SecurityTest, TenantsCannotReadListEditOrDeleteEachOthersData) {
   ASSERT_TRUE(a_list.ok());
   ASSERT_EQ(a_list->size(), 1u);
   EXPECT_EQ((*a_list)[0].num_vertices, 3u);
+}
+
+TEST_F(SecurityTest, OneConnectionNeverLendsOneTenantsIdentityToAnother) {
+  // gRPC shares the authentication state of a connection among its calls: a second token on
+  // the same connection must be refused, or act as its own tenant, never as the first.
+  TokenServer ts = start_token_server();
+  ASSERT_NE(ts.server, nullptr);
+  auto channel = fresh_channel(ts.target(), grpc::InsecureChannelCredentials());
+  auto stub = v1::Compute::NewStub(channel);
+  auto call_ctx = [](grpc::ClientContext& ctx, const char* token) {
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    ctx.AddMetadata("authorization", std::string("Bearer ") + token);
+  };
+  {
+    grpc::ClientContext ctx;
+    call_ctx(ctx, kTokenA);
+    v1::CreateGraphRequest req;
+    req.set_graph_id("only-a");
+    req.set_num_vertices(2);
+    v1::CreateGraphResponse resp;
+    ASSERT_TRUE(is_ok(stub->CreateGraph(&ctx, req, &resp)));
+  }
+  for (int i = 0; i < 3; ++i) {
+    grpc::ClientContext ctx;
+    call_ctx(ctx, kTokenB);
+    v1::GetGraphRequest req;
+    req.set_graph_id("only-a");
+    v1::GetGraphResponse resp;
+    const grpc::Status st = stub->GetGraph(&ctx, req, &resp);
+    EXPECT_TRUE(st.error_code() == grpc::UNAUTHENTICATED || st.error_code() == grpc::NOT_FOUND)
+        << code_name(st.error_code()) << ": " << st.error_message();
+    grpc::ClientContext list_ctx;
+    call_ctx(list_ctx, kTokenB);
+    v1::ListGraphsResponse list;
+    const grpc::Status ls = stub->ListGraphs(&list_ctx, v1::ListGraphsRequest(), &list);
+    if (ls.ok()) {
+      EXPECT_EQ(list.graphs_size(), 0);
+    } else {
+      EXPECT_EQ(ls.error_code(), grpc::UNAUTHENTICATED) << ls.error_message();
+    }
+  }
+  // The first tenant keeps working on that connection.
+  grpc::ClientContext ctx;
+  call_ctx(ctx, kTokenA);
+  v1::GetGraphRequest req;
+  req.set_graph_id("only-a");
+  v1::GetGraphResponse resp;
+  EXPECT_TRUE(is_ok(stub->GetGraph(&ctx, req, &resp)));
 }
 
 TEST_F(SecurityTest, TenantFromClientCertificate) {
