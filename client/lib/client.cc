@@ -33,6 +33,10 @@ grpc::ChannelArguments channel_arguments(const ClientOptions& options) {
   const int max_bytes = static_cast<int>(std::min<uint64_t>(options.max_message_bytes, INT_MAX));
   args.SetMaxReceiveMessageSize(max_bytes);
   args.SetMaxSendMessageSize(max_bytes);
+  // Connections of its own: gRPC would otherwise share one connection among the clients of a
+  // process that reach the same server, and a server authenticates one credential per
+  // connection (docs/security.md), so a second client with another token would be refused.
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   return args;
 }
 

@@ -4,6 +4,7 @@
 // types here and maps Status to gRPC; it reaches nothing else of the server.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -61,6 +62,10 @@ class Operations {
   void fetch_host(std::shared_ptr<Download> download, absl::AnyInvocable<void(absl::Status)> done);
   absl::Status delete_matrix(const Caller& caller, const std::string& id);
   std::uint64_t stored_matrix_bytes() const { return env_.matrices.used_bytes(); }
+  /// Stored-matrix bytes per tenant that holds any.
+  std::map<std::string, std::uint64_t> stored_matrix_bytes_by_tenant() const {
+    return env_.matrices.used_bytes_by_owner();
+  }
 
   // ---- graph store (each tenant sees only its own graphs) ----------------------------------
   absl::StatusOr<GraphInfo> create_graph(const Caller& caller, const std::string& graph_id,

@@ -83,6 +83,9 @@ class Client:
         options: List[Tuple[str, object]] = [
             ("grpc.max_send_message_length", min(self._max_message_bytes, 2**31 - 1)),
             ("grpc.max_receive_message_length", min(self._max_message_bytes, 2**31 - 1)),
+            # Connections of its own: a server authenticates one credential per connection,
+            # and gRPC would share one among the clients of a process (docs/security.md).
+            ("grpc.use_local_subchannel_pool", 1),
         ]
         credentials = None
         if (tls_cert is None) != (tls_key is None):
