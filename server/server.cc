@@ -26,6 +26,18 @@ std::vector<std::string> method_names() {
   return names;
 }
 
+/// Removes gRPC's reflection plugin from a builder: loading libgrpc++_reflection registers it
+/// for every server of the process (a static initializer), so --reflection=false needs this.
+class WithoutReflection final : public grpc::ServerBuilderOption {
+ public:
+  void UpdateArguments(grpc::ChannelArguments* /*args*/) override {}
+  void UpdatePlugins(std::vector<std::unique_ptr<grpc::ServerBuilderPlugin>>* plugins) override {
+    std::erase_if(*plugins, [](const std::unique_ptr<grpc::ServerBuilderPlugin>& plugin) {
+      return plugin->name() == "proto_server_reflection";
+    });
+  }
+};
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Server>> Server::create(const ServerOptions& options) {
@@ -145,9 +157,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::create(const ServerOptions& opti
   s->service_ = std::make_unique<ComputeService>(*s->svc_);
 
   grpc::EnableDefaultHealthCheckService(true);
-  // The plugin is process-wide: once one server of the process enabled it, all have it.
-  if (sec.reflection) grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
+  if (!sec.reflection) builder.SetOption(std::make_unique<WithoutReflection>());
   builder.AddListeningPort(options.listen, credentials, &s->port_);
   builder.SetMaxReceiveMessageSize(static_cast<int>(options.limits.max_message_bytes));
   builder.SetMaxSendMessageSize(static_cast<int>(options.limits.max_message_bytes));
