@@ -115,14 +115,14 @@ int main(int argc, char** argv) {
   std::cerr << "gcompute-server " << GCOMPUTE_VERSION << ": backend " << (*server)->backend_name();
   if (!(*server)->backend_note().empty()) std::cerr << " (" << (*server)->backend_note() << ")";
   const gcompute::server::SecurityOptions& sec = options.security;
-  std::cerr << "; listening on " << options.listen << " (port " << (*server)->port() << ", "
+  // Scripts read the port from "(port N)".
+  std::cerr << "; listening on " << options.listen << " (port " << (*server)->port() << ") over "
             << (!sec.tls()                  ? "plaintext"
                 : sec.tls_client_ca.empty() ? "TLS"
                                             : "mutual TLS")
-            << (!sec.auth_tokens.empty() ? ", bearer tokens"
-                : sec.tenant_from_cert   ? ", tenant from client certificate"
-                                         : "")
-            << ")";
+            << (!sec.auth_tokens.empty() ? " with bearer tokens"
+                : sec.tenant_from_cert   ? ", tenant from the client certificate"
+                                         : "");
   if (!options.metrics_listen.empty()) {
     std::cerr << ", metrics on port " << (*server)->metrics_port();
   }
