@@ -212,11 +212,4 @@ ops::TenantQuotas TokenRegistry::quotas(const std::string& tenant) {
   return it == table_->quotas.end() ? defaults_ : it->second;
 }
 
-std::vector<std::string> TokenRegistry::tenants() {
-  absl::MutexLock lock(&mu_);
-  std::vector<std::string> out;
-  for (const auto& [tenant, q] : table_->quotas) out.push_back(tenant);
-  return out;
-}
-
 }  // namespace gcompute::server

@@ -51,8 +51,6 @@ class TokenRegistry {
   std::optional<std::string> tenant_of(std::string_view token);
   /// The quotas of `tenant` (the defaults for a tenant the file does not name).
   ops::TenantQuotas quotas(const std::string& tenant);
-  /// Every tenant the current file names.
-  std::vector<std::string> tenants();
 
  private:
   TokenRegistry(std::string path, ops::TenantQuotas defaults, std::chrono::milliseconds refresh);
