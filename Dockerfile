@@ -49,12 +49,17 @@ USER 10001:10001
 # gRPC and Prometheus /metrics.
 EXPOSE 50051 9464
 # grpc.health.v1 of the whole server: NOT_SERVING while it drains, so the probe fails then.
-# When the command listens elsewhere, set GCOMPUTE_HEALTH_ADDR to the same HOST:PORT.
-ENV GCOMPUTE_HEALTH_ADDR=127.0.0.1:50051
+# When the command listens elsewhere, set GCOMPUTE_HEALTH_ADDR to the same HOST:PORT; over
+# TLS set GCOMPUTE_HEALTH_FLAGS (e.g. --tls-ca=FILE; health needs no token).
+ENV GCOMPUTE_HEALTH_ADDR=127.0.0.1:50051 \
+    GCOMPUTE_HEALTH_FLAGS=
 HEALTHCHECK --interval=10s --timeout=5s --start-period=30s --retries=3 \
-  CMD gcompute --server "$GCOMPUTE_HEALTH_ADDR" --timeout 3 health >/dev/null || exit 1
+  CMD gcompute --server "$GCOMPUTE_HEALTH_ADDR" $GCOMPUTE_HEALTH_FLAGS --timeout 3 health \
+      >/dev/null || exit 1
 # SIGTERM drains (in-flight calls get --drain-seconds): stop with a longer timeout, e.g.
 # docker stop -t 40 / compose stop_grace_period: 40s.
 ENTRYPOINT ["gcompute-server"]
-CMD ["--listen=0.0.0.0:50051", "--metrics-listen=0.0.0.0:9464", "--device=auto", \
+# Plaintext only on loopback (docker run --network host); other addresses need --tls-cert and
+# --tls-key (docs/security.md), as in deploy/compose and deploy/k8s.
+CMD ["--listen=127.0.0.1:50051", "--metrics-listen=127.0.0.1:9464", "--device=auto", \
      "--drain-seconds=30"]

@@ -13,6 +13,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "security_flags.hpp"
 #include "server.hpp"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051", "gRPC address to listen on (HOST:PORT)");
@@ -107,15 +108,27 @@ int main(int argc, char** argv) {
   options.apsp_cache_bytes = absl::GetFlag(FLAGS_apsp_cache_bytes);
   options.job_ttl = absl::Seconds(absl::GetFlag(FLAGS_job_ttl_seconds));
   options.max_active_jobs_per_tenant = absl::GetFlag(FLAGS_max_jobs_per_tenant);
+  options.security = gcompute::server::security_options_from_flags();
 
   auto server = gcompute::server::Server::create(options);
   if (!server.ok()) {
     std::cerr << "gcompute-server: " << server.status().message() << std::endl;
     return 2;
   }
+  if (!(*server)->security_warning().empty()) {
+    std::cerr << "gcompute-server: WARNING: " << (*server)->security_warning() << std::endl;
+  }
   std::cerr << "gcompute-server " << GCOMPUTE_VERSION << ": backend " << (*server)->backend_name();
   if (!(*server)->backend_note().empty()) std::cerr << " (" << (*server)->backend_note() << ")";
-  std::cerr << "; listening on " << options.listen << " (port " << (*server)->port() << ")";
+  const gcompute::server::SecurityOptions& sec = options.security;
+  // Scripts read the port from "(port N)".
+  std::cerr << "; listening on " << options.listen << " (port " << (*server)->port() << ") over "
+            << (!sec.tls()                  ? "plaintext"
+                : sec.tls_client_ca.empty() ? "TLS"
+                                            : "mutual TLS")
+            << (!sec.auth_tokens.empty() ? " with bearer tokens"
+                : sec.tenant_from_cert   ? ", tenant from the client certificate"
+                                         : "");
   if (!options.metrics_listen.empty()) {
     std::cerr << ", metrics on port " << (*server)->metrics_port();
   }

@@ -8,6 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "engine/backend_factory.hpp"
 #include "gcompute/kernels/status_macros.hpp"
+#include "security/authenticator.hpp"
+#include "security/credentials.hpp"
 
 namespace gcompute::server {
 namespace {
@@ -23,6 +25,18 @@ std::vector<std::string> method_names() {
   }
   return names;
 }
+
+/// Removes gRPC's reflection plugin from a builder: loading libgrpc++_reflection registers it
+/// for every server of the process (a static initializer), so --reflection=false needs this.
+class WithoutReflection final : public grpc::ServerBuilderOption {
+ public:
+  void UpdateArguments(grpc::ChannelArguments* /*args*/) override {}
+  void UpdatePlugins(std::vector<std::unique_ptr<grpc::ServerBuilderPlugin>>* plugins) override {
+    std::erase_if(*plugins, [](const std::unique_ptr<grpc::ServerBuilderPlugin>& plugin) {
+      return plugin->name() == "proto_server_reflection";
+    });
+  }
+};
 
 }  // namespace
 
@@ -63,7 +77,28 @@ absl::StatusOr<std::unique_ptr<Server>> Server::create(const ServerOptions& opti
   if (!options.metrics_listen.empty()) {
     if (auto st = s->metrics_->expose(options.metrics_listen); !st.ok()) return st;
   }
+  const SecurityOptions& sec = options.security;
+  if (!sec.auth_tokens.empty()) {
+    GC_ASSIGN_OR_RETURN(s->tokens_,
+                        TokenRegistry::open(sec.auth_tokens, sec.default_quotas,
+                                            std::chrono::milliseconds(sec.auth_tokens_refresh_ms)));
+  }
+  ops::TenantQuotaLookup tenant_quotas =
+      [tokens = s->tokens_.get(), defaults = sec.default_quotas](const std::string& tenant) {
+        return tokens != nullptr ? tokens->quotas(tenant) : defaults;
+      };
+  std::shared_ptr<grpc::AuthMetadataProcessor> authenticator;
+  if (s->tokens_ || sec.tenant_from_cert) {
+    authenticator = std::make_shared<Authenticator>(s->tokens_.get(), sec.tenant_from_cert);
+  }
+  GC_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
+                      make_server_credentials(sec, options.listen, std::move(authenticator),
+                                              &s->security_warning_));
+
   MatrixStore::Options mo;
+  mo.owner_quota_bytes = [tenant_quotas](const std::string& owner) {
+    return tenant_quotas(owner).stored_bytes;
+  };
   mo.quota_bytes = options.stored_matrix_quota_bytes;
   mo.default_ttl = options.default_ttl;
   s->matrices_ = std::make_unique<MatrixStore>(std::move(mo));
@@ -71,6 +106,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::create(const ServerOptions& opti
   s->matrix_sweeper_ = std::make_unique<ExpirySweeper>(
       *s->matrices_, absl::Seconds(1), [metrics = s->metrics_.get(), store = s->matrices_.get()] {
         metrics->set_stored_matrix_bytes(store->used_bytes());
+        metrics->tenants().set_stored_bytes(store->used_bytes_by_owner());
       });
   GraphStore::Options go;
   go.limits = options.graph_limits;
@@ -118,7 +154,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::create(const ServerOptions& opti
 
   s->backend_note_ = choice->note;
   s->ops_ = std::make_unique<ops::Operations>(
-      *s->engine_, ops::OpEnv{*s->matrices_, *s->graphs_, s->apsp_cache_.get(), options.limits},
+      *s->engine_,
+      ops::OpEnv{*s->matrices_, *s->graphs_, s->apsp_cache_.get(), options.limits, tenant_quotas},
       choice->note);
   ops::JobManagerOptions jo;
   jo.default_ttl = options.job_ttl;
@@ -140,7 +177,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::create(const ServerOptions& opti
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &s->port_);
+  if (!sec.reflection) builder.SetOption(std::make_unique<WithoutReflection>());
+  builder.AddListeningPort(options.listen, credentials, &s->port_);
   builder.SetMaxReceiveMessageSize(static_cast<int>(options.limits.max_message_bytes));
   builder.SetMaxSendMessageSize(static_cast<int>(options.limits.max_message_bytes));
   // Refuse a second server on the same port instead of sharing it silently.

@@ -16,6 +16,8 @@
 #include "api/compute_service.hpp"
 #include "ops/apsp_cache.hpp"
 #include "ops/graph_mirror.hpp"
+#include "security/security_options.hpp"
+#include "security/tokens.hpp"
 #include "store/graphs/graph_wal.hpp"
 #include "store/matrices/expiry_sweeper.hpp"
 
@@ -41,6 +43,8 @@ struct ServerOptions {
   std::uint64_t apsp_cache_bytes = 1ull << 30;  ///< cached APSP results of stored graphs; 0: off
   absl::Duration job_ttl = absl::Hours(1);      ///< finished jobs and their inline results
   int max_active_jobs_per_tenant = 1024;        ///< queued or running jobs of one tenant
+  /// docs/security.md: TLS, authentication, reflection and per-tenant quotas.
+  SecurityOptions security;
 };
 
 class Server {
@@ -56,6 +60,9 @@ class Server {
   const std::string& backend_note() const { return backend_note_; }
   /// What start-up recovered from --data-dir; null without one.
   const GraphWal* graph_wal() const { return graph_wal_.get(); }
+  /// What the server wants logged about its security (plaintext on a public address); empty
+  /// otherwise.
+  const std::string& security_warning() const { return security_warning_; }
   /// Device copies of the stored graphs (backends that keep them); null otherwise.
   DeviceGraphMirror* graph_mirror() const { return graph_mirror_.get(); }
 
@@ -80,10 +87,12 @@ class Server {
   int port_ = 0;
   std::string backend_name_;
   std::string backend_note_;
+  std::string security_warning_;
   // Members die in reverse order. The engine owns the backend, which stored device copies
   // and the metrics collector use, so it is declared first and destroyed last.
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<Metrics> metrics_;
+  std::unique_ptr<TokenRegistry> tokens_;  ///< null without --auth-tokens
   std::unique_ptr<MatrixStore> matrices_;
   std::unique_ptr<ExpirySweeper> matrix_sweeper_;  ///< uses matrices_ and metrics_
   // The store's journal and subscribers outlive it; the copies' factory outlives the mirror.

@@ -43,6 +43,19 @@ const std::vector<OptionSpec>& global_options() {
       {"max-message-bytes", ValueKind::kUint,
        "largest gRPC message; match the server's\n"
        "                              (default 268435456)"},
+      {"tls-ca", ValueKind::kString,
+       "TLS: PEM file of the CA that signed the server's\n"
+       "                              certificate (turns TLS on)"},
+      {"tls-cert", ValueKind::kString,
+       "TLS client certificate (PEM) for mutual TLS; with\n"
+       "                              --tls-key"},
+      {"tls-key", ValueKind::kString, "private key (PEM) of --tls-cert"},
+      {"tls-server-name", ValueKind::kString,
+       "name the server's certificate must carry when it\n"
+       "                              is not the --server host"},
+      {"token-file", ValueKind::kString,
+       "file holding the bearer token (default: the\n"
+       "                              GCOMPUTE_TOKEN environment variable)"},
   };
   return options;
 }
@@ -319,7 +332,12 @@ std::string metavar(const OptionSpec& o) {
                                                            {"key", "KEY"},
                                                            {"ttl", "SECONDS"},
                                                            {"method", "M"},
-                                                           {"sym-tol", "X"}};
+                                                           {"sym-tol", "X"},
+                                                           {"tls-ca", "FILE"},
+                                                           {"tls-cert", "FILE"},
+                                                           {"tls-key", "FILE"},
+                                                           {"tls-server-name", "NAME"},
+                                                           {"token-file", "FILE"}};
   auto it = names.find(o.name);
   return it == names.end() ? "VALUE" : it->second;
 }
@@ -454,6 +472,16 @@ absl::StatusOr<CommandLine> parse_command_line(const std::vector<std::string>& a
         cl.timeout = absl::Seconds(seconds);
       } else if (name == "inline-limit") {
         cl.inline_limit_bytes = std::stoull(*value);
+      } else if (name == "tls-ca" || name == "tls-cert" || name == "tls-key" ||
+                 name == "tls-server-name" || name == "token-file") {
+        if (value->empty())
+          return absl::InvalidArgumentError(absl::StrCat("--", name, " is empty"));
+        std::string& field = name == "tls-ca"            ? cl.tls_ca
+                             : name == "tls-cert"        ? cl.tls_cert
+                             : name == "tls-key"         ? cl.tls_key
+                             : name == "tls-server-name" ? cl.tls_server_name
+                                                         : cl.token_file;
+        field = *value;
       } else {
         cl.max_message_bytes = std::stoull(*value);
         if (*cl.max_message_bytes == 0) {

@@ -19,6 +19,12 @@ struct CommandLine {
   std::optional<absl::Duration> timeout;
   std::optional<uint64_t> inline_limit_bytes;
   std::optional<uint64_t> max_message_bytes;
+  /// TLS and authentication (docs/security.md); empty: not given.
+  std::string tls_ca;
+  std::string tls_cert;
+  std::string tls_key;
+  std::string tls_server_name;
+  std::string token_file;
   bool help = false;
   /// The subcommand: {"matmul"}, {"graph", "create"}, ... Empty when only --help was given.
   std::vector<std::string> command;

@@ -1,13 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cli/commands.hpp"
 
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <limits>
 #include <optional>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
@@ -119,8 +124,8 @@ absl::StatusOr<GraphInput> load_graph_input(const std::string& path, bool i32) {
 
 class Cli {
  public:
-  Cli(const CommandLine& cl, std::ostream& out, std::ostream& err)
-      : cl_(cl), out_(out), err_(err), client_(options(cl)) {}
+  Cli(const CommandLine& cl, const std::string& token, std::ostream& out, std::ostream& err)
+      : cl_(cl), out_(out), err_(err), client_(options(cl, token)) {}
 
   absl::Status run() {
     const std::string cmd = absl::StrJoin(cl_.command, " ");
@@ -148,9 +153,14 @@ class Cli {
   }
 
  private:
-  static client::ClientOptions options(const CommandLine& cl) {
+  static client::ClientOptions options(const CommandLine& cl, const std::string& token) {
     client::ClientOptions o;
     o.target = cl.server;
+    o.tls_ca = cl.tls_ca;
+    o.tls_cert = cl.tls_cert;
+    o.tls_key = cl.tls_key;
+    o.tls_server_name = cl.tls_server_name;
+    o.token = token;
     if (cl.timeout) o.default_timeout = *cl.timeout;
     if (cl.max_message_bytes) o.max_message_bytes = *cl.max_message_bytes;
     if (cl.inline_limit_bytes) o.inline_limit_bytes = *cl.inline_limit_bytes;
@@ -627,6 +637,25 @@ class Cli {
   Client client_;
 };
 
+/// The bearer token: the contents of --token-file, else $GCOMPUTE_TOKEN, else none.
+absl::StatusOr<std::string> cli_token(const CommandLine& cl) {
+  if (cl.token_file.empty()) {
+    const char* env = std::getenv("GCOMPUTE_TOKEN");
+    return std::string(env != nullptr ? env : "");
+  }
+  std::ifstream in(cl.token_file, std::ios::binary);
+  if (!in) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--token-file ", cl.token_file, ": cannot open: ", std::strerror(errno)));
+  }
+  std::string token((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  token = std::string(absl::StripAsciiWhitespace(token));
+  if (token.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("--token-file ", cl.token_file, " is empty"));
+  }
+  return token;
+}
+
 }  // namespace
 
 int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -639,7 +668,8 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     out << help_text(cl->command);
     return 0;
   }
-  absl::Status status = Cli(*cl, out, err).run();
+  absl::StatusOr<std::string> token = cli_token(*cl);
+  absl::Status status = token.ok() ? Cli(*cl, *token, out, err).run() : token.status();
   if (!status.ok()) {
     err << "gcompute: " << absl::StatusCodeToString(status.code()) << ": " << status.message()
         << "\n";

@@ -34,6 +34,10 @@ grpc::ChannelArguments channel_arguments(const ClientOptions& options) {
   const int max_bytes = static_cast<int>(std::min<uint64_t>(options.max_message_bytes, INT_MAX));
   args.SetMaxReceiveMessageSize(max_bytes);
   args.SetMaxSendMessageSize(max_bytes);
+  // Connections of its own: gRPC would otherwise share one connection among the clients of a
+  // process that reach the same server, and a server authenticates one credential per
+  // connection (docs/security.md), so a second client with another token would be refused.
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   return args;
 }
 
@@ -149,7 +153,8 @@ void fill_matmul(OperandStager& stager, const Operand& a, const Operand& b,
 
 Client::Impl::Impl(ClientOptions client_options)
     : options(with_clamped_chunk_bytes(std::move(client_options))),
-      replicas(options.target, channel_arguments(options)) {}
+      replicas(options.target, channel_arguments(options), channel_security(options),
+               options.tls_server_name) {}
 
 Client::Client(ClientOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
 Client::~Client() = default;

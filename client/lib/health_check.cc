@@ -69,7 +69,7 @@ absl::StatusOr<HealthState> Client::health_at(std::size_t replica, const std::st
   }
   Replica& r = impl_->replicas.at(replica);
   grpc::ClientContext context;
-  context.set_deadline(absl::ToChronoTime(impl_->call_scope(call).deadline));
+  r.prepare(context, impl_->call_scope(call).deadline);
   const std::string request_bytes = encode_health_request(service);
   grpc::Slice slice(request_bytes);
   grpc::ByteBuffer request(&slice, 1);

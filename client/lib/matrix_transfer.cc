@@ -19,7 +19,7 @@ absl::StatusOr<StoredMatrix> upload_in_chunks(const TransferTarget& target, cons
         shape_string(m.batch, m.rows, m.cols, m.dtype), " needs ", m.expected_bytes()));
   }
   grpc::ClientContext context;
-  context.set_deadline(absl::ToChronoTime(target.deadline));
+  target.replica.prepare(context, target.deadline);
   pb::UploadMatrixResponse response;
   auto writer = target.replica.stub->UploadMatrix(&context, &response);
   pb::UploadMatrixRequest header;
@@ -50,7 +50,7 @@ absl::StatusOr<StoredMatrix> upload_in_chunks(const TransferTarget& target, cons
 
 absl::StatusOr<HostMatrix> download_in_chunks(const TransferTarget& target, const MatrixRef& ref) {
   grpc::ClientContext context;
-  context.set_deadline(absl::ToChronoTime(target.deadline));
+  target.replica.prepare(context, target.deadline);
   pb::DownloadMatrixRequest request;
   request.mutable_ref()->set_id(ref.id);
   request.set_chunk_bytes(target.chunk_bytes);

@@ -52,6 +52,26 @@ std::size_t graph_owner(const std::vector<std::string>& replicas, const std::str
   return best;
 }
 
+namespace {
+
+/// NAME of "dns:///NAME:PORT" (or "dns://AUTHORITY/NAME:PORT"); "" for other targets.
+std::string dns_target_host(const std::string& target) {
+  if (target.rfind("dns:", 0) != 0 || target.find(',') != std::string::npos) return "";
+  std::string rest = target.substr(4);
+  if (rest.rfind("//", 0) == 0) {
+    const std::size_t slash = rest.find('/', 2);
+    if (slash == std::string::npos) return "";
+    rest = rest.substr(slash + 1);
+  }
+  if (!rest.empty() && rest[0] == '[') {
+    const std::size_t close = rest.find(']');
+    return close == std::string::npos ? "" : rest.substr(1, close - 1);
+  }
+  return rest.substr(0, rest.rfind(':'));
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<std::string>> expand_target(const std::string& target) {
   static constexpr char kDns[] = "dns:";
   if (target.rfind(kDns, 0) == 0 && target.find(',') == std::string::npos) {
@@ -129,22 +149,34 @@ absl::StatusOr<std::vector<std::string>> expand_target(const std::string& target
   return out;
 }
 
-ReplicaSet::ReplicaSet(const std::string& target, const grpc::ChannelArguments& args) {
+ReplicaSet::ReplicaSet(const std::string& target, grpc::ChannelArguments args,
+                       const absl::StatusOr<ChannelSecurity>& security,
+                       const std::string& tls_server_name) {
   absl::StatusOr<std::vector<std::string>> expanded = expand_target(target);
-  if (expanded.ok()) {
+  if (!security.ok()) {
+    init_error_ = security.status();
+    names_ = {target};
+  } else if (expanded.ok()) {
     names_ = *std::move(expanded);
   } else {
     init_error_ = expanded.status();
     names_ = {target};
   }
+  std::shared_ptr<grpc::ChannelCredentials> credentials =
+      security.ok() ? security->credentials : grpc::InsecureChannelCredentials();
+  // dns:/// targets become one channel per address; their certificates name the DNS name.
+  std::string server_name = tls_server_name;
+  if (security.ok() && security->tls && server_name.empty()) server_name = dns_target_host(target);
+  if (!server_name.empty()) args.SetSslTargetNameOverride(server_name);
   // Many short-lived clients (CLI invocations) would all start at replica 0: start each
   // client's round robin at a random replica instead.
   next_.store(static_cast<std::size_t>(std::random_device{}()), std::memory_order_relaxed);
   for (const std::string& name : names_) {
     Replica r;
     r.name = name;
-    r.channel = grpc::CreateCustomChannel(name, grpc::InsecureChannelCredentials(), args);
+    r.channel = grpc::CreateCustomChannel(name, credentials, args);
     r.stub = ::gcompute::v1::Compute::NewStub(r.channel);
+    if (security.ok()) r.authorization = security->authorization;
     replicas_.push_back(std::move(r));
   }
 }

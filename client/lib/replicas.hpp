@@ -19,6 +19,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "channel_security.hpp"
 #include "gcompute/client/client.hpp"
 #include "gcompute/v1/service.grpc.pb.h"
 
@@ -29,6 +30,13 @@ struct Replica {
   std::string name;
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<::gcompute::v1::Compute::Stub> stub;
+  std::string authorization;  ///< "Bearer TOKEN" or empty
+
+  /// Sets the deadline and the credentials of a call to this replica.
+  void prepare(grpc::ClientContext& context, absl::Time deadline) const {
+    context.set_deadline(absl::ToChronoTime(deadline));
+    if (!authorization.empty()) context.AddMetadata("authorization", authorization);
+  }
 };
 
 /// Where one call goes: a fixed replica (state lives there) or any (balanced, with failover).
@@ -38,9 +46,10 @@ struct Route {
 
 class ReplicaSet {
  public:
-  /// One replica per name expand_target(target) gives; if it fails, one channel to `target`
-  /// and every call returns the expansion error.
-  ReplicaSet(const std::string& target, const grpc::ChannelArguments& args);
+  /// One replica per name expand_target(target) gives, connected with `security`; if either
+  /// failed, one channel to `target` and every call returns the error.
+  ReplicaSet(const std::string& target, grpc::ChannelArguments args,
+             const absl::StatusOr<ChannelSecurity>& security, const std::string& tls_server_name);
 
   const std::vector<std::string>& names() const { return names_; }
   std::size_t size() const { return replicas_.size(); }

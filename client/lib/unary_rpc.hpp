@@ -22,7 +22,7 @@ template <typename Request, typename Response>
 absl::StatusOr<Response> unary_rpc(Replica& replica, UnaryMethod<Request, Response> method,
                                    const Request& request, absl::Time deadline) {
   grpc::ClientContext context;
-  context.set_deadline(absl::ToChronoTime(deadline));
+  replica.prepare(context, deadline);
   Response response;
   const grpc::Status status = (replica.stub.get()->*method)(&context, request, &response);
   if (!status.ok()) return from_grpc_status(status);

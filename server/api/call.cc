@@ -26,6 +26,8 @@ void UnaryCall::on_finish(absl::Status& status) {
   if (t.h2d_seconds > 0) svc_.metrics.observe_phase(method_, "h2d", t.h2d_seconds);
   if (t.compute_seconds > 0) svc_.metrics.observe_phase(method_, "compute", t.compute_seconds);
   if (t.d2h_seconds > 0) svc_.metrics.observe_phase(method_, "d2h", t.d2h_seconds);
+  svc_.metrics.tenants().add_device_seconds(caller_.tenant,
+                                            t.h2d_seconds + t.compute_seconds + t.d2h_seconds);
 }
 
 }  // namespace gcompute::server

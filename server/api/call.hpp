@@ -64,6 +64,7 @@ class CallReactor : public GrpcReactor {
     on_finish(status);
     svc_.metrics.observe_request(method_, code_name(status.code()), elapsed_seconds(),
                                  received_bytes_, sent_bytes_);
+    svc_.metrics.tenants().observe_request(caller_.tenant, status.ok());
     this->Finish(to_grpc(status));
   }
   /// Runs inside finish_call, before the metrics (e.g. to count the response's bytes).
@@ -107,7 +108,7 @@ class UnaryCall final : public CallReactor<grpc::ServerUnaryReactor> {
   template <typename Result, typename Encode>
   void run(absl::StatusOr<ops::PreparedOp> op, Encode encode) {
     if (!op.ok()) return complete(op.status());
-    svc_.ops.submit(*std::move(op), job_,
+    svc_.ops.submit(caller_, *std::move(op), job_,
                     [this, encode = std::move(encode)](absl::StatusOr<ops::OpResult> r) mutable {
                       if (!r.ok()) return complete(r.status());
                       complete(encode(std::get<Result>(*std::move(r))));

@@ -8,6 +8,12 @@
 namespace gcompute::server {
 namespace {
 
+/// The stored-matrix gauges, in all and per tenant, after a change.
+void refresh_stored_bytes(ServiceContext& svc) {
+  svc.metrics.set_stored_matrix_bytes(svc.ops.stored_matrix_bytes());
+  svc.metrics.tenants().set_stored_bytes(svc.ops.stored_matrix_bytes_by_tenant());
+}
+
 constexpr std::uint64_t kDefaultChunkBytes = 4ull << 20;
 
 class UploadReactor final : public CallReactor<grpc::ServerReadReactor<v1::UploadMatrixRequest>> {
@@ -37,7 +43,7 @@ class UploadReactor final : public CallReactor<grpc::ServerReadReactor<v1::Uploa
     auto session = svc_.ops.begin_upload(caller_, *header);
     if (!session.ok()) return session.status();
     session_ = *std::move(session);
-    svc_.metrics.set_stored_matrix_bytes(svc_.ops.stored_matrix_bytes());
+    refresh_stored_bytes(svc_);
     return absl::OkStatus();
   }
 
@@ -60,7 +66,7 @@ class UploadReactor final : public CallReactor<grpc::ServerReadReactor<v1::Uploa
   void on_finish(absl::Status& status) override {
     if (status.ok()) sent_bytes_ = response_->ByteSizeLong();
     session_.reset();  // an unfinished upload gives its reservation back
-    svc_.metrics.set_stored_matrix_bytes(svc_.ops.stored_matrix_bytes());
+    refresh_stored_bytes(svc_);
   }
 
   v1::UploadMatrixResponse* response_;
@@ -134,7 +140,7 @@ grpc::ServerUnaryReactor* ComputeService::DeleteMatrix(grpc::CallbackServerConte
                                                        v1::DeleteMatrixResponse* response) {
   return UnaryCall::start(svc_, "DeleteMatrix", ctx, *request, response, [&](UnaryCall& call) {
     call.complete(svc_.ops.delete_matrix(call.caller(), request->ref().id()));
-    svc_.metrics.set_stored_matrix_bytes(svc_.ops.stored_matrix_bytes());
+    refresh_stored_bytes(svc_);
   });
 }
 

@@ -130,7 +130,8 @@ Metrics::Metrics(const std::vector<std::string>& methods)
       job_duration_family_(prometheus::BuildHistogram()
                                .Name("gcompute_job_duration_seconds")
                                .Help("Time a job ran (from leaving the queue), by method")
-                               .Register(*registry_)) {
+                               .Register(*registry_)),
+      tenants_(std::make_unique<TenantMetrics>(*registry_)) {
   for (const auto& m : methods) {
     series(m);
     requests_[{m, "OK"}] = &requests_family_.Add({{"method", m}, {"code", "OK"}});

@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "engine/backend.hpp"
 #include "metrics/http_exporter.hpp"
+#include "metrics/tenant_metrics.hpp"
 #include "prometheus/collectable.h"
 #include "prometheus/counter.h"
 #include "prometheus/family.h"
@@ -52,6 +53,8 @@ class Metrics {
   void watch_backend(const Backend* backend);
 
   std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
+  /// The per-tenant series.
+  TenantMetrics& tenants() { return *tenants_; }
 
   /// Histogram buckets from 50 us to 10 min.
   static std::vector<double> duration_buckets();
@@ -80,6 +83,7 @@ class Metrics {
   prometheus::Family<prometheus::Gauge>& jobs_family_;
   prometheus::Family<prometheus::Histogram>& job_wait_family_;
   prometheus::Family<prometheus::Histogram>& job_duration_family_;
+  std::unique_ptr<TenantMetrics> tenants_;
 
   std::mutex mu_;  // guards creation of series not known at start-up
   std::map<std::string, MethodSeries> methods_;

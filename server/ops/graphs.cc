@@ -37,6 +37,7 @@ absl::StatusOr<GraphInfo> Operations::create_graph(const Caller& caller,
   if (!graph_id.empty()) GC_RETURN_IF_ERROR(GraphStore::validate_graph_id(graph_id));
   GraphStore::CreateOptions options;
   options.ns = caller.tenant;
+  if (env_.tenant_quotas) options.max_graphs_in_ns = env_.tenant_quotas(caller.tenant).graphs;
   GC_ASSIGN_OR_RETURN(GraphInfo info,
                       env_.graphs.create(graph_id.empty() ? "" : graph_key(caller, graph_id),
                                          num_vertices, std::move(edges), options));

@@ -164,7 +164,7 @@ absl::StatusOr<JobManager::Submitted> JobManager::submit(const Caller& caller, O
     return inner(backend, ctx);
   };
   ops_.submit(
-      *std::move(op), job->ctx,
+      caller, *std::move(op), job->ctx,
       [this, job](absl::StatusOr<OpResult> result) { finish(job, std::move(result)); },
       Engine::Admission::kUnbounded);
 

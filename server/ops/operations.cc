@@ -6,7 +6,10 @@
 namespace gcompute::server::ops {
 
 Operations::Operations(Engine& engine, OpEnv env, std::string backend_note)
-    : engine_(engine), env_(std::move(env)), backend_note_(std::move(backend_note)) {}
+    : engine_(engine),
+      env_(std::move(env)),
+      backend_note_(std::move(backend_note)),
+      admission_(env_.tenant_quotas) {}
 
 absl::StatusOr<PreparedOp> Operations::prepare(const Caller& caller, OpRequest request) {
   return std::visit(
@@ -30,21 +33,31 @@ absl::StatusOr<PreparedOp> Operations::prepare(const Caller& caller, OpRequest r
       std::move(request));
 }
 
-void Operations::submit(PreparedOp op, std::shared_ptr<JobContext> job,
+void Operations::submit(const Caller& caller, PreparedOp op, std::shared_ptr<JobContext> job,
                         absl::AnyInvocable<void(absl::StatusOr<OpResult>)> done,
                         Engine::Admission admission) {
   // The task owns `done` until it runs; if it is never queued, `done` is still here.
   auto shared_done =
       std::make_shared<absl::AnyInvocable<void(absl::StatusOr<OpResult>)>>(std::move(done));
-  JobContext* ctx = job.get();
-  absl::Status queued = engine_.submit(
-      op.method, std::move(job),
-      [this, run = std::move(op.run), shared_done, ctx](absl::Status start) mutable {
-        if (!start.ok()) return (*shared_done)(std::move(start));
-        (*shared_done)(run(engine_.backend(), *ctx));
-      },
-      admission);
-  if (!queued.ok()) (*shared_done)(std::move(queued));
+  // Every way out of the engine releases the tenant's slot before the call completes.
+  auto finish = [this, tenant = caller.tenant, shared_done](absl::StatusOr<OpResult> r) {
+    admission_.release(tenant);
+    (*shared_done)(std::move(r));
+  };
+  auto launch = [this, method = std::move(op.method), run = std::move(op.run), job = std::move(job),
+                 finish]() mutable {
+    JobContext* ctx = job.get();
+    absl::Status queued = engine_.submit(
+        method, std::move(job),
+        [this, run = std::move(run), finish, ctx](absl::Status start) mutable {
+          if (!start.ok()) return finish(std::move(start));
+          finish(run(engine_.backend(), *ctx));
+        },
+        admission);
+    if (!queued.ok()) finish(std::move(queued));
+  };
+  absl::Status admitted = admission_.admit(caller.tenant, std::move(launch));
+  if (!admitted.ok()) (*shared_done)(std::move(admitted));
 }
 
 absl::StatusOr<std::unique_ptr<UploadSession>> Operations::begin_upload(

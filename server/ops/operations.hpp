@@ -4,6 +4,7 @@
 // types here and maps Status to gRPC; it reaches nothing else of the server.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -14,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "engine/engine.hpp"
 #include "ops/prepared_op.hpp"
+#include "ops/tenant_admission.hpp"
 #include "ops/upload.hpp"
 
 namespace gcompute::server::ops {
@@ -43,9 +45,10 @@ class Operations {
   // ---- compute operations ---------------------------------------------------------------
   /// Validates `request` (shapes, limits, refs, options) before anything is allocated.
   absl::StatusOr<PreparedOp> prepare(const Caller& caller, OpRequest request);
-  /// Queues `op` on the engine. `done` runs exactly once: on a worker with the result, or
-  /// at once with the reason it was not queued (draining, queue full, deadline, cancelled).
-  void submit(PreparedOp op, std::shared_ptr<JobContext> job,
+  /// Queues `op` on the engine, after the caller's tenant admission (ops/tenant_admission).
+  /// `done` runs exactly once: on a worker with the result, or with the reason it was not
+  /// queued (tenant quota, draining, queue full, deadline, cancelled).
+  void submit(const Caller& caller, PreparedOp op, std::shared_ptr<JobContext> job,
               absl::AnyInvocable<void(absl::StatusOr<OpResult>)> done,
               Engine::Admission admission = Engine::Admission::kBounded);
 
@@ -60,6 +63,10 @@ class Operations {
   void fetch_host(std::shared_ptr<Download> download, absl::AnyInvocable<void(absl::Status)> done);
   absl::Status delete_matrix(const Caller& caller, const std::string& id);
   std::uint64_t stored_matrix_bytes() const { return env_.matrices.used_bytes(); }
+  /// Stored-matrix bytes per tenant that holds any.
+  std::map<std::string, std::uint64_t> stored_matrix_bytes_by_tenant() const {
+    return env_.matrices.used_bytes_by_owner();
+  }
 
   // ---- graph store (each tenant sees only its own graphs) ----------------------------------
   absl::StatusOr<GraphInfo> create_graph(const Caller& caller, const std::string& graph_id,
@@ -77,6 +84,7 @@ class Operations {
   Engine& engine_;
   OpEnv env_;
   std::string backend_note_;
+  TenantAdmission admission_;
 };
 
 }  // namespace gcompute::server::ops

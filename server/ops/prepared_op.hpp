@@ -11,6 +11,7 @@
 #include "ops/caller.hpp"
 #include "ops/limits.hpp"
 #include "ops/requests.hpp"
+#include "ops/tenant_quotas.hpp"
 #include "store/graphs/graph_store.hpp"
 #include "store/matrices/matrix_store.hpp"
 
@@ -22,6 +23,7 @@ struct OpEnv {
   GraphStore& graphs;
   ApspCache* apsp_cache = nullptr;  ///< last APSP results of stored graphs; null: off
   Limits limits;
+  TenantQuotaLookup tenant_quotas;  ///< empty: no tenant has a quota of its own
 };
 
 /// An operation whose inputs passed every check that needs no data (shapes, limits, refs,

@@ -47,6 +47,20 @@ TEST(Args, GlobalOptionsBeforeOrAfterTheSubcommand) {
   EXPECT_FALSE(cl->timeout.has_value());
 }
 
+TEST(Args, TlsAndTokenOptions) {
+  absl::StatusOr<CommandLine> cl =
+      parse({"--tls-ca", "ca.pem", "info", "--tls-cert=c.pem", "--tls-key", "k.pem",
+             "--tls-server-name", "gc.example", "--token-file", "t.txt"});
+  ASSERT_TRUE(cl.ok()) << cl.status();
+  EXPECT_EQ(cl->tls_ca, "ca.pem");
+  EXPECT_EQ(cl->tls_cert, "c.pem");
+  EXPECT_EQ(cl->tls_key, "k.pem");
+  EXPECT_EQ(cl->tls_server_name, "gc.example");
+  EXPECT_EQ(cl->token_file, "t.txt");
+  expect_error({"info", "--tls-ca="}, "--tls-ca is empty");
+  expect_error({"info", "--token-file"}, "--token-file needs a value");
+}
+
 TEST(Args, SubcommandOptions) {
   absl::StatusOr<CommandLine> cl =
       parse({"matmul", "--precision", "tf32", "a.npy", "--transpose-b", "b.npy", "c.npy"});

@@ -4,8 +4,9 @@
 
 Renders the base with `kubectl kustomize` when kubectl is on PATH (else loads the files the
 kustomization lists) and checks, with python3-yaml, what a cluster would only reveal at run
-time: the GPU request, gRPC probes on the gRPC port, a grace period longer than the drain,
-Prometheus annotations, a headless Service whose selector matches the pods, a ServiceMonitor
+time: the GPU request, TLS and tokens from Secrets, health probes over TLS on the gRPC port,
+metrics on loopback behind the TLS sidecar, a grace period longer than the drain, Prometheus
+annotations, a headless Service whose selector matches the pods, a ServiceMonitor
 and PodDisruptionBudget that select them, a non-root pod. The compose file gets the same kind
 of checks (GPU reservation, mounts that exist, stop grace period).
 """
@@ -61,21 +62,35 @@ def check_k8s(docs):
     labels = pod["metadata"]["labels"]
     assert matches(dep["spec"]["selector"]["matchLabels"], labels), "Deployment selector misses its pods"
     spec = pod["spec"]
-    (c,) = spec["containers"]
+    containers = {c["name"]: c for c in spec["containers"]}
+    assert set(containers) == {"gcompute", "metrics-proxy"}, set(containers)
+    c, proxy = containers["gcompute"], containers["metrics-proxy"]
     args = c.get("args", []) + c.get("command", [])
-    ports = {p["name"]: p["containerPort"] for p in c["ports"]}
+    ports = {p["name"]: p["containerPort"] for p in c["ports"] + proxy["ports"]}
     listen, mlisten = flag(args, "listen"), flag(args, "metrics-listen")
     assert listen and listen.startswith("0.0.0.0:"), f"--listen {listen}: must listen on all pod addresses"
-    assert mlisten and mlisten.startswith("0.0.0.0:")
-    assert int(listen.rsplit(":", 1)[1]) == ports["grpc"] and int(mlisten.rsplit(":", 1)[1]) == ports["metrics"]
+    assert int(listen.rsplit(":", 1)[1]) == ports["grpc"]
+    # TLS and tokens from the Secrets; /metrics on loopback, served by the sidecar over TLS.
+    assert mlisten and mlisten.startswith("127.0.0.1:"), f"--metrics-listen {mlisten}: loopback only"
+    mounts = {m["name"]: m["mountPath"] for m in c["volumeMounts"]}
+    secrets = {v["name"]: v["secret"]["secretName"] for v in spec["volumes"] if "secret" in v}
+    assert secrets == {"tls": "gcompute-tls", "tokens": "gcompute-tokens"}, secrets
+    assert flag(args, "tls-cert") == mounts["tls"] + "/tls.crt"
+    assert flag(args, "tls-key") == mounts["tls"] + "/tls.key"
+    assert flag(args, "auth-tokens") == mounts["tokens"] + "/tokens"
+    assert flag(proxy["args"], "upstream") == f"http://{mlisten}/"
+    assert int(flag(proxy["args"], "secure-listen-address").rsplit(":", 1)[1]) == ports["metrics"]
     # GPU.
     for section in ("limits", "requests"):
         assert str(c["resources"][section].get("nvidia.com/gpu")) == "1", f"nvidia.com/gpu {section}"
-    # Probes: native gRPC on the gRPC port; liveness must outlast the drain.
+    # Probes: `gcompute health` over TLS on the gRPC port (the kubelet's gRPC probes cannot
+    # speak TLS); liveness must outlast the drain.
     drain = int(flag(args, "drain-seconds") or 30)
     for probe in ("livenessProbe", "readinessProbe", "startupProbe"):
-        p = c[probe]
-        assert "grpc" in p and p["grpc"]["port"] == ports["grpc"], f"{probe} is not a gRPC probe on {ports['grpc']}"
+        cmd = c[probe]["exec"]["command"]
+        assert cmd[0] == "gcompute" and cmd[-1] == "health", f"{probe}: {cmd}"
+        assert cmd[cmd.index("--server") + 1].endswith(f":{ports['grpc']}"), f"{probe}: {cmd}"
+        assert cmd[cmd.index("--tls-ca") + 1] == mounts["tls"] + "/ca.crt", f"{probe}: {cmd}"
     live = c["livenessProbe"]
     assert live["periodSeconds"] * live["failureThreshold"] > drain, "liveness would kill a draining pod"
     grace = spec["terminationGracePeriodSeconds"]
@@ -83,6 +98,7 @@ def check_k8s(docs):
     # Prometheus annotations point at the metrics port.
     ann = pod["metadata"]["annotations"]
     assert ann["prometheus.io/scrape"] == "true" and int(ann["prometheus.io/port"]) == ports["metrics"]
+    assert ann["prometheus.io/scheme"] == "https"
     # Non-root, no privilege escalation.
     assert spec["securityContext"]["runAsNonRoot"] is True
     assert c["securityContext"]["allowPrivilegeEscalation"] is False
@@ -96,6 +112,7 @@ def check_k8s(docs):
     # ServiceMonitor selects the Service and scrapes a port it has.
     assert matches(mon["spec"]["selector"]["matchLabels"], svc["metadata"]["labels"])
     assert all(e["port"] in svc_ports for e in mon["spec"]["endpoints"])
+    assert all(e["scheme"] == "https" for e in mon["spec"]["endpoints"])
     # PDB selects the pods and allows progress.
     assert matches(pdb["spec"]["selector"]["matchLabels"], labels)
     assert "maxUnavailable" in pdb["spec"] or "minAvailable" in pdb["spec"]
@@ -113,6 +130,15 @@ def check_compose(path):
     drain = int(flag(g["command"], "drain-seconds") or 30)
     grace = int(g["stop_grace_period"].rstrip("s"))
     assert grace > drain, f"stop_grace_period {grace} s <= drain {drain} s"
+    # TLS and tokens from compose secrets; metrics on loopback, scraped by Prometheus from
+    # inside gcompute's network namespace.
+    declared = set(d["secrets"])
+    assert set(g["secrets"]) <= declared
+    for name in ("tls-cert", "tls-key", "auth-tokens"):
+        value = flag(g["command"], name)
+        assert value and value.startswith("/run/secrets/") and value.rsplit("/", 1)[1] in g["secrets"], name
+    assert flag(g["command"], "metrics-listen").startswith("127.0.0.1:")
+    assert svc["prometheus"]["network_mode"] == "service:gcompute"
     for name in ("prometheus", "grafana"):
         for v in svc[name].get("volumes", []):
             src = v.split(":")[0]

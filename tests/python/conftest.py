@@ -31,7 +31,9 @@ def pytest_addoption(parser):
 class Server:
     """One gcompute-server process on 127.0.0.1 (port chosen by the kernel)."""
 
-    def __init__(self, binary: str, work_dir: str, args: List[str], name: str = "server") -> None:
+    def __init__(self, binary: str, work_dir: str, args: List[str], name: str = "server",
+                 client_kwargs: Optional[dict] = None) -> None:
+        self.client_kwargs = client_kwargs or {}  # what a client needs (TLS files) to connect
         self.log_path = os.path.join(work_dir, f"{name}.log")
         self._log = open(self.log_path, "w")
         self.proc = subprocess.Popen(
@@ -58,7 +60,7 @@ class Server:
         raise RuntimeError(f"gcompute-server printed no port within 60 s:\n{self.log_tail()}")
 
     def _wait_serving(self, deadline: float) -> None:
-        with gcompute.Client(self.addr, timeout=5) as c:
+        with gcompute.Client(self.addr, timeout=5, **self.client_kwargs) as c:
             while True:
                 try:
                     if c.health()[self.addr] == "SERVING":
@@ -91,13 +93,14 @@ def work_dir():
 
 @pytest.fixture(scope="session")
 def start_server(request, work_dir):
-    """start_server(*args, name=...) -> Server; every server is stopped at the end of the
-    session, and must have exited 0 (a clean drain)."""
+    """start_server(*args, name=..., client_kwargs=...) -> Server; every server is stopped at
+    the end of the session, and must have exited 0 (a clean drain). client_kwargs: what a
+    gcompute.Client needs to reach it (TLS files), used to wait until it serves."""
     servers: List[Server] = []
     binary = request.config.getoption("--server-bin")
 
-    def start(*args: str, name: Optional[str] = None) -> Server:
-        s = Server(binary, work_dir, list(args), name or f"server{len(servers)}")
+    def start(*args: str, name: Optional[str] = None, client_kwargs: Optional[dict] = None) -> Server:
+        s = Server(binary, work_dir, list(args), name or f"server{len(servers)}", client_kwargs)
         servers.append(s)
         return s
 

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The client side of tokens and TLS, against an in-process Python gRPC server (the
-gcompute server does not check tokens yet): the bearer token reaches the server on unary,
-client-streaming and server-streaming calls and on health checks; UNAUTHENTICATED maps to
+"""The client side of tokens and TLS, against an in-process Python gRPC server (the real
+server over mutual TLS with tokens: test_security.py): the bearer token reaches the server on
+unary, client-streaming and server-streaming calls and on health checks; UNAUTHENTICATED maps to
 gcompute.Unauthenticated; tls_ca verifies the server's certificate (a self-signed CA made with
 openssl), including under another name (tls_server_name)."""
 import shutil

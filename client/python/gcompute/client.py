@@ -45,6 +45,8 @@ class Client:
       certificate; True for the system's root CAs.
     tls_server_name: the name the server's certificate is checked against, when it is not the
       target's host (e.g. a list of IP addresses).
+    tls_cert, tls_key: the client certificate and its key (PEM file paths or PEM bytes), for
+      servers that require mutual TLS (--tls-client-ca); both or neither, with tls_ca.
     token: sent as "authorization: Bearer TOKEN" metadata on every call.
     timeout: seconds each call may take in all (uploads and downloads included); None: no
       deadline. Every method takes timeout= to override it.
@@ -62,7 +64,10 @@ class Client:
 
     def __init__(self, target: str = "127.0.0.1:50051", *,
                  tls_ca: Union[None, bool, str, bytes, "os.PathLike[str]"] = None,
-                 tls_server_name: Optional[str] = None, token: Optional[str] = None,
+                 tls_server_name: Optional[str] = None,
+                 tls_cert: Union[None, str, bytes, "os.PathLike[str]"] = None,
+                 tls_key: Union[None, str, bytes, "os.PathLike[str]"] = None,
+                 token: Optional[str] = None,
                  timeout: Optional[float] = None, max_message_bytes: int = 256 * MiB,
                  inline_limit_bytes: Optional[int] = None, chunk_bytes: int = 4 * MiB,
                  progress: Optional[ProgressCallback] = None,
@@ -84,10 +89,20 @@ class Client:
         options: List[Tuple[str, object]] = [
             ("grpc.max_send_message_length", min(self._max_message_bytes, 2**31 - 1)),
             ("grpc.max_receive_message_length", min(self._max_message_bytes, 2**31 - 1)),
+            # Connections of its own: a server authenticates one credential per connection,
+            # and gRPC would share one among the clients of a process (docs/security.md).
+            ("grpc.use_local_subchannel_pool", 1),
         ]
         credentials = None
+        if (tls_cert is None) != (tls_key is None):
+            raise InvalidArgument("tls_cert and tls_key go together: give both or neither")
+        if tls_cert is not None and (tls_ca is None or tls_ca is False):
+            raise InvalidArgument("tls_cert needs tls_ca (True for the system's root CAs)")
         if tls_ca is not None and tls_ca is not False:
-            credentials = grpc.ssl_channel_credentials(root_certificates=_read_pem(tls_ca))
+            credentials = grpc.ssl_channel_credentials(
+                root_certificates=_read_pem(tls_ca),
+                private_key=None if tls_key is None else _read_pem(tls_key),
+                certificate_chain=None if tls_cert is None else _read_pem(tls_cert))
             if tls_server_name:
                 options.append(("grpc.ssl_target_name_override", tls_server_name))
         elif tls_server_name:

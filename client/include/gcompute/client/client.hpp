@@ -59,6 +59,17 @@ struct ClientOptions {
   uint64_t chunk_bytes = 4 * kMiB;
   /// Called during automatic uploads and downloads (may be empty).
   ProgressCallback progress;
+  /// TLS (docs/security.md): PEM file of the CA that signed the servers' certificates
+  /// (empty with tls_cert: the system's roots). Setting either turns TLS on.
+  std::string tls_ca;
+  /// Client certificate and key (PEM files) for servers that require mutual TLS.
+  std::string tls_cert;
+  std::string tls_key;
+  /// The name the servers' certificates must carry, when it is not the target's host (for
+  /// dns:///NAME:PORT targets it defaults to NAME).
+  std::string tls_server_name;
+  /// Bearer token sent with every call ("authorization: Bearer TOKEN"); empty: none.
+  std::string token;
 };
 
 struct CallOptions {
