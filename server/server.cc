@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/backend_factory.hpp"
 #include "gcompute/kernels/status_macros.hpp"
+#include "ops/admission.hpp"
 
 namespace gcompute::server {
 namespace {
@@ -33,6 +34,12 @@ absl::StatusOr<std::unique_ptr<Server>> Server::create(const ServerOptions& opti
         absl::StrCat("--max-message-bytes must be between 1 MiB and 2147483647, got ",
                      options.limits.max_message_bytes));
   }
+  if (options.limits.max_request_time < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--max-request-seconds must be >= 0 (0: no bound)");
+  }
+  if (options.limits.upload_idle_time <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--upload-idle-seconds must be > 0");
+  }
   if (options.queue_depth < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("--queue-depth must be >= 1, got ", options.queue_depth));
@@ -47,6 +54,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::create(const ServerOptions& opti
   auto choice = make_backend(bo);
   if (!choice.ok()) return choice.status();
   s->backend_name_ = choice->backend->name();
+  const Limits limits = ops::with_default_memory_limits(options.limits, choice->backend->devices());
 
   s->metrics_ = std::make_unique<Metrics>(method_names());
   Backend* backend = choice->backend.get();
@@ -110,13 +118,14 @@ absl::StatusOr<std::unique_ptr<Server>> Server::create(const ServerOptions& opti
 
   s->backend_note_ = choice->note;
   s->ops_ = std::make_unique<ops::Operations>(
-      *s->engine_, ops::OpEnv{*s->matrices_, *s->graphs_, s->apsp_cache_.get(), options.limits},
+      *s->engine_, ops::OpEnv{*s->matrices_, *s->graphs_, s->apsp_cache_.get(), limits},
       choice->note);
   // Store work is short but may wait for an fsync; a few threads keep one slow disk from
   // serialising every graph RPC, and the queue bounds what waits.
   s->store_executor_ = std::make_unique<Executor>("graph store", 4, options.queue_depth);
-  s->svc_.reset(
-      new ServiceContext{*s->ops_, *s->metrics_, *s->store_executor_, options.limits, {}});
+  s->upload_watch_ = std::make_unique<IdleWatch>(limits.upload_idle_time);
+  s->svc_.reset(new ServiceContext{
+      *s->ops_, *s->metrics_, *s->store_executor_, limits, {}, s->upload_watch_.get()});
   s->service_ = std::make_unique<ComputeService>(*s->svc_);
 
   grpc::EnableDefaultHealthCheckService(true);
@@ -152,8 +161,13 @@ void Server::drain(absl::Duration grace) {
   if (!grpc_server_) return;
   grpc_server_->GetHealthCheckService()->SetServingStatus(false);
   svc_->draining.store(true);
-  engine_->drain();
-  grpc_server_->Shutdown(std::chrono::system_clock::now() + absl::ToChronoSeconds(grace));
+  const absl::Time deadline = absl::Now() + grace;
+  if (!engine_->drain(deadline)) {
+    // What still runs is stopped at its next cancellation point; its callers get UNAVAILABLE.
+    engine_->cancel_all();
+    engine_->drain();
+  }
+  grpc_server_->Shutdown(absl::ToChronoTime(std::max(deadline, absl::Now())));
 }
 
 void Server::wait() {

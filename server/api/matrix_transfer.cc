@@ -2,6 +2,7 @@
 // Server-resident matrices: chunked upload and download (streaming reactors), deletion.
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
 #include "api/compute_service.hpp"
 #include "api/convert.hpp"
 
@@ -15,10 +16,23 @@ class UploadReactor final : public CallReactor<grpc::ServerReadReactor<v1::Uploa
   UploadReactor(ServiceContext& svc, const grpc::CallbackServerContext& ctx,
                 v1::UploadMatrixResponse* response)
       : CallReactor(svc, "UploadMatrix", ctx), response_(response) {
-    if (accept()) StartRead(&message_);
+    if (!accept()) return;
+    // A stream that sends nothing for the idle period is aborted; its reservation goes with it.
+    idle_ = svc_.upload_watch->watch([this] {
+      finish_call(absl::DeadlineExceededError(absl::StrCat(
+          "upload idle: no message for ", absl::FormatDuration(svc_.upload_watch->idle()),
+          " (--upload-idle-seconds); the upload was aborted and its quota freed")));
+    });
+    StartRead(&message_);
+  }
+
+  void OnDone() override {
+    if (idle_) idle_->close();
+    CallReactor::OnDone();
   }
 
   void OnReadDone(bool ok) override {
+    if (idle_) idle_->touch();
     if (finished()) return;
     if (!ok) return on_end_of_stream();
     received_bytes_ += message_.ByteSizeLong();
@@ -66,6 +80,7 @@ class UploadReactor final : public CallReactor<grpc::ServerReadReactor<v1::Uploa
   v1::UploadMatrixResponse* response_;
   v1::UploadMatrixRequest message_;
   std::unique_ptr<ops::UploadSession> session_;
+  std::shared_ptr<IdleWatch::Registration> idle_;
 };
 
 class DownloadReactor final
