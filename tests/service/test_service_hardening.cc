@@ -437,6 +437,118 @@ TEST(ServiceBatches, EmptyMatricesAnswerAtOnceAndBatchesAreBounded) {
   EXPECT_EQ(tr.at().inline_().cols(), 5);
 }
 
+// ---- GetGraph pages -------------------------------------------------------------------------
+
+grpc::Status get_graph(v1::Compute::Stub& stub, const std::string& id, std::uint32_t page_size,
+                       const std::string& token, v1::GetGraphResponse* resp) {
+  v1::GetGraphRequest req;
+  req.set_graph_id(id);
+  req.set_page_size(page_size);
+  req.set_page_token(token);
+  grpc::ClientContext ctx;
+  deadline(ctx, 30);
+  return stub.GetGraph(&ctx, req, resp);
+}
+
+TEST(ServiceGraphPages, AGraphLargerThanOneMessageIsReadInPages) {
+  ServerOptions o = test_options();
+  o.limits.max_message_bytes = 1u << 20;
+  auto ts = start_server(o);
+  ASSERT_NE(ts, nullptr);
+  // 400000 vertices: about 1.2 MB of varints, more than one message.
+  constexpr std::uint64_t n = 400000;
+  {
+    v1::CreateGraphRequest req;
+    req.set_graph_id("big");
+    req.set_num_vertices(n);
+    v1::CreateGraphResponse resp;
+    grpc::ClientContext ctx;
+    deadline(ctx, 30);
+    ASSERT_TRUE(is_ok(ts->stub->CreateGraph(&ctx, req, &resp)));
+  }
+  std::vector<std::uint64_t> vertices;
+  std::string token;
+  int pages = 0;
+  do {
+    v1::GetGraphResponse page;
+    ASSERT_TRUE(is_ok(get_graph(*ts->stub, "big", 0, token, &page)));
+    EXPECT_LE(page.ByteSizeLong(), o.limits.max_message_bytes);
+    EXPECT_GT(page.vertices_size(), 0);
+    EXPECT_EQ(page.info().num_vertices(), n);
+    vertices.insert(vertices.end(), page.vertices().begin(), page.vertices().end());
+    token = page.next_page_token();
+    ASSERT_LT(++pages, 100);
+  } while (!token.empty());
+  EXPECT_GE(pages, 2);
+  ASSERT_EQ(vertices.size(), n);
+  for (std::uint64_t v = 0; v < n; ++v) ASSERT_EQ(vertices[v], v);
+}
+
+TEST(ServiceGraphPages, SmallPagesConcatenateToTheSnapshotAndAChangeAborts) {
+  auto ts = start_server();
+  ASSERT_NE(ts, nullptr);
+  v1::CreateGraphRequest create;
+  create.set_graph_id("g");
+  create.set_num_vertices(11);
+  for (int e = 0; e < 13; ++e) {
+    v1::Hyperedge* edge = create.add_edges();
+    edge->add_tails(static_cast<std::uint64_t>(e % 11));
+    edge->add_heads(static_cast<std::uint64_t>((e * 5 + 3) % 11));
+    if (e % 3 == 0) edge->add_heads(static_cast<std::uint64_t>((e + 1) % 11));
+    edge->set_weight(0.5 * e);
+  }
+  {
+    v1::CreateGraphResponse resp;
+    grpc::ClientContext ctx;
+    deadline(ctx, 30);
+    ASSERT_TRUE(is_ok(ts->stub->CreateGraph(&ctx, create, &resp)));
+  }
+  v1::GetGraphResponse whole;
+  ASSERT_TRUE(is_ok(get_graph(*ts->stub, "g", 0, "", &whole)));
+  EXPECT_TRUE(whole.next_page_token().empty());
+  ASSERT_EQ(whole.vertices_size(), 11);
+  ASSERT_EQ(whole.edges_size(), 13);
+
+  for (std::uint32_t size : {1u, 3u, 7u, 24u}) {
+    v1::GetGraphResponse joined;
+    std::string token;
+    int pages = 0;
+    do {
+      v1::GetGraphResponse page;
+      ASSERT_TRUE(is_ok(get_graph(*ts->stub, "g", size, token, &page)));
+      EXPECT_LE(page.vertices_size() + page.edges_size(), static_cast<int>(size));
+      joined.mutable_vertices()->MergeFrom(page.vertices());
+      joined.mutable_edges()->MergeFrom(page.edges());
+      *joined.mutable_info() = page.info();
+      token = page.next_page_token();
+      ++pages;
+    } while (!token.empty());
+    EXPECT_EQ(pages, (24 + size - 1) / size) << "page_size " << size;
+    EXPECT_EQ(joined.SerializeAsString(), whole.SerializeAsString()) << "page_size " << size;
+  }
+
+  // A change between pages: the next page is ABORTED; a token not from this graph is refused.
+  v1::GetGraphResponse first;
+  ASSERT_TRUE(is_ok(get_graph(*ts->stub, "g", 5, "", &first)));
+  {
+    v1::ApplyEditsRequest req;
+    req.set_graph_id("g");
+    req.add_edits()->mutable_add_vertex();
+    v1::ApplyEditsResponse resp;
+    grpc::ClientContext ctx;
+    deadline(ctx, 30);
+    ASSERT_TRUE(is_ok(ts->stub->ApplyEdits(&ctx, req, &resp)));
+  }
+  v1::GetGraphResponse next;
+  EXPECT_TRUE(has_status(get_graph(*ts->stub, "g", 5, first.next_page_token(), &next),
+                         grpc::ABORTED, {"first page"}));
+  for (const char* bad : {"x", "2.999", "2.-1", "2"}) {
+    EXPECT_TRUE(has_status(get_graph(*ts->stub, "g", 5, bad, &next), grpc::INVALID_ARGUMENT,
+                           {"page_token"}))
+        << bad;
+  }
+}
+
 // ---- health under load --------------------------------------------------------------------
 
 TEST(ServiceHealth, AnswersWithin50MsWhileTheWorkersAreBusy) {
