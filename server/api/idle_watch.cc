@@ -21,7 +21,7 @@ IdleWatch::~IdleWatch() {
   thread_.join();
 }
 
-std::shared_ptr<IdleWatch::Registration> IdleWatch::watch(std::function<void()> on_idle) {
+std::shared_ptr<IdleWatch::Registration> IdleWatch::watch(std::function<bool()> on_idle) {
   auto reg = std::make_shared<Registration>();
   reg->on_idle_ = std::move(on_idle);
   reg->touch();
@@ -41,14 +41,19 @@ void IdleWatch::loop() {
     const Clock::rep now = Clock::now().time_since_epoch().count();
     std::erase_if(watched_, [&](const std::shared_ptr<Registration>& reg) {
       if (reg.use_count() == 1) return true;  // its stream is gone
-      if (now - reg->last_.load() < idle.count()) return false;
-      expired.push_back(reg);
-      return true;
+      if (now - reg->last_.load() >= idle.count()) expired.push_back(reg);
+      return false;
     });
     lock.unlock();
     for (const std::shared_ptr<Registration>& reg : expired) {
       std::lock_guard reg_lock(reg->mu_);
-      if (reg->on_idle_) std::exchange(reg->on_idle_, nullptr)();
+      if (!reg->on_idle_) continue;  // closed
+      // A stream busy at this moment is not idle: its period starts again.
+      if (reg->on_idle_()) {
+        reg->on_idle_ = nullptr;
+      } else {
+        reg->touch();
+      }
     }
     lock.lock();
   }

@@ -33,7 +33,7 @@ class IdleWatch {
    private:
     friend class IdleWatch;
     std::recursive_mutex mu_;  // on_idle() may finish the stream and so close it, inline
-    std::function<void()> on_idle_;
+    std::function<bool()> on_idle_;
     std::atomic<Clock::rep> last_{0};
   };
 
@@ -42,9 +42,10 @@ class IdleWatch {
   IdleWatch(const IdleWatch&) = delete;
   IdleWatch& operator=(const IdleWatch&) = delete;
 
-  /// Watches a stream: `on_idle` runs once, on the watch's thread, when the stream saw no
-  /// touch() for the idle period.
-  std::shared_ptr<Registration> watch(std::function<void()> on_idle);
+  /// Watches a stream: `on_idle` runs on the watch's thread when the stream saw no touch()
+  /// for the idle period, and returns true when it ended the stream (false: the stream is
+  /// busy after all, and its period starts again).
+  std::shared_ptr<Registration> watch(std::function<bool()> on_idle);
 
   absl::Duration idle() const { return idle_; }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Server-resident matrices: chunked upload and download (streaming reactors), deletion.
 #include <algorithm>
+#include <mutex>
 
 #include "absl/strings/str_cat.h"
 #include "api/compute_service.hpp"
@@ -18,27 +19,50 @@ class UploadReactor final : public CallReactor<grpc::ServerReadReactor<v1::Uploa
       : CallReactor(svc, "UploadMatrix", ctx), response_(response) {
     if (!accept()) return;
     // A stream that sends nothing for the idle period is aborted; its reservation goes with it.
-    idle_ = svc_.upload_watch->watch([this] {
-      finish_call(absl::DeadlineExceededError(absl::StrCat(
-          "upload idle: no message for ", absl::FormatDuration(svc_.upload_watch->idle()),
-          " (--upload-idle-seconds); the upload was aborted and its quota freed")));
-    });
+    idle_ = svc_.upload_watch->watch([this] { on_idle(); });
     StartRead(&message_);
   }
 
   void OnDone() override {
-    if (idle_) idle_->close();
+    if (idle_) idle_->close();  // waits for an on_idle() in progress
     CallReactor::OnDone();
   }
 
   void OnReadDone(bool ok) override {
     if (idle_) idle_->touch();
+    {
+      // A message that arrives as the stream expires finds it expired and leaves the session
+      // alone; one being handled keeps the stream from expiring.
+      std::lock_guard lock(mu_);
+      if (expired_) return;
+      reading_ = true;
+    }
+    handle_read(ok);
+    std::lock_guard lock(mu_);
+    reading_ = false;
+  }
+
+ private:
+  void handle_read(bool ok) {
     if (finished()) return;
     if (!ok) return on_end_of_stream();
     received_bytes_ += message_.ByteSizeLong();
     absl::Status st = message_.has_header() ? on_header() : on_chunk();
     if (!st.ok()) return finish_call(st);
     StartRead(&message_);
+  }
+
+  /// False when a message is being handled: the stream is not idle.
+  bool on_idle() {
+    {
+      std::lock_guard lock(mu_);
+      if (reading_) return false;
+      expired_ = true;
+    }
+    finish_call(absl::DeadlineExceededError(absl::StrCat(
+        "upload idle: no message for ", absl::FormatDuration(svc_.upload_watch->idle()),
+        " (--upload-idle-seconds); the upload was aborted and its quota freed")));
+    return true;
   }
 
  private:
@@ -81,6 +105,9 @@ class UploadReactor final : public CallReactor<grpc::ServerReadReactor<v1::Uploa
   v1::UploadMatrixRequest message_;
   std::unique_ptr<ops::UploadSession> session_;
   std::shared_ptr<IdleWatch::Registration> idle_;
+  std::mutex mu_;
+  bool reading_ = false;  ///< OnReadDone is handling a message
+  bool expired_ = false;  ///< on_idle() finished the call
 };
 
 class DownloadReactor final
