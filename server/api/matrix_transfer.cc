@@ -19,7 +19,7 @@ class UploadReactor final : public CallReactor<grpc::ServerReadReactor<v1::Uploa
       : CallReactor(svc, "UploadMatrix", ctx), response_(response) {
     if (!accept()) return;
     // A stream that sends nothing for the idle period is aborted; its reservation goes with it.
-    idle_ = svc_.upload_watch->watch([this] { on_idle(); });
+    idle_ = svc_.upload_watch->watch([this] { return on_idle(); });
     StartRead(&message_);
   }
 
