@@ -32,6 +32,16 @@ ABSL_FLAG(uint64_t, stored_matrix_quota_bytes, 4ull << 30,
           "Bytes all server-resident matrices may hold together");
 ABSL_FLAG(int64_t, default_ttl_seconds, 600, "Lifetime of stored matrices unless a call says");
 ABSL_FLAG(int64_t, drain_seconds, 30, "On SIGTERM/SIGINT: how long in-flight calls may finish");
+// Admission and time limits (docs/reliability.md).
+ABSL_FLAG(uint64_t, max_batch, 1ull << 24, "Most matrices in one batch");
+ABSL_FLAG(uint64_t, max_request_host_bytes, 0,
+          "Host memory one request may need, estimated from its header; 0: half the host's");
+ABSL_FLAG(uint64_t, max_request_device_bytes, 0,
+          "CUDA backend: GPU memory one request may need; 0: three quarters of the smallest GPU's");
+ABSL_FLAG(int64_t, max_request_seconds, 3600,
+          "Bound of every request that carries no deadline (0: none)");
+ABSL_FLAG(int64_t, upload_idle_seconds, 30,
+          "An upload stream with no message for this long is aborted and its quota freed");
 // docs/graphs.md
 ABSL_FLAG(std::string, data_dir, "",
           "Directory for the graph store's write-ahead log and snapshots; empty: in memory only");
@@ -90,6 +100,11 @@ int main(int argc, char** argv) {
   options.device = absl::GetFlag(FLAGS_device);
   options.limits.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
   options.limits.max_matrix_elements = absl::GetFlag(FLAGS_max_matrix_elements);
+  options.limits.max_batch = absl::GetFlag(FLAGS_max_batch);
+  options.limits.max_request_host_bytes = absl::GetFlag(FLAGS_max_request_host_bytes);
+  options.limits.max_request_device_bytes = absl::GetFlag(FLAGS_max_request_device_bytes);
+  options.limits.max_request_time = absl::Seconds(absl::GetFlag(FLAGS_max_request_seconds));
+  options.limits.upload_idle_time = absl::Seconds(absl::GetFlag(FLAGS_upload_idle_seconds));
   options.queue_depth = absl::GetFlag(FLAGS_queue_depth);
   options.workers = absl::GetFlag(FLAGS_workers);
   options.lanes_per_device = absl::GetFlag(FLAGS_lanes_per_device);

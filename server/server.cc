@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/backend_factory.hpp"
 #include "gcompute/kernels/status_macros.hpp"
+#include "ops/admission.hpp"
 #include "security/authenticator.hpp"
 #include "security/credentials.hpp"
 
@@ -47,6 +48,12 @@ absl::StatusOr<std::unique_ptr<Server>> Server::create(const ServerOptions& opti
         absl::StrCat("--max-message-bytes must be between 1 MiB and 2147483647, got ",
                      options.limits.max_message_bytes));
   }
+  if (options.limits.max_request_time < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--max-request-seconds must be >= 0 (0: no bound)");
+  }
+  if (options.limits.upload_idle_time <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--upload-idle-seconds must be > 0");
+  }
   if (options.queue_depth < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("--queue-depth must be >= 1, got ", options.queue_depth));
@@ -69,6 +76,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::create(const ServerOptions& opti
   auto choice = make_backend(bo);
   if (!choice.ok()) return choice.status();
   s->backend_name_ = choice->backend->name();
+  const Limits limits = ops::with_default_memory_limits(options.limits, choice->backend->devices());
 
   s->metrics_ = std::make_unique<Metrics>(method_names());
   Backend* backend = choice->backend.get();
@@ -155,7 +163,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::create(const ServerOptions& opti
   s->backend_note_ = choice->note;
   s->ops_ = std::make_unique<ops::Operations>(
       *s->engine_,
-      ops::OpEnv{*s->matrices_, *s->graphs_, s->apsp_cache_.get(), options.limits, tenant_quotas},
+      ops::OpEnv{*s->matrices_, *s->graphs_, s->apsp_cache_.get(), limits, tenant_quotas},
       choice->note);
   ops::JobManagerOptions jo;
   jo.default_ttl = options.job_ttl;
@@ -170,8 +178,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::create(const ServerOptions& opti
   // Store work is short but may wait for an fsync; a few threads keep one slow disk from
   // serialising every graph RPC, and the queue bounds what waits.
   s->store_executor_ = std::make_unique<Executor>("graph store", 4, options.queue_depth);
+  s->upload_watch_ = std::make_unique<IdleWatch>(limits.upload_idle_time);
   s->svc_.reset(new ServiceContext{
-      *s->ops_, *s->jobs_, *s->metrics_, *s->store_executor_, options.limits, {}});
+      *s->ops_, *s->jobs_, *s->metrics_, *s->store_executor_, limits, {}, s->upload_watch_.get()});
   s->service_ = std::make_unique<ComputeService>(*s->svc_);
 
   grpc::EnableDefaultHealthCheckService(true);
@@ -210,8 +219,13 @@ void Server::drain(absl::Duration grace) {
   svc_->draining.store(true);
   // Jobs do not survive the process: stop them rather than run a backlog nobody can collect.
   jobs_->cancel_all();
-  engine_->drain();
-  grpc_server_->Shutdown(std::chrono::system_clock::now() + absl::ToChronoSeconds(grace));
+  const absl::Time deadline = absl::Now() + grace;
+  if (!engine_->drain(deadline)) {
+    // What still runs is stopped at its next cancellation point; its callers get UNAVAILABLE.
+    engine_->cancel_all();
+    engine_->drain();
+  }
+  grpc_server_->Shutdown(absl::ToChronoTime(std::max(deadline, absl::Now())));
 }
 
 void Server::wait() {

@@ -104,6 +104,7 @@ class Server {
   std::unique_ptr<ops::Operations> ops_;
   std::unique_ptr<ops::JobManager> jobs_;     ///< its queued tasks use ops_ and the engine
   std::unique_ptr<Executor> store_executor_;  ///< outlives the gRPC server: it finishes calls
+  std::unique_ptr<IdleWatch> upload_watch_;   ///< outlives the gRPC server: it finishes calls
   std::unique_ptr<ServiceContext> svc_;
   std::unique_ptr<ComputeService> service_;
   std::unique_ptr<grpc::Server> grpc_server_;

@@ -353,8 +353,26 @@ absl::StatusOr<GraphSnapshot> Client::get_graph(const std::string& graph_id,
   const CallScope scope = impl_->call_scope(call);
   pb::GetGraphRequest request;
   request.set_graph_id(graph_id);
-  return impl_->rpc(impl_->replicas.route_for_graph(graph_id), scope, &Stub::GetGraph, request,
-                    graph_snapshot_from);
+  // Pages are of one version; a change between pages (ABORTED) starts over, a few times.
+  absl::Status last;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    request.clear_page_token();
+    GraphSnapshot out;
+    for (;;) {
+      absl::StatusOr<pb::GetGraphResponse> page =
+          impl_->rpc(impl_->replicas.route_for_graph(graph_id), scope, &Stub::GetGraph, request,
+                     [](pb::GetGraphResponse& r) { return std::move(r); });
+      if (!page.ok()) {
+        last = page.status();
+        break;
+      }
+      append_graph_page(*page, out);
+      if (page->next_page_token().empty()) return out;
+      request.set_page_token(page->next_page_token());
+    }
+    if (!absl::IsAborted(last)) return last;
+  }
+  return last;
 }
 
 absl::StatusOr<std::vector<GraphInfo>> Client::list_graphs(const CallOptions& call) {

@@ -132,18 +132,16 @@ GraphInfo from_proto(const pb::GraphInfo& g) {
   return GraphInfo{g.graph_id(), g.version(), g.num_vertices(), g.num_edges()};
 }
 
-GraphSnapshot graph_snapshot_from(const pb::GetGraphResponse& response) {
-  GraphSnapshot out;
-  out.info = from_proto(response.info());
-  out.vertices.assign(response.vertices().begin(), response.vertices().end());
-  out.edges.reserve(response.edges_size());
-  for (const pb::Hyperedge& e : response.edges()) {
+void append_graph_page(const pb::GetGraphResponse& page, GraphSnapshot& out) {
+  out.info = from_proto(page.info());
+  out.vertices.insert(out.vertices.end(), page.vertices().begin(), page.vertices().end());
+  out.edges.reserve(out.edges.size() + static_cast<std::size_t>(page.edges_size()));
+  for (const pb::Hyperedge& e : page.edges()) {
     out.edges.push_back(Hyperedge{e.id(),
                                   {e.tails().begin(), e.tails().end()},
                                   {e.heads().begin(), e.heads().end()},
                                   e.weight()});
   }
-  return out;
 }
 
 ApplyEditsResult apply_edits_result_from(const pb::ApplyEditsResponse& response) {

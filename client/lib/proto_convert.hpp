@@ -28,7 +28,8 @@ StoredMatrix from_proto(const pb::StoredMatrix& s);
 ExecutionStats from_proto(const pb::ExecutionStats& s);
 GraphInfo from_proto(const pb::GraphInfo& g);
 
-GraphSnapshot graph_snapshot_from(const pb::GetGraphResponse& response);
+/// Adds one GetGraph page to `out` (info is the page's).
+void append_graph_page(const pb::GetGraphResponse& page, GraphSnapshot& out);
 ApplyEditsResult apply_edits_result_from(const pb::ApplyEditsResponse& response);
 ServerInfo server_info_from(const pb::GetServerInfoResponse& response);
 PathResult path_result_from(const pb::ShortestPathResponse& response);

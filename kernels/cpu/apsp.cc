@@ -227,7 +227,10 @@ absl::StatusOr<ApspInfo> run(T* d, std::int32_t* nx, std::int64_t n, StopToken s
       if (done) return;
       const Range K = solver.block(kb);
       // Phase 2: tasks 0..others-1 are row tiles (kb, jb), the rest column tiles (ib, kb).
-      for (std::int64_t t = phase2_next++; t < 2 * others; t = phase2_next++) {
+      // Tiles are polled for a stop (a round of a large graph is seconds of work); a stopped
+      // round leaves its remaining tiles and the next round's start reports the cancel.
+      for (std::int64_t t = phase2_next++; t < 2 * others && !stop.stop_requested();
+           t = phase2_next++) {
         const std::int64_t b = t % others;
         const Range other = solver.block(b < kb ? b : b + 1);
         if (t < others) {
@@ -238,7 +241,8 @@ absl::StatusOr<ApspInfo> run(T* d, std::int32_t* nx, std::int64_t n, StopToken s
       }
       sync.arrive_and_wait();
       // Phase 3: every tile outside block row and column kb.
-      for (std::int64_t t = phase3_next++; t < others * others; t = phase3_next++) {
+      for (std::int64_t t = phase3_next++; t < others * others && !stop.stop_requested();
+           t = phase3_next++) {
         const std::int64_t ib = t / others, jb = t % others;
         solver.relax_i_outer(solver.block(ib < kb ? ib : ib + 1),
                              solver.block(jb < kb ? jb : jb + 1), K);

@@ -61,25 +61,50 @@ void scale_c(T* c, std::int64_t count, T beta) {
   }
 }
 
-void gemm(const Dims& d, float alpha, const float* a, const float* b, float beta, float* c) {
-  if (d.k == 0) return scale_c(c, d.c_size, beta);
-  cblas_sgemm(CblasRowMajor, d.ta, d.tb, d.m, d.n, d.k, alpha, a, d.lda, b, d.ldb, beta, c, d.ldc);
+void blas_gemm(const Dims& d, int rows, float alpha, const float* a, const float* b, float beta,
+               float* c) {
+  cblas_sgemm(CblasRowMajor, d.ta, d.tb, rows, d.n, d.k, alpha, a, d.lda, b, d.ldb, beta, c, d.ldc);
 }
 
-void gemm(const Dims& d, double alpha, const double* a, const double* b, double beta, double* c) {
-  if (d.k == 0) return scale_c(c, d.c_size, beta);
-  cblas_dgemm(CblasRowMajor, d.ta, d.tb, d.m, d.n, d.k, alpha, a, d.lda, b, d.ldb, beta, c, d.ldc);
+void blas_gemm(const Dims& d, int rows, double alpha, const double* a, const double* b, double beta,
+               double* c) {
+  cblas_dgemm(CblasRowMajor, d.ta, d.tb, rows, d.n, d.k, alpha, a, d.lda, b, d.ldb, beta, c, d.ldc);
+}
+
+// Multiply-adds of one GEMM call: about 50 ms of one core or less, so the stop token is
+// polled that often. Smaller panels would cost BLAS efficiency (B is packed once per call).
+constexpr std::int64_t kPanelMacs = std::int64_t{1} << 28;
+
+// C = alpha * op(A) * op(B) + beta * C in panels of rows of C; false when `stop` fired
+// between two panels (C is then partly written).
+template <typename T>
+bool gemm(const Dims& d, T alpha, const T* a, const T* b, T beta, T* c, StopToken stop) {
+  if (d.k == 0) {
+    scale_c(c, d.c_size, beta);
+    return true;
+  }
+  const std::int64_t row_macs = std::max<std::int64_t>(1, std::int64_t{d.n} * d.k);
+  const std::int64_t panel = std::clamp<std::int64_t>(kPanelMacs / row_macs, 1, d.m);
+  for (std::int64_t r0 = 0; r0 < d.m; r0 += panel) {
+    if (stop.stop_requested()) return false;
+    const auto rows = static_cast<int>(std::min<std::int64_t>(panel, d.m - r0));
+    // Row r0 of op(A) starts at row r0 of A, or at column r0 when A is transposed.
+    const T* ap = a + (d.ta == CblasTrans ? r0 : r0 * d.lda);
+    blas_gemm(d, rows, alpha, ap, b, beta, c + r0 * d.ldc);
+  }
+  return true;
 }
 
 // Native precision: one GEMM per batch entry straight on the caller's buffers.
 template <typename T>
-void matmul_native(const T* a, const T* b, T* c, const MatmulShape& s, const Dims& d, T alpha,
-                   T beta) {
+bool matmul_native(const T* a, const T* b, T* c, const MatmulShape& s, const Dims& d, T alpha,
+                   T beta, StopToken stop) {
   for (std::int64_t i = 0; i < s.batch; ++i) {
     const T* ai = a + (s.a_batch == 1 ? 0 : i) * d.a_size;
     const T* bi = b + (s.b_batch == 1 ? 0 : i) * d.b_size;
-    gemm(d, alpha, ai, bi, beta, c + i * d.c_size);
+    if (!gemm(d, alpha, ai, bi, beta, c + i * d.c_size, stop)) return false;
   }
+  return true;
 }
 
 // Loads `count` elements of one operand into f32 scratch: rounded to the emulated
@@ -115,8 +140,8 @@ void load_f32(const void* src, std::int64_t offset, std::int64_t count, DType dt
 // Emulated precision: operands go through f32 scratch (a batch-1 operand is converted
 // once). f32 outputs are written in place; f16/bf16 outputs are computed in f32 scratch and
 // rounded back.
-void matmul_emulated(const void* a, const void* b, void* c, const MatmulShape& s, const Dims& d,
-                     Precision precision, float alpha, float beta) {
+bool matmul_emulated(const void* a, const void* b, void* c, const MatmulShape& s, const Dims& d,
+                     Precision precision, float alpha, float beta, StopToken stop) {
   const bool narrow_out = s.dtype == DType::kF16 || s.dtype == DType::kBF16;
   std::vector<float> sa(static_cast<std::size_t>(d.a_size));
   std::vector<float> sb(static_cast<std::size_t>(d.b_size));
@@ -127,23 +152,28 @@ void matmul_emulated(const void* a, const void* b, void* c, const MatmulShape& s
     if (s.a_batch != 1) load_f32(a, i * d.a_size, d.a_size, s.dtype, precision, sa.data());
     if (s.b_batch != 1) load_f32(b, i * d.b_size, d.b_size, s.dtype, precision, sb.data());
     if (!narrow_out) {
-      gemm(d, alpha, sa.data(), sb.data(), beta, static_cast<float*>(c) + i * d.c_size);
+      if (!gemm(d, alpha, sa.data(), sb.data(), beta, static_cast<float*>(c) + i * d.c_size,
+                stop)) {
+        return false;
+      }
       continue;
     }
     auto* ch = static_cast<std::uint16_t*>(c) + i * d.c_size;
     if (beta != 0.0f) load_f32(c, i * d.c_size, d.c_size, s.dtype, precision, sc.data());
-    gemm(d, alpha, sa.data(), sb.data(), beta, sc.data());
+    if (!gemm(d, alpha, sa.data(), sb.data(), beta, sc.data(), stop)) return false;
     if (s.dtype == DType::kF16) {
       for (std::int64_t e = 0; e < d.c_size; ++e) ch[e] = float_to_f16_bits(sc[e]);
     } else {
       for (std::int64_t e = 0; e < d.c_size; ++e) ch[e] = float_to_bf16_bits(sc[e]);
     }
   }
+  return true;
 }
 
 }  // namespace
 
-absl::Status matmul(const void* a, const void* b, void* c, const MatmulShape& shape) {
+absl::Status matmul(const void* a, const void* b, void* c, const MatmulShape& shape,
+                    StopToken stop) {
   if (absl::Status st = validate(shape); !st.ok()) return st;
   absl::StatusOr<Precision> precision = resolve_precision(shape.dtype, shape.precision);
   if (!precision.ok()) return precision.status();
@@ -158,21 +188,23 @@ absl::Status matmul(const void* a, const void* b, void* c, const MatmulShape& sh
     return absl::InvalidArgumentError("matmul: null operand buffer");
   }
   const Dims d = make_dims(shape);
+  bool finished = false;
   switch (*precision) {
     case Precision::kF64:
-      matmul_native(static_cast<const double*>(a), static_cast<const double*>(b),
-                    static_cast<double*>(c), shape, d, shape.alpha, shape.beta);
+      finished = matmul_native(static_cast<const double*>(a), static_cast<const double*>(b),
+                               static_cast<double*>(c), shape, d, shape.alpha, shape.beta, stop);
       break;
     case Precision::kF32:
-      matmul_native(static_cast<const float*>(a), static_cast<const float*>(b),
-                    static_cast<float*>(c), shape, d, to_f32_saturating(shape.alpha),
-                    to_f32_saturating(shape.beta));
+      finished = matmul_native(static_cast<const float*>(a), static_cast<const float*>(b),
+                               static_cast<float*>(c), shape, d, to_f32_saturating(shape.alpha),
+                               to_f32_saturating(shape.beta), stop);
       break;
     default:
-      matmul_emulated(a, b, c, shape, d, *precision, to_f32_saturating(shape.alpha),
-                      to_f32_saturating(shape.beta));
+      finished = matmul_emulated(a, b, c, shape, d, *precision, to_f32_saturating(shape.alpha),
+                                 to_f32_saturating(shape.beta), stop);
       break;
   }
+  if (!finished) return absl::CancelledError("matmul: cancelled between panels");
   return absl::OkStatus();
 }
 

@@ -15,10 +15,12 @@ namespace {
 // tile is a run of at least 32 bytes.
 constexpr std::int64_t kTile = 32;
 
+// False when `stop` fired between two bands of kTile rows.
 template <std::size_t kBytes>
-void transpose_one(const unsigned char* in, unsigned char* out, std::int64_t rows,
-                   std::int64_t cols) {
+bool transpose_one(const unsigned char* in, unsigned char* out, std::int64_t rows,
+                   std::int64_t cols, StopToken stop) {
   for (std::int64_t i0 = 0; i0 < rows; i0 += kTile) {
+    if (stop.stop_requested()) return false;
     const std::int64_t i1 = std::min(rows, i0 + kTile);
     for (std::int64_t j0 = 0; j0 < cols; j0 += kTile) {
       const std::int64_t j1 = std::min(cols, j0 + kTile);
@@ -31,46 +33,51 @@ void transpose_one(const unsigned char* in, unsigned char* out, std::int64_t row
       }
     }
   }
+  return true;
 }
 
 template <std::size_t kBytes>
-void transpose_batch(const void* in, void* out, const TransposeShape& s) {
+bool transpose_batch(const void* in, void* out, const TransposeShape& s, StopToken stop) {
   const auto* src = static_cast<const unsigned char*>(in);
   auto* dst = static_cast<unsigned char*>(out);
   const std::int64_t stride = s.rows * s.cols * static_cast<std::int64_t>(kBytes);
   for (std::int64_t b = 0; b < s.batch; ++b) {
+    if (stop.stop_requested()) return false;
     if (s.rows == 1 || s.cols == 1) {  // a vector: the transpose is the same bytes
       std::memcpy(dst + b * stride, src + b * stride, static_cast<std::size_t>(stride));
-    } else {
-      transpose_one<kBytes>(src + b * stride, dst + b * stride, s.rows, s.cols);
+    } else if (!transpose_one<kBytes>(src + b * stride, dst + b * stride, s.rows, s.cols, stop)) {
+      return false;
     }
   }
+  return true;
 }
 
 }  // namespace
 
-absl::Status transpose(const void* in, void* out, const TransposeShape& shape) {
+absl::Status transpose(const void* in, void* out, const TransposeShape& shape, StopToken stop) {
   if (absl::Status st = validate(shape); !st.ok()) return st;
   if (shape.batch == 0 || shape.rows == 0 || shape.cols == 0) return absl::OkStatus();
   if (in == nullptr || out == nullptr) {
     return absl::InvalidArgumentError("transpose: null input or output buffer");
   }
+  bool finished = true;  // element sizes other than these are rejected by validate()
   switch (shape.element_bytes) {
     case 1:
-      transpose_batch<1>(in, out, shape);
+      finished = transpose_batch<1>(in, out, shape, stop);
       break;
     case 2:
-      transpose_batch<2>(in, out, shape);
+      finished = transpose_batch<2>(in, out, shape, stop);
       break;
     case 4:
-      transpose_batch<4>(in, out, shape);
+      finished = transpose_batch<4>(in, out, shape, stop);
       break;
     case 8:
-      transpose_batch<8>(in, out, shape);
+      finished = transpose_batch<8>(in, out, shape, stop);
       break;
     default:
-      break;  // rejected by validate()
+      break;
   }
+  if (!finished) return absl::CancelledError("transpose: cancelled");
   return absl::OkStatus();
 }
 

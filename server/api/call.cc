@@ -12,13 +12,30 @@ UnaryCall::UnaryCall(ServiceContext& svc, const char* method, grpc::CallbackServ
   received_bytes_ = request.ByteSizeLong();
   job_->deadline = absl::FromChrono(ctx->deadline());
   job_->tenant = caller_.tenant;
+  // A call without a deadline (gRPC reports the far future) gets the server's bound.
+  const absl::Duration bound = svc.limits.max_request_time;
+  if (bound > absl::ZeroDuration() && job_->deadline - absl::Now() > absl::Hours(24 * 365)) {
+    job_->deadline = absl::Now() + bound;
+    server_deadline_ = true;
+  }
 }
 
 void UnaryCall::on_finish(absl::Status& status) {
-  // A job stopped by the cancel flag after its deadline passed reports the deadline.
-  if (absl::IsCancelled(status) && job_->deadline <= absl::Now()) {
+  if (!status.ok() && job_->shutdown.load()) {
+    status = absl::UnavailableError(
+        absl::StrCat(method_,
+                     ": stopped because the server shut down before it finished "
+                     "(--drain-seconds); retry on another replica"));
+  } else if ((absl::IsCancelled(status) || absl::IsDeadlineExceeded(status)) &&
+             job_->deadline <= absl::Now()) {
+    // A job stopped by the cancel flag after its deadline passed reports the deadline.
     status = absl::DeadlineExceededError(
-        absl::StrCat(method_, ": deadline exceeded (", status.message(), ")"));
+        server_deadline_
+            ? absl::StrCat(method_, ": ran longer than ",
+                           absl::ToInt64Seconds(svc_.limits.max_request_time),
+                           " s, the bound of calls without a deadline (--max-request-seconds; ",
+                           status.message(), ")")
+            : absl::StrCat(method_, ": deadline exceeded (", status.message(), ")"));
   }
   if (status.ok()) sent_bytes_ = response_->ByteSizeLong();
   const PhaseTimes& t = job_->times;

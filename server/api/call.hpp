@@ -14,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "api/caller.hpp"
+#include "api/idle_watch.hpp"
 #include "api/status.hpp"
 #include "engine/executor.hpp"
 #include "metrics/metrics.hpp"
@@ -31,6 +32,8 @@ struct ServiceContext {
   Executor& store_executor;
   Limits limits;
   std::atomic<bool> draining{false};
+  /// Aborts uploads idle for limits.upload_idle_time.
+  IdleWatch* upload_watch = nullptr;
 };
 
 /// The base of every reactor (unary, client-streaming, server-streaming).
@@ -137,6 +140,7 @@ class UnaryCall final : public CallReactor<grpc::ServerUnaryReactor> {
 
   google::protobuf::Message* response_;
   std::shared_ptr<JobContext> job_;
+  bool server_deadline_ = false;  ///< job_->deadline is --max-request-seconds, not the client's
 };
 
 }  // namespace gcompute::server

@@ -490,17 +490,35 @@ void encode(const GraphInfo& info, v1::GraphInfo* out) {
   out->set_num_edges(info.num_edges);
 }
 
-void encode(const GraphSnapshot& graph, v1::GetGraphResponse* out) {
+std::uint64_t encode_page(const GraphSnapshot& graph, std::uint64_t first, std::uint64_t page_size,
+                          std::uint64_t max_bytes, v1::GetGraphResponse* out) {
   encode(graph.info, out->mutable_info());
-  out->mutable_vertices()->Assign(graph.vertices.begin(), graph.vertices.end());
-  out->mutable_edges()->Reserve(static_cast<int>(graph.edges.size()));
-  for (const Hyperedge& e : graph.edges) {
+  const std::uint64_t nv = graph.vertices.size();
+  const std::uint64_t total = nv + graph.edges.size();
+  const std::uint64_t count_limit = page_size == 0 ? total : page_size;
+  // Upper bounds of the encoded sizes: a varint is at most 10 bytes.
+  constexpr std::uint64_t kVarint = 10;
+  std::uint64_t bytes = 0, i = first;
+  for (; i < total && i - first < count_limit; ++i) {
+    const std::uint64_t size =
+        i < nv
+            ? kVarint
+            : 4 * kVarint + 9 +
+                  kVarint * (graph.edges[i - nv].tails.size() + graph.edges[i - nv].heads.size());
+    if (i > first && bytes + size > max_bytes) break;
+    bytes += size;
+    if (i < nv) {
+      out->add_vertices(graph.vertices[i]);
+      continue;
+    }
+    const Hyperedge& e = graph.edges[i - nv];
     v1::Hyperedge* edge = out->add_edges();
     edge->set_id(e.id);
     edge->mutable_tails()->Assign(e.tails.begin(), e.tails.end());
     edge->mutable_heads()->Assign(e.heads.begin(), e.heads.end());
     edge->set_weight(e.weight);
   }
+  return i;
 }
 
 void encode(const ApplyResult& result, v1::ApplyEditsResponse* out) {

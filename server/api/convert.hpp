@@ -59,7 +59,11 @@ void encode(ops::ShortestPathResult r, const JobContext& job, double seconds,
 /// A job as GetJob returns it (the result, inline bytes copied, when the view holds one).
 void encode(const ops::JobView& job, v1::Job* out);
 void encode(const GraphInfo& info, v1::GraphInfo* out);
-void encode(const GraphSnapshot& graph, v1::GetGraphResponse* out);
+/// One page of `graph`: items (vertices, then edges) from index `first`, at most `page_size`
+/// of them (0: no count limit) and about `max_bytes` of encoded items, at least one. Returns
+/// the index after the page's last item (the item count when the page ends the graph).
+std::uint64_t encode_page(const GraphSnapshot& graph, std::uint64_t first, std::uint64_t page_size,
+                          std::uint64_t max_bytes, v1::GetGraphResponse* out);
 void encode(const ApplyResult& result, v1::ApplyEditsResponse* out);
 
 }  // namespace gcompute::server

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Server-resident matrices: chunked upload and download (streaming reactors), deletion.
 #include <algorithm>
+#include <mutex>
 
+#include "absl/strings/str_cat.h"
 #include "api/compute_service.hpp"
 #include "api/convert.hpp"
 
@@ -21,16 +23,52 @@ class UploadReactor final : public CallReactor<grpc::ServerReadReactor<v1::Uploa
   UploadReactor(ServiceContext& svc, const grpc::CallbackServerContext& ctx,
                 v1::UploadMatrixResponse* response)
       : CallReactor(svc, "UploadMatrix", ctx), response_(response) {
-    if (accept()) StartRead(&message_);
+    if (!accept()) return;
+    // A stream that sends nothing for the idle period is aborted; its reservation goes with it.
+    idle_ = svc_.upload_watch->watch([this] { return on_idle(); });
+    StartRead(&message_);
+  }
+
+  void OnDone() override {
+    if (idle_) idle_->close();  // waits for an on_idle() in progress
+    CallReactor::OnDone();
   }
 
   void OnReadDone(bool ok) override {
+    if (idle_) idle_->touch();
+    {
+      // A message that arrives as the stream expires finds it expired and leaves the session
+      // alone; one being handled keeps the stream from expiring.
+      std::lock_guard lock(mu_);
+      if (expired_) return;
+      reading_ = true;
+    }
+    handle_read(ok);
+    std::lock_guard lock(mu_);
+    reading_ = false;
+  }
+
+ private:
+  void handle_read(bool ok) {
     if (finished()) return;
     if (!ok) return on_end_of_stream();
     received_bytes_ += message_.ByteSizeLong();
     absl::Status st = message_.has_header() ? on_header() : on_chunk();
     if (!st.ok()) return finish_call(st);
     StartRead(&message_);
+  }
+
+  /// False when a message is being handled: the stream is not idle.
+  bool on_idle() {
+    {
+      std::lock_guard lock(mu_);
+      if (reading_) return false;
+      expired_ = true;
+    }
+    finish_call(absl::DeadlineExceededError(absl::StrCat(
+        "upload idle: no message for ", absl::FormatDuration(svc_.upload_watch->idle()),
+        " (--upload-idle-seconds); the upload was aborted and its quota freed")));
+    return true;
   }
 
  private:
@@ -72,6 +110,10 @@ class UploadReactor final : public CallReactor<grpc::ServerReadReactor<v1::Uploa
   v1::UploadMatrixResponse* response_;
   v1::UploadMatrixRequest message_;
   std::unique_ptr<ops::UploadSession> session_;
+  std::shared_ptr<IdleWatch::Registration> idle_;
+  std::mutex mu_;
+  bool reading_ = false;  ///< OnReadDone is handling a message
+  bool expired_ = false;  ///< on_idle() finished the call
 };
 
 class DownloadReactor final

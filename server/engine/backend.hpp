@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/matrix.hpp"
 #include "engine/fair_queue.hpp"
@@ -51,7 +52,16 @@ struct JobContext {
   /// The results go to the matrix store, not into the response: a GPU backend may leave
   /// them on the device (Matrix::data null) instead of copying them back.
   bool results_stay_on_server = false;
-  kernels::StopToken stop_token() { return kernels::StopToken(&cancelled, &steps); }
+  /// Set (with `cancelled`) when the server stops the job itself while shutting down; its
+  /// caller then gets UNAVAILABLE.
+  std::atomic<bool> shutdown{false};
+  /// Fires on a cancel and once `deadline` passed.
+  kernels::StopToken stop_token() {
+    const absl::Duration left = deadline - absl::Now();
+    if (left > absl::Hours(24 * 365)) return kernels::StopToken(&cancelled, &steps);
+    return kernels::StopToken(&cancelled, &steps,
+                              kernels::StopToken::Clock::now() + absl::ToChronoNanoseconds(left));
+  }
 };
 
 struct SvdOutput {

@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <new>
+
+#include "absl/strings/str_cat.h"
 
 #include "gcompute/kernels/cpu/apsp.hpp"
 #include "gcompute/kernels/cpu/eigh.hpp"
@@ -24,15 +27,28 @@ auto timed(JobContext& ctx, Fn&& fn) {
   return result;
 }
 
-/// Uploads land directly in the host matrix.
+/// Uploads land directly in the host matrix, which grows as chunks arrive (a header alone
+/// takes no memory; growth is geometric, so in-order chunks cost amortised O(1) per byte).
 class HostUploadSink final : public UploadSink {
  public:
-  explicit HostUploadSink(Matrix m) : m_(std::move(m)) {}
+  explicit HostUploadSink(const MatrixDesc& desc)
+      : m_{desc, std::make_shared<std::string>(), nullptr} {}
   absl::Status write(std::uint64_t offset, const char* data, std::uint64_t size) override {
-    std::memcpy(m_.data->data() + offset, data, size);
+    std::string& bytes = *m_.data;
+    try {
+      if (bytes.size() < offset + size) bytes.resize(offset + size);
+    } catch (const std::bad_alloc&) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("out of host memory storing upload bytes up to offset ", offset + size));
+    }
+    std::memcpy(bytes.data() + offset, data, size);
     return absl::OkStatus();
   }
-  absl::StatusOr<Matrix> finish() override { return std::move(m_); }
+  absl::StatusOr<Matrix> finish() override {
+    m_.data->resize(m_.desc.bytes());  // every byte was written; also trims spare capacity
+    m_.data->shrink_to_fit();
+    return std::move(m_);
+  }
 
  private:
   Matrix m_;
@@ -41,9 +57,7 @@ class HostUploadSink final : public UploadSink {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<UploadSink>> CpuBackend::begin_upload(const MatrixDesc& desc) {
-  auto m = allocate_matrix(desc);
-  if (!m.ok()) return m.status();
-  return std::make_unique<HostUploadSink>(*std::move(m));
+  return std::make_unique<HostUploadSink>(desc);
 }
 
 absl::Status CpuBackend::ensure_on_host(Matrix& m) {
@@ -56,8 +70,9 @@ absl::StatusOr<Matrix> CpuBackend::transpose(const Matrix& a, JobContext& ctx) {
   if (!out.ok()) return out.status();
   const kernels::TransposeShape shape{a.desc.batch, a.desc.rows, a.desc.cols,
                                       kernels::dtype_size(a.desc.dtype)};
-  absl::Status st =
-      timed(ctx, [&] { return kernels::cpu::transpose(a.bytes(), out->mutable_bytes(), shape); });
+  absl::Status st = timed(ctx, [&] {
+    return kernels::cpu::transpose(a.bytes(), out->mutable_bytes(), shape, ctx.stop_token());
+  });
   if (!st.ok()) return st;
   return out;
 }
@@ -67,8 +82,10 @@ absl::StatusOr<Matrix> CpuBackend::matmul(const Matrix& a, const Matrix& b, cons
   auto out = allocate_matrix(matmul_output(shape));
   if (!out.ok()) return out.status();
   if (c != nullptr) std::memcpy(out->mutable_bytes(), c->bytes(), out->desc.bytes());
-  absl::Status st = timed(
-      ctx, [&] { return kernels::cpu::matmul(a.bytes(), b.bytes(), out->mutable_bytes(), shape); });
+  absl::Status st = timed(ctx, [&] {
+    return kernels::cpu::matmul(a.bytes(), b.bytes(), out->mutable_bytes(), shape,
+                                ctx.stop_token());
+  });
   if (!st.ok()) return st;
   return out;
 }

@@ -59,10 +59,26 @@ absl::Status Engine::submit(const std::string& method, std::shared_ptr<JobContex
   return result;
 }
 
-void Engine::drain() {
+bool Engine::drain(absl::Time deadline) {
   std::unique_lock lock(mu_);
   draining_ = true;
-  idle_cv_.wait(lock, [this] { return queue_.empty() && running_ == 0; });
+  const auto idle = [this] { return queue_.empty() && running_ == 0; };
+  if (deadline == absl::InfiniteFuture()) {
+    idle_cv_.wait(lock, idle);
+    return true;
+  }
+  return idle_cv_.wait_until(lock, absl::ToChronoTime(deadline), idle);
+}
+
+void Engine::cancel_all() {
+  std::lock_guard lock(mu_);
+  draining_ = true;
+  const auto stop = [](JobContext& ctx) {
+    ctx.shutdown.store(true);
+    ctx.cancelled.store(true);
+  };
+  queue_.for_each([&](Item& item) { stop(*item.ctx); });
+  for (const std::shared_ptr<JobContext>& ctx : running_jobs_) stop(*ctx);
 }
 
 void Engine::report_load_locked() {
@@ -78,6 +94,7 @@ void Engine::worker_loop() {
       if (queue_.empty()) return;  // stopping, nothing left
       item = queue_.pop();
       ++running_;
+      running_jobs_.insert(item.ctx);
       report_load_locked();
     }
     const double waited =
@@ -102,6 +119,7 @@ void Engine::worker_loop() {
     {
       std::lock_guard lock(mu_);
       --running_;
+      running_jobs_.erase(item.ctx);
       report_load_locked();
       if (queue_.empty() && running_ == 0) idle_cv_.notify_all();
     }

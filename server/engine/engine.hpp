@@ -10,12 +10,14 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
+#include "absl/time/time.h"
 #include "engine/backend.hpp"
 
 namespace gcompute::server {
@@ -50,8 +52,13 @@ class Engine {
   absl::Status submit(const std::string& method, std::shared_ptr<JobContext> ctx, Task task,
                       Admission admission = Admission::kBounded);
 
-  /// Stops accepting work and waits until every queued and running task has finished.
-  void drain();
+  /// Stops accepting work and waits until every queued and running task has finished, or
+  /// until `deadline`; true when idle.
+  bool drain(absl::Time deadline = absl::InfiniteFuture());
+
+  /// Marks every queued and running job shut down and cancelled: running kernels stop at
+  /// their next cancellation point, queued tasks start with CANCELLED.
+  void cancel_all();
 
   Backend& backend() { return *backend_; }
   int queue_depth_limit() const { return options_.queue_depth; }
@@ -73,6 +80,7 @@ class Engine {
   std::condition_variable idle_cv_;
   FairQueue<Item> queue_;
   int running_ = 0;
+  std::set<std::shared_ptr<JobContext>> running_jobs_;
   bool draining_ = false;
   bool stopping_ = false;
   std::vector<std::thread> workers_;

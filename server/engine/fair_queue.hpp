@@ -53,6 +53,16 @@ class FairQueue {
     return item;
   }
 
+  /// Calls `fn` on every queued item, in no particular order.
+  template <typename Fn>
+  void for_each(Fn&& fn) {
+    for (Level& level : levels_) {
+      for (auto& [tenant, q] : level.queues) {
+        for (T& item : q) fn(item);
+      }
+    }
+  }
+
   /// Removes every item for which `pred` is true and returns them (in no particular order).
   std::vector<T> extract_if(const std::function<bool(const T&)>& pred) {
     std::vector<T> out;

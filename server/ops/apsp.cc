@@ -11,6 +11,7 @@
 #include "gcompute/kernels/apsp_types.hpp"
 #include "gcompute/kernels/cpu/apsp.hpp"
 #include "gcompute/kernels/status_macros.hpp"
+#include "ops/admission.hpp"
 #include "ops/inputs.hpp"
 #include "ops/placement.hpp"
 
@@ -102,6 +103,33 @@ void remember(const std::string& graph_id, std::uint64_t version, ApspRun& run, 
 
 }  // namespace
 
+absl::Status admit_apsp(std::int64_t n, DType dtype, bool next_hop, const std::string& what,
+                        const OpEnv& env) {
+  const std::uint64_t cells =
+      mul_bytes(static_cast<std::uint64_t>(n), static_cast<std::uint64_t>(n));
+  const std::uint64_t value = kernels::dtype_size(dtype);
+  // Weights and distances; i32 may run on 64-bit copies; next hops come with a hop-count plane.
+  std::uint64_t per_cell = 2 * value;
+  if (dtype == DType::kI32) per_cell += 8;
+  if (next_hop) per_cell += 2 * sizeof(std::int32_t);
+  return admit(mul_bytes(cells, per_cell), absl::StrCat(what, " (APSP of ", n, " vertices)"),
+               env.limits, /*on_device=*/true);
+}
+
+absl::Status admit_apsp_source(const ApspSource& source, bool next_hop, const OpEnv& env) {
+  if (source.dense) {
+    return admit_apsp(source.dense->desc.rows, source.dense->desc.dtype, next_hop, "dense", env);
+  }
+  if (source.edges) {
+    return admit_apsp(source.edges->num_vertices, source.edges->dtype, next_hop, "edges", env);
+  }
+  // A stored graph: checked at its size now, and again on the worker before densifying.
+  auto info = env.graphs.info(source.graph_key);
+  if (!info.ok()) return absl::OkStatus();  // NOT_FOUND is reported where the graph is read
+  return admit_apsp(static_cast<std::int64_t>(info->num_vertices), DType::kF32, next_hop,
+                    absl::StrCat("graph ", quote_id(source.graph_id)), env);
+}
+
 absl::StatusOr<ApspSource> take_apsp_source(GraphInput graph, const std::string& prefix, OpEnv& env,
                                             const Caller& caller) {
   ApspSource src;
@@ -163,6 +191,7 @@ absl::StatusOr<ApspRun> run_apsp(ApspSource source, bool next_hop, OpEnv& env, B
     GC_ASSIGN_OR_RETURN(weights, densify_edges(*source.edges));
   } else {
     field = absl::StrCat("graph ", source.graph_id);
+    GC_RETURN_IF_ERROR(admit_apsp_source(source, next_hop, env));
     if (env.apsp_cache != nullptr) {
       GC_ASSIGN_OR_RETURN(const GraphInfo info, env.graphs.info(source.graph_key));
       GC_ASSIGN_OR_RETURN(ApspCache::Answer answer,
@@ -277,6 +306,7 @@ absl::StatusOr<ShortestPathResult> trace_path(const Matrix& dist, const Matrix& 
 absl::StatusOr<PreparedOp> prepare_apsp(ApspRequest request, OpEnv& env, const Caller& caller) {
   GC_ASSIGN_OR_RETURN(ApspSource source, take_apsp_source(std::move(request.graph),
                                                           request.field_prefix, env, caller));
+  GC_RETURN_IF_ERROR(admit_apsp_source(source, request.next_hop, env));
   return PreparedOp{
       "Apsp",
       [source = std::move(source), next_hop = request.next_hop, output = request.output, &env,
@@ -325,6 +355,7 @@ absl::StatusOr<PreparedOp> prepare_shortest_path(ShortestPathRequest request, Op
   }
   GC_ASSIGN_OR_RETURN(ApspSource source,
                       take_apsp_source(std::move(graph->graph), "graph.", env, caller));
+  GC_RETURN_IF_ERROR(admit_apsp_source(source, /*next_hop=*/true, env));
   return PreparedOp{
       "ShortestPath",
       [s, t, source = std::move(source), &env](

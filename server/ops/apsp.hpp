@@ -28,6 +28,14 @@ struct ApspSource {
 absl::StatusOr<ApspSource> take_apsp_source(GraphInput graph, const std::string& prefix, OpEnv& env,
                                             const Caller& caller);
 
+/// RESOURCE_EXHAUSTED when an APSP of `n` vertices (weights, distances, next hops and work
+/// space) would need more memory than one request may take.
+absl::Status admit_apsp(std::int64_t n, DType dtype, bool next_hop, const std::string& what,
+                        const OpEnv& env);
+
+/// admit_apsp for the graph `source` names (a stored graph at its current size).
+absl::Status admit_apsp_source(const ApspSource& source, bool next_hop, const OpEnv& env);
+
 struct ApspRun {
   ApspOutput out;
   /// For stored graphs: row i of the matrices is vertex vertex_ids[i]. Empty otherwise.

@@ -12,6 +12,10 @@ absl::StatusOr<MatrixDesc> check_desc(std::int64_t batch, std::int64_t rows, std
     return absl::InvalidArgumentError(absl::StrCat(field, " has a negative dimension: rows=", rows,
                                                    " cols=", cols, " batch=", batch));
   }
+  if (static_cast<std::uint64_t>(batch) > limits.max_batch) {
+    return absl::ResourceExhaustedError(absl::StrCat(field, ".batch = ", batch, ": more than ",
+                                                     limits.max_batch, " matrices (--max-batch)"));
+  }
   MatrixDesc d{dtype, batch == 0 ? 1 : batch, rows, cols};
   // Overflow-safe element count check.
   const std::uint64_t max = limits.max_matrix_elements;

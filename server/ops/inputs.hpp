@@ -15,8 +15,8 @@
 
 namespace gcompute::server::ops {
 
-/// Validates a shape: non-negative dimensions (batch 0 means 1) and an element count within
-/// --max-matrix-elements (RESOURCE_EXHAUSTED past it).
+/// Validates a shape: non-negative dimensions (batch 0 means 1), a batch within --max-batch
+/// and an element count within --max-matrix-elements (RESOURCE_EXHAUSTED past either).
 absl::StatusOr<MatrixDesc> check_desc(std::int64_t batch, std::int64_t rows, std::int64_t cols,
                                       DType dtype, const std::string& field, const Limits& limits);
 

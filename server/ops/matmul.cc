@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/output_shapes.hpp"
 #include "gcompute/kernels/status_macros.hpp"
+#include "ops/admission.hpp"
 #include "ops/inputs.hpp"
 #include "ops/placement.hpp"
 #include "ops/prepared_op.hpp"
@@ -72,6 +73,14 @@ absl::StatusOr<PreparedOp> prepare_matmul(MatMulRequest request, OpEnv& env, con
     }
     c = *std::move(cm);
   }
+  // Operands, the result and (emulated precisions) f32 copies of one matrix of each.
+  std::uint64_t estimate = a.desc.bytes() + b.desc.bytes() + out_desc.bytes();
+  if (c) estimate += c->desc.bytes();
+  if (shape.dtype != DType::kF32 && shape.dtype != DType::kF64) {
+    estimate += 4 * (a.desc.elements() / a.desc.batch + b.desc.elements() / b.desc.batch +
+                     out_desc.elements() / out_desc.batch);
+  }
+  GC_RETURN_IF_ERROR(admit(estimate, "MatMul", env.limits, /*on_device=*/true));
   GC_ASSIGN_OR_RETURN(ResultPlan plan, ResultPlan::make(request.output, {{out_desc, "c"}},
                                                         env.matrices, env.limits, caller));
   return PreparedOp{

@@ -45,7 +45,7 @@ void Operations::submit(const Caller& caller, PreparedOp op, std::shared_ptr<Job
     (*shared_done)(std::move(r));
   };
   auto launch = [this, method = std::move(op.method), run = std::move(op.run), job = std::move(job),
-                 finish]() mutable {
+                 admission, finish]() mutable {
     JobContext* ctx = job.get();
     absl::Status queued = engine_.submit(
         method, std::move(job),

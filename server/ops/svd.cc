@@ -3,11 +3,32 @@
 #include "absl/strings/str_cat.h"
 #include "common/output_shapes.hpp"
 #include "gcompute/kernels/status_macros.hpp"
+#include "ops/admission.hpp"
 #include "ops/inputs.hpp"
 #include "ops/placement.hpp"
 #include "ops/prepared_op.hpp"
 
 namespace gcompute::server::ops {
+namespace {
+
+/// The result of an SVD whose input and factors all have no elements.
+absl::StatusOr<OpResult> empty_svd(ResultPlan& plan, const kernels::SvdShape& shape,
+                                   Backend& backend) {
+  const SvdOutputDescs descs = svd_outputs(shape);
+  auto empty = [](const MatrixDesc& d) {
+    return Matrix{d, std::make_shared<std::string>(), nullptr};
+  };
+  SvdResult result;
+  GC_ASSIGN_OR_RETURN(result.s, plan.place(0, empty(descs.s), backend));
+  if (shape.compute_uv) {
+    GC_ASSIGN_OR_RETURN(result.u, plan.place(1, empty(descs.u), backend));
+    GC_ASSIGN_OR_RETURN(result.vt, plan.place(2, empty(descs.vt), backend));
+  }
+  result.converged = true;
+  return result;
+}
+
+}  // namespace
 
 absl::StatusOr<PreparedOp> prepare_svd(SvdRequest request, OpEnv& env, const Caller& caller) {
   GC_ASSIGN_OR_RETURN(Matrix a,
@@ -42,11 +63,20 @@ absl::StatusOr<PreparedOp> prepare_svd(SvdRequest request, OpEnv& env, const Cal
     outputs.push_back({descs.u, "u"});
     outputs.push_back({descs.vt, "vt"});
   }
+  // The input, a working copy in f64 and the factors.
+  std::uint64_t estimate = a.desc.bytes() + 8 * a.desc.elements();
+  for (const ResultPlan::Output& out : outputs) estimate += out.desc.bytes();
+  GC_RETURN_IF_ERROR(admit(estimate, request.batched ? "BatchedSvd" : "Svd", env.limits,
+                           /*on_device=*/true));
+  // Matrices without elements have empty factors: answered without a loop over the batch.
+  bool empty = a.desc.elements() == 0;
+  for (const ResultPlan::Output& out : outputs) empty = empty && out.desc.elements() == 0;
   GC_ASSIGN_OR_RETURN(ResultPlan plan, ResultPlan::make(request.output, std::move(outputs),
                                                         env.matrices, env.limits, caller));
   return PreparedOp{request.batched ? "BatchedSvd" : "Svd",
-                    [a = std::move(a), shape, plan = std::move(plan)](
+                    [a = std::move(a), shape, plan = std::move(plan), empty](
                         Backend& backend, JobContext& job) mutable -> absl::StatusOr<OpResult> {
+                      if (empty) return empty_svd(plan, shape, backend);
                       GC_RETURN_IF_ERROR(check_finite(backend, a, "a"));
                       job.results_stay_on_server = plan.keeps_any();
                       GC_ASSIGN_OR_RETURN(SvdOutput out, backend.svd(a, shape, job));

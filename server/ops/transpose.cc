@@ -2,6 +2,7 @@
 // Transpose: every matrix of a batch, any dtype.
 #include "common/output_shapes.hpp"
 #include "gcompute/kernels/status_macros.hpp"
+#include "ops/admission.hpp"
 #include "ops/inputs.hpp"
 #include "ops/placement.hpp"
 #include "ops/prepared_op.hpp"
@@ -12,6 +13,7 @@ absl::StatusOr<PreparedOp> prepare_transpose(TransposeRequest request, OpEnv& en
                                              const Caller& caller) {
   GC_ASSIGN_OR_RETURN(Matrix a,
                       take_operand(std::move(request.a), "a", env.matrices, env.limits, caller));
+  GC_RETURN_IF_ERROR(admit(2 * a.desc.bytes(), "Transpose", env.limits, /*on_device=*/true));
   GC_ASSIGN_OR_RETURN(ResultPlan plan,
                       ResultPlan::make(request.output, {{transpose_output(a.desc), "at"}},
                                        env.matrices, env.limits, caller));

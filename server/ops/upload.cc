@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gcompute/kernels/status_macros.hpp"
+#include "ops/admission.hpp"
 #include "ops/inputs.hpp"
 
 namespace gcompute::server::ops {
@@ -44,6 +45,7 @@ absl::StatusOr<std::unique_ptr<UploadSession>> UploadSession::begin(const Upload
   s->store_ = &store;
   GC_ASSIGN_OR_RETURN(s->desc_, check_desc(header.batch, header.rows, header.cols, header.dtype,
                                            "header.shape", limits));
+  GC_RETURN_IF_ERROR(admit(s->desc_.bytes(), "UploadMatrix", limits, /*on_device=*/true));
   GC_ASSIGN_OR_RETURN(s->ttl_, store.ttl_from_seconds(header.ttl_seconds, "header.ttl_seconds"));
   GC_ASSIGN_OR_RETURN(s->reservation_,
                       store.reserve(caller.tenant, s->desc_.bytes()));  // quota first

@@ -161,5 +161,45 @@ TEST(Engine, WorkersRunTasksConcurrently) {
   EXPECT_EQ(finished.load(), 2);
 }
 
+TEST(Engine, DrainWithADeadlineThenCancelAllStopsRunningAndQueuedJobs) {
+  Engine engine(std::make_unique<CpuBackend>(1), EngineOptions{.queue_depth = 4});
+  auto running = job();
+  auto queued = job();
+  std::atomic<bool> started{false};
+  absl::Status queued_start;
+  // The running task works until its job is cancelled, as a kernel polling its StopToken.
+  ASSERT_TRUE(engine
+                  .submit("t", running,
+                          [&](absl::Status s) {
+                            ASSERT_TRUE(s.ok());
+                            started = true;
+                            while (!running->stop_token().stop_requested()) {
+                              absl::SleepFor(absl::Milliseconds(1));
+                            }
+                          })
+                  .ok());
+  while (!started) absl::SleepFor(absl::Milliseconds(1));
+  ASSERT_TRUE(engine.submit("t", queued, [&](absl::Status s) { queued_start = s; }).ok());
+  const absl::Time start = absl::Now();
+  EXPECT_FALSE(engine.drain(absl::Now() + absl::Milliseconds(100)));
+  EXPECT_GE(absl::Now() - start, absl::Milliseconds(90));
+  engine.cancel_all();
+  EXPECT_TRUE(engine.drain(absl::Now() + absl::Seconds(10)));
+  EXPECT_TRUE(running->shutdown.load());
+  EXPECT_TRUE(queued->shutdown.load());
+  EXPECT_EQ(queued_start.code(), absl::StatusCode::kCancelled) << queued_start;
+  // Draining: nothing new is taken.
+  EXPECT_EQ(engine.submit("t", job(), [](absl::Status) {}).code(), absl::StatusCode::kUnavailable);
+}
+
+TEST(Engine, StopTokenFiresAtTheJobDeadline) {
+  auto ctx = job(absl::Milliseconds(50));
+  const kernels::StopToken token = ctx->stop_token();
+  EXPECT_FALSE(token.stop_requested());
+  absl::SleepFor(absl::Milliseconds(60));
+  EXPECT_TRUE(token.stop_requested());
+  EXPECT_FALSE(ctx->cancelled.load());  // no gRPC cancel needed
+}
+
 }  // namespace
 }  // namespace gcompute::server

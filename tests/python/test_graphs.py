@@ -2,6 +2,8 @@
 """The graph store through the Python client: create, every kind of edit (checked against a
 model kept here), snapshots, versions, listing, deletion, and APSP / shortest paths of a stored
 graph against a float64 Floyd-Warshall of the snapshot."""
+import json
+import subprocess
 import uuid
 
 import numpy as np
@@ -126,3 +128,22 @@ def test_apsp_and_paths_of_a_stored_graph(client, rng):
         assert client.apsp(gid)[0, n - 1] == np.float32(0.125)  # the first shortcut
     finally:
         client.delete_graph(gid)
+
+
+def test_a_graph_larger_than_one_message_is_read_in_pages(start_server, cli_bin):
+    """400000 vertices (about 1.2 MB) under a 1 MiB message limit: several GetGraph pages, which
+    the Python client and the C++ CLI join into the whole graph."""
+    server = start_server("--max-message-bytes=1048576", name="small-messages")
+    with gcompute.Client(server.addr, timeout=120, max_message_bytes=1 << 20) as c:
+        c.create_graph(400000, [(0, 399999, 2.5), ([5, 6], 7, 1.0)], graph_id="big")
+        g = c.graph("big")
+    assert g.vertices == list(range(400000))
+    assert [(e.tails, e.heads, e.weight) for e in g.edges] == [((0,), (399999,), 2.5),
+                                                                ((5, 6), (7,), 1.0)]
+    r = subprocess.run([cli_bin, "--server", server.addr, "--max-message-bytes", "1048576", "graph",
+                        "show", "big", "--json"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    shown = json.loads(r.stdout)
+    assert shown["vertices"] == list(range(400000))
+    assert [(e["tails"], e["heads"], e["weight"]) for e in shown["edges"]] == [([0], [399999], 2.5),
+                                                                            ([5, 6], [7], 1.0)]

@@ -43,8 +43,10 @@ def hyperedge_from(e) -> Hyperedge:
     return Hyperedge(tuple(e.tails), tuple(e.heads), e.weight, e.id)
 
 
-def snapshot_from(r) -> GraphSnapshot:
-    return GraphSnapshot(graph_info_from(r.info), list(r.vertices), [hyperedge_from(e) for e in r.edges])
+def snapshot_from_pages(pages) -> GraphSnapshot:
+    """One snapshot from the GetGraph pages of one version, in order."""
+    return GraphSnapshot(graph_info_from(pages[-1].info), [v for p in pages for v in p.vertices],
+                         [hyperedge_from(e) for p in pages for e in p.edges])
 
 
 def edits_result_from(r) -> EditsResult:

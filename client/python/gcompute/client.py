@@ -17,7 +17,7 @@ import numpy as np
 from . import _arrays, _convert, _pb, _transfer, jobs
 from ._replicas import Deadline, Replica, ReplicaSet, Route
 from ._transfer import OperandStager, ProgressCallback, Transfer
-from .errors import Internal, InvalidArgument, NotFound, SvdNotConverged
+from .errors import Aborted, Internal, InvalidArgument, NotFound, SvdNotConverged
 from .types import (Edit, EditsResult, GraphInfo, GraphSnapshot, Path, Ref, ServerInfo,
                     StoredApsp)
 
@@ -428,9 +428,26 @@ class Client:
                            request, lambda r: _convert.graph_info_from(r.info))
 
     def graph(self, graph_id: str, *, timeout: Optional[float] = None) -> GraphSnapshot:
-        """A consistent snapshot of a stored graph (vertices ascending, edges by id)."""
-        return self._unary(self._replicas.route_for_graph(graph_id), timeout, "GetGraph",
-                           _pb.graphs.GetGraphRequest(graph_id=graph_id), _convert.snapshot_from)
+        """A consistent snapshot of a stored graph (vertices ascending, edges by id), read in
+        pages; a change between pages (Aborted) starts over, up to three times."""
+        deadline = self._deadline(timeout)
+        route = self._replicas.route_for_graph(graph_id)
+        for attempt in range(3):
+            pages = []
+            request = _pb.graphs.GetGraphRequest(graph_id=graph_id)
+            try:
+                while True:
+                    page = self._replicas.run(route, deadline, lambda r: r.stub.GetGraph(
+                        request, timeout=deadline.remaining(), metadata=self._metadata))
+                    pages.append(page)
+                    if not page.next_page_token:
+                        return _convert.snapshot_from_pages(pages)
+                    request = _pb.graphs.GetGraphRequest(graph_id=graph_id,
+                                                         page_token=page.next_page_token)
+            except Aborted:
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def list_graphs(self, *, timeout: Optional[float] = None) -> List[GraphInfo]:
         """Every replica's graphs, merged and sorted by id (fails if any replica fails)."""

@@ -4,10 +4,13 @@
 // by an independent oracle (frexp / nearbyint), and shown to differ from plain f32.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <bit>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <thread>
 #include <vector>
 
 #include "gcompute/kernels/cpu/matmul.hpp"
@@ -318,6 +321,71 @@ TEST(CpuMatmul, LargerThanBlasBlocking) {
                                      DType::kF64, Precision::kF64));
   run_native<float>(rng, make_shape({257, 300, 129}, {2, 1, 2}, false, true, {1.0, 2.0},
                                     DType::kF32, Precision::kDefault));
+}
+
+TEST(CpuMatmul, PanelsCoverEveryRowWithTransposesAndBatches) {
+  // n * k = 2^22 multiply-adds per row of C: panels of 64 rows, so m = 150 takes three, the
+  // last one short. Sampled entries are checked against a long double dot product.
+  GC_SEEDED_RNG(rng);
+  const std::int64_t m = 150, n = 2048, k = 2048;
+  for (bool ta : {false, true}) {
+    const MatmulShape s =
+        make_shape({m, n, k}, {2, 2, 1}, ta, false, {0.75, -0.5}, DType::kF64, Precision::kF64);
+    const std::vector<double> a = ::gcompute::testing::random_normal<double>(rng, 2 * m * k);
+    const std::vector<double> b = ::gcompute::testing::random_normal<double>(rng, k * n);
+    const std::vector<double> c0 = ::gcompute::testing::random_normal<double>(rng, 2 * m * n);
+    std::vector<double> c = c0;
+    ASSERT_TRUE(cpu::matmul(a.data(), b.data(), c.data(), s).ok());
+    for (int sample = 0; sample < 400; ++sample) {
+      const std::int64_t bi = sample % 2;
+      const std::int64_t i = sample < 40 ? (sample * 37) % m : (sample * 7919) % m;
+      const std::int64_t j = (sample * 104729) % n;
+      long double dot = 0, mag = 0;
+      for (std::int64_t p = 0; p < k; ++p) {
+        const double av = ta ? a[bi * m * k + p * m + i] : a[bi * m * k + i * k + p];
+        dot += static_cast<long double>(av) * b[p * n + j];
+        mag += std::fabs(static_cast<long double>(av) * b[p * n + j]);
+      }
+      const long double want = 0.75L * dot - 0.5L * c0[bi * m * n + i * n + j];
+      const double got = c[bi * m * n + i * n + j];
+      EXPECT_NEAR(got, static_cast<double>(want),
+                  4.0 * k * 1.2e-16 * static_cast<double>(mag) + 1e-300)
+          << "ta=" << ta << " batch " << bi << " row " << i << " col " << j;
+    }
+  }
+}
+
+TEST(CpuMatmul, StopsBetweenPanels) {
+  GC_SEEDED_RNG(rng);
+  const std::int64_t n = 1500;
+  const MatmulShape s =
+      make_shape({n, n, n}, {1, 1, 1}, false, false, {1.0, 0.0}, DType::kF64, Precision::kF64);
+  const std::vector<double> a = ::gcompute::testing::random_normal<double>(rng, n * n);
+  std::vector<double> c(static_cast<std::size_t>(n * n));
+  std::atomic<bool> flag{true};
+  EXPECT_EQ(cpu::matmul(a.data(), a.data(), c.data(), s, StopToken(&flag)).code(),
+            absl::StatusCode::kCancelled);
+  // A deadline in the past stops it too, with the flag clear.
+  flag = false;
+  EXPECT_EQ(cpu::matmul(a.data(), a.data(), c.data(), s, StopToken(&flag, StopToken::Clock::now()))
+                .code(),
+            absl::StatusCode::kCancelled);
+  // Fired while running: it returns within about a panel.
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(cpu::matmul(a.data(), a.data(), c.data(), s, StopToken(&flag)).ok());
+  const double full =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    flag = true;
+  });
+  const auto stop_start = std::chrono::steady_clock::now();
+  const absl::Status st = cpu::matmul(a.data(), a.data(), c.data(), s, StopToken(&flag));
+  const double stopped =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - stop_start).count();
+  canceller.join();
+  EXPECT_EQ(st.code(), absl::StatusCode::kCancelled) << "full product " << full << " s";
+  EXPECT_LT(stopped, 0.010 + 0.15) << "full product " << full << " s";
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // cpu::transpose against the definition out[b][j][i] = in[b][i][j], byte for byte.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <tuple>
@@ -101,6 +102,28 @@ TEST(CpuTranspose, RejectsInvalidShapes) {
     const absl::Status st = cpu::transpose(buf.data(), buf.data() + 32, s);
     EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
   }
+}
+
+}  // namespace
+}  // namespace gcompute::kernels
+
+namespace gcompute::kernels {
+namespace {
+
+TEST(CpuTranspose, StopsWhenTheTokenFires) {
+  // A stopped transpose is CANCELLED, for one big matrix and for a batch of tiny ones.
+  std::atomic<bool> flag{true};
+  std::vector<unsigned char> in(1 << 20), out(1 << 20);
+  EXPECT_EQ(cpu::transpose(in.data(), out.data(), TransposeShape{1, 512, 512, 4}, StopToken(&flag))
+                .code(),
+            absl::StatusCode::kCancelled);
+  EXPECT_EQ(
+      cpu::transpose(in.data(), out.data(), TransposeShape{1 << 18, 1, 1, 4}, StopToken(&flag))
+          .code(),
+      absl::StatusCode::kCancelled);
+  flag = false;
+  EXPECT_TRUE(
+      cpu::transpose(in.data(), out.data(), TransposeShape{1, 512, 512, 4}, StopToken(&flag)).ok());
 }
 
 }  // namespace
