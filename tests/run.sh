@@ -58,7 +58,7 @@ if [[ $sanitize == 1 ]]; then
   echo "== tests under sanitizers"
   # Every test but the GPU ones, the Python client's included: those start the sanitized
   # gcompute-server and require a clean exit after the drain, so a leak or UB report fails them.
-  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 LSAN_OPTIONS=suppressions="$root/tests/lsan.supp" UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     run_tests "$asan" -j "$jobs" --timeout 1800 -LE gpu
 fi
 
