@@ -48,6 +48,17 @@ absl::Status save(const std::string& path, HostMatrix m, bool as_vector = false)
   return write_npy(path, to_npy(std::move(m), as_vector));
 }
 
+// Per-matrix value vectors (SVD's S, Eigh's W) arrive as 1 x p each (batch x 1 x p) and are
+// written as p (batch x p), as numpy.linalg returns them.
+HostMatrix per_matrix_rows(HostMatrix m) {
+  if (m.batch > 1) {
+    m.cols *= m.rows;
+    m.rows = m.batch;
+    m.batch = 1;
+  }
+  return m;
+}
+
 int64_t parse_vertex(const std::string& text, const char* what, int first, int64_t n,
                      absl::Status& error) {
   std::size_t used = 0;
@@ -179,19 +190,10 @@ class Cli {
   }
 
   absl::Status matmul() {
-    absl::StatusOr<HostMatrix> a = load_matrix(pos(0));
-    if (!a.ok()) return a.status();
-    absl::StatusOr<HostMatrix> b = load_matrix(pos(1));
-    if (!b.ok()) return b.status();
     const client::MatMulOptions o = matmul_options();
-    if (o.precision == client::Precision::kF64) {
-      // f64 arithmetic needs f64 operands: widen f32 files here (exact).
-      a = convert_dtype(*a, DType::kF64, pos(0));
-      if (!a.ok()) return a.status();
-      b = convert_dtype(*b, DType::kF64, pos(1));
-      if (!b.ok()) return b.status();
-    }
-    auto r = client_.matmul(*a, *b, o);
+    auto ab = load_matmul_operands(o);
+    if (!ab.ok()) return ab.status();
+    auto r = client_.matmul(ab->first, ab->second, o);
     if (!r.ok()) return r.status();
     return save(pos(2), std::move(r->matrix));
   }
@@ -205,22 +207,19 @@ class Cli {
     if (!o.ok()) return o.status();
     auto r = batched ? client_.batched_svd(a, *o) : client_.svd(a, *o);
     if (!r.ok()) return r.status();
+    return write_svd(*r, batched);
+  }
+
+  absl::Status write_svd(client::SvdResult& r, bool batched) {
     const std::string prefix = cl_.get("out");
-    // S arrives as 1 x p (batch x 1 x p): written as p (batch x p), like numpy.linalg.svd.
-    HostMatrix s = std::move(r->s);
-    if (s.batch > 1) {
-      const int64_t p = s.rows * s.cols;
-      s.rows = s.batch;
-      s.cols = p;
-      s.batch = 1;
-    }
+    HostMatrix s = per_matrix_rows(std::move(r.s));
     if (absl::Status st = save(prefix + ".S.npy", std::move(s), !batched); !st.ok()) return st;
-    if (r->u) {
-      if (absl::Status st = save(prefix + ".U.npy", std::move(*r->u)); !st.ok()) return st;
-      if (absl::Status st = save(prefix + ".Vt.npy", std::move(*r->vt)); !st.ok()) return st;
+    if (r.u) {
+      if (absl::Status st = save(prefix + ".U.npy", std::move(*r.u)); !st.ok()) return st;
+      if (absl::Status st = save(prefix + ".Vt.npy", std::move(*r.vt)); !st.ok()) return st;
     }
-    out_ << "sweeps: " << r->sweeps << "\nconverged: " << (r->converged ? "true" : "false") << "\n";
-    if (!r->converged) err_ << "gcompute: warning: Jacobi did not converge within max sweeps\n";
+    out_ << "sweeps: " << r.sweeps << "\nconverged: " << (r.converged ? "true" : "false") << "\n";
+    if (!r.converged) err_ << "gcompute: warning: the SVD did not converge\n";
     return absl::OkStatus();
   }
 
@@ -239,13 +238,7 @@ class Cli {
 
   absl::Status write_eigh(client::EighResult& r, bool as_vector) {
     const std::string prefix = cl_.get("out");
-    // W arrives as 1 x n (batch x 1 x n): written as n (batch x n), like numpy.linalg.eigh.
-    HostMatrix w = std::move(r.w);
-    if (w.batch > 1) {
-      w.cols *= w.rows;
-      w.rows = w.batch;
-      w.batch = 1;
-    }
+    HostMatrix w = per_matrix_rows(std::move(r.w));
     if (absl::Status st = save(prefix + ".W.npy", std::move(w), as_vector); !st.ok()) return st;
     if (r.v) {
       if (absl::Status st = save(prefix + ".V.npy", std::move(*r.v)); !st.ok()) return st;
@@ -420,6 +413,23 @@ class Cli {
     return o;
   }
 
+  /// A and B from the first two files; f64 arithmetic needs f64 operands, so f32 files are
+  /// widened here (exactly).
+  absl::StatusOr<std::pair<HostMatrix, HostMatrix>> load_matmul_operands(
+      const client::MatMulOptions& o) {
+    absl::StatusOr<HostMatrix> a = load_matrix(pos(0));
+    if (!a.ok()) return a.status();
+    absl::StatusOr<HostMatrix> b = load_matrix(pos(1));
+    if (!b.ok()) return b.status();
+    if (o.precision == client::Precision::kF64) {
+      a = convert_dtype(*a, DType::kF64, pos(0));
+      if (!a.ok()) return a.status();
+      b = convert_dtype(*b, DType::kF64, pos(1));
+      if (!b.ok()) return b.status();
+    }
+    return std::make_pair(*std::move(a), *std::move(b));
+  }
+
   absl::StatusOr<client::SvdOptions> svd_options() const {
     client::SvdOptions o;
     o.compute_uv = !cl_.has("no-vectors");
@@ -462,24 +472,15 @@ class Cli {
       absl::StatusOr<client::SvdOptions> o = svd_options();
       if (!o.ok()) return o.status();
       id = client_.submit_svd(to_host_matrix(*std::move(arr)), *o, batched, job);
-    } else {
+    } else if (op == "transpose") {
       absl::StatusOr<HostMatrix> a = load_matrix(pos(0));
       if (!a.ok()) return a.status();
-      if (op == "transpose") {
-        id = client_.submit_transpose(*a, job);
-      } else {
-        absl::StatusOr<HostMatrix> b = load_matrix(pos(1));
-        if (!b.ok()) return b.status();
-        const client::MatMulOptions o = matmul_options();
-        if (o.precision == client::Precision::kF64) {
-          // f64 arithmetic needs f64 operands: widen f32 files here (exact).
-          a = convert_dtype(*a, DType::kF64, pos(0));
-          if (!a.ok()) return a.status();
-          b = convert_dtype(*b, DType::kF64, pos(1));
-          if (!b.ok()) return b.status();
-        }
-        id = client_.submit_matmul(*a, *b, o, job);
-      }
+      id = client_.submit_transpose(*a, job);
+    } else {
+      const client::MatMulOptions o = matmul_options();
+      auto ab = load_matmul_operands(o);
+      if (!ab.ok()) return ab.status();
+      id = client_.submit_matmul(ab->first, ab->second, o, job);
     }
     if (!id.ok()) return id.status();
     out_ << *id << "\n";
@@ -548,26 +549,7 @@ class Cli {
     const std::string prefix = cl_.get("out");
     if (r->matrix) return save(prefix + ".npy", std::move(r->matrix->matrix));
     if (r->eigh) return write_eigh(*r->eigh, r->eigh->w.batch <= 1);
-    if (r->svd) {
-      HostMatrix s = std::move(r->svd->s);
-      const bool batched = s.batch > 1;
-      if (batched) {
-        const int64_t p = s.rows * s.cols;
-        s.rows = s.batch;
-        s.cols = p;
-        s.batch = 1;
-      }
-      if (absl::Status st = save(prefix + ".S.npy", std::move(s), !batched); !st.ok()) return st;
-      if (r->svd->u) {
-        if (absl::Status st = save(prefix + ".U.npy", std::move(*r->svd->u)); !st.ok()) return st;
-        if (absl::Status st = save(prefix + ".Vt.npy", std::move(*r->svd->vt)); !st.ok()) {
-          return st;
-        }
-      }
-      out_ << "sweeps: " << r->svd->sweeps
-           << "\nconverged: " << (r->svd->converged ? "true" : "false") << "\n";
-      return absl::OkStatus();
-    }
+    if (r->svd) return write_svd(*r->svd, r->method == "BatchedSvd");
     if (r->apsp) {
       if (absl::Status st = save(prefix + ".dist.npy", std::move(r->apsp->distances)); !st.ok()) {
         return st;
