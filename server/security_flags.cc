@@ -17,7 +17,13 @@ ABSL_FLAG(std::string, auth_tokens, "",
 ABSL_FLAG(uint64_t, auth_tokens_refresh_ms, 1000,
           "How often the tokens file is checked for changes (milliseconds)");
 ABSL_FLAG(bool, tenant_from_cert, false,
-          "With mutual TLS: the tenant is the client certificate's common name");
+          "With mutual TLS: the tenant comes from the client certificate (--tenant-cert-field)");
+ABSL_FLAG(std::string, tenant_cert_field, "cn",
+          "With --tenant-from-cert: the certificate field naming the tenant: cn (common name), or "
+          "a subject alternative name: dns, uri, email");
+ABSL_FLAG(std::string, tenant_cert_prefix, "",
+          "With --tenant-from-cert: only field values starting with this count, and the tenant is "
+          "the rest (e.g. spiffe://example.org/tenant/)");
 ABSL_FLAG(bool, reflection, true, "Serve gRPC server reflection");
 ABSL_FLAG(uint64_t, tenant_stored_bytes, ~uint64_t{0},
           "Default per-tenant quota: bytes of stored matrices (tokens file may override)");
@@ -40,6 +46,8 @@ SecurityOptions security_options_from_flags() {
   o.auth_tokens = absl::GetFlag(FLAGS_auth_tokens);
   o.auth_tokens_refresh_ms = absl::GetFlag(FLAGS_auth_tokens_refresh_ms);
   o.tenant_from_cert = absl::GetFlag(FLAGS_tenant_from_cert);
+  o.tenant_cert_field = absl::GetFlag(FLAGS_tenant_cert_field);
+  o.tenant_cert_prefix = absl::GetFlag(FLAGS_tenant_cert_prefix);
   o.reflection = absl::GetFlag(FLAGS_reflection);
   o.default_quotas.stored_bytes = absl::GetFlag(FLAGS_tenant_stored_bytes);
   o.default_quotas.graphs = absl::GetFlag(FLAGS_tenant_graphs);

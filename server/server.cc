@@ -6,6 +6,7 @@
 #include <grpcpp/health_check_service_interface.h>
 
 #include "absl/strings/str_cat.h"
+#include "api/unparsable_requests.hpp"
 #include "engine/backend_factory.hpp"
 #include "gcompute/kernels/status_macros.hpp"
 #include "ops/admission.hpp"
@@ -97,7 +98,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::create(const ServerOptions& opti
       };
   std::shared_ptr<grpc::AuthMetadataProcessor> authenticator;
   if (s->tokens_ || sec.tenant_from_cert) {
-    authenticator = std::make_shared<Authenticator>(s->tokens_.get(), sec.tenant_from_cert);
+    std::optional<CertTenantRule> cert_rule;
+    if (sec.tenant_from_cert)
+      cert_rule = CertTenantRule{sec.tenant_cert_field, sec.tenant_cert_prefix};
+    authenticator = std::make_shared<Authenticator>(s->tokens_.get(), std::move(cert_rule));
   }
   GC_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
                       make_server_credentials(sec, options.listen, std::move(authenticator),
@@ -196,6 +200,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::create(const ServerOptions& opti
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 15000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   builder.RegisterService(s->service_.get());
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  interceptors.push_back(make_unparsable_request_interceptor(*s->metrics_));
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
   s->grpc_server_ = builder.BuildAndStart();
   if (!s->grpc_server_ || s->port_ == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", options.listen,

@@ -99,6 +99,11 @@ Metrics::Metrics(const std::vector<std::string>& methods)
                        .Name("gcompute_sent_bytes_total")
                        .Help("Response message bytes sent, by method")
                        .Register(*registry_)),
+      unparsable_family_(prometheus::BuildCounter()
+                             .Name("gcompute_unparsable_requests_total")
+                             .Help("Requests whose message did not parse as the method's request "
+                                   "type, by method")
+                             .Register(*registry_)),
       inflight_(prometheus::BuildGauge()
                     .Name("gcompute_inflight_requests")
                     .Help("Calls being handled (queued, running or streaming)")
@@ -176,6 +181,19 @@ void Metrics::observe_request(const std::string& method, const std::string& code
   auto it = requests_.find(key);
   if (it == requests_.end()) {
     it = requests_.emplace(key, &requests_family_.Add({{"method", method}, {"code", code}})).first;
+  }
+  it->second->Increment();
+}
+
+void Metrics::count_unparsable(const std::string& method) {
+  std::lock_guard lock(mu_);
+  // Method names come from our own service's paths: a bounded label set.
+  unparsable_family_.Add({{"method", method}}).Increment();
+  auto key = std::make_pair(method, std::string("INVALID_ARGUMENT"));
+  auto it = requests_.find(key);
+  if (it == requests_.end()) {
+    it = requests_.emplace(key, &requests_family_.Add({{"method", method}, {"code", key.second}}))
+             .first;
   }
   it->second->Increment();
 }

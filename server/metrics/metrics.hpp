@@ -36,6 +36,10 @@ class Metrics {
   /// A finished RPC: its duration, status code name ("OK", "INVALID_ARGUMENT") and sizes.
   void observe_request(const std::string& method, const std::string& code, double seconds,
                        std::uint64_t bytes_received, std::uint64_t bytes_sent);
+  /// A request of `method` whose message did not parse (answered INVALID_ARGUMENT before any
+  /// handler ran): gcompute_unparsable_requests_total and gcompute_requests_total count it, the
+  /// histograms do not (it never ran).
+  void count_unparsable(const std::string& method);
   /// A phase of a job ("queue", "h2d", "compute", "d2h").
   void observe_phase(const std::string& method, const char* phase, double seconds);
   void set_load(int queued, int running);
@@ -76,6 +80,7 @@ class Metrics {
   prometheus::Family<prometheus::Counter>& requests_family_;
   prometheus::Family<prometheus::Counter>& received_family_;
   prometheus::Family<prometheus::Counter>& sent_family_;
+  prometheus::Family<prometheus::Counter>& unparsable_family_;
   prometheus::Gauge& inflight_;
   prometheus::Gauge& queued_;
   prometheus::Gauge& running_;

@@ -11,6 +11,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "security/authenticator.hpp"
 
 namespace gcompute::server {
 namespace {
@@ -60,6 +61,16 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> make_server_credentials
   if (options.tenant_from_cert && !options.auth_tokens.empty()) {
     return absl::InvalidArgumentError(
         "--tenant-from-cert and --auth-tokens both name the tenant: choose one");
+  }
+  if (!cert_tenant_property(options.tenant_cert_field)) {
+    return absl::InvalidArgumentError(absl::StrCat("--tenant-cert-field is \"",
+                                                   options.tenant_cert_field,
+                                                   "\"; expected cn, dns, uri or email"));
+  }
+  if (!options.tenant_from_cert &&
+      (options.tenant_cert_field != "cn" || !options.tenant_cert_prefix.empty())) {
+    return absl::InvalidArgumentError(
+        "--tenant-cert-field and --tenant-cert-prefix need --tenant-from-cert");
   }
   if (options.tls_refresh_seconds < 1) {
     return absl::InvalidArgumentError("--tls-refresh-seconds must be >= 1");

@@ -25,8 +25,12 @@ struct SecurityOptions {
   std::string auth_tokens;
   /// How often the tokens file is checked for changes (milliseconds).
   std::uint64_t auth_tokens_refresh_ms = 1000;
-  /// With mutual TLS: the tenant is the client certificate's common name.
+  /// With mutual TLS: the tenant comes from the client certificate, from the field
+  /// `tenant_cert_field` names ("cn", or the subject alternative names "dns", "uri", "email"),
+  /// after `tenant_cert_prefix` (which the value must start with) is removed.
   bool tenant_from_cert = false;
+  std::string tenant_cert_field = "cn";
+  std::string tenant_cert_prefix;
   /// gRPC server reflection (lists the services and their schema to anyone connected).
   bool reflection = true;
   /// Quotas of tenants the tokens file does not override.

@@ -319,25 +319,18 @@ inline double metric_value(const std::vector<Sample>& samples, const std::string
 
 // ---- grpc.health.v1 through the generic stub ---------------------------------------------
 
-/// Calls /grpc.health.v1.Health/Check for `service` ("" = the whole server) and returns the
-/// decoded HealthCheckResponse.status (0 UNKNOWN, 1 SERVING, 2 NOT_SERVING), or -1 with the
-/// call's status in `*status` when the call failed.
-inline int health_check(const std::shared_ptr<grpc::Channel>& channel, const std::string& service,
-                        grpc::Status* status = nullptr) {
+/// One unary call of `path` with `request` as the raw message bytes (no protobuf in between);
+/// returns the call's status and puts the raw response bytes in `*response`.
+inline grpc::Status raw_unary_call(const std::shared_ptr<grpc::Channel>& channel,
+                                   const std::string& path, const std::string& request,
+                                   std::string* response = nullptr) {
   grpc::GenericStub generic(channel);
-  // HealthCheckRequest { string service = 1; }
-  std::string request;
-  if (!service.empty()) {
-    request.push_back(0x0a);
-    request.push_back(static_cast<char>(service.size()));  // services here are < 128 bytes
-    request += service;
-  }
   grpc::Slice slice(request);
   grpc::ByteBuffer req_buf(&slice, 1);
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
   grpc::CompletionQueue cq;
-  auto call = generic.PrepareUnaryCall(&ctx, "/grpc.health.v1.Health/Check", req_buf, &cq);
+  auto call = generic.PrepareUnaryCall(&ctx, path, req_buf, &cq);
   call->StartCall();
   grpc::ByteBuffer resp_buf;
   grpc::Status st;
@@ -348,13 +341,33 @@ inline int health_check(const std::shared_ptr<grpc::Channel>& channel, const std
   cq.Shutdown();
   while (cq.Next(&tag, &ok)) {
   }
+  if (st.ok() && response != nullptr) {
+    std::vector<grpc::Slice> slices;
+    if (!resp_buf.Dump(&slices).ok()) return grpc::Status(grpc::StatusCode::INTERNAL, "dump");
+    response->clear();
+    for (const grpc::Slice& piece : slices) {
+      response->append(reinterpret_cast<const char*>(piece.begin()), piece.size());
+    }
+  }
+  return st;
+}
+
+/// Calls /grpc.health.v1.Health/Check for `service` ("" = the whole server) and returns the
+/// decoded HealthCheckResponse.status (0 UNKNOWN, 1 SERVING, 2 NOT_SERVING), or -1 with the
+/// call's status in `*status` when the call failed.
+inline int health_check(const std::shared_ptr<grpc::Channel>& channel, const std::string& service,
+                        grpc::Status* status = nullptr) {
+  // HealthCheckRequest { string service = 1; }
+  std::string request;
+  if (!service.empty()) {
+    request.push_back(0x0a);
+    request.push_back(static_cast<char>(service.size()));  // services here are < 128 bytes
+    request += service;
+  }
+  std::string bytes;
+  const grpc::Status st = raw_unary_call(channel, "/grpc.health.v1.Health/Check", request, &bytes);
   if (status != nullptr) *status = st;
   if (!st.ok()) return -1;
-  std::vector<grpc::Slice> slices;
-  if (!resp_buf.Dump(&slices).ok()) return -1;
-  std::string bytes;
-  for (const grpc::Slice& s : slices)
-    bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
   // HealthCheckResponse { ServingStatus status = 1; } -- an empty message means 0 (UNKNOWN).
   if (bytes.empty()) return 0;
   if (bytes.size() != 2 || bytes[0] != 0x08) return -1;

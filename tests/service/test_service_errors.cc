@@ -1057,6 +1057,41 @@ TEST(ServiceMetrics, CountersAndHistogramsMove) {
   EXPECT_TRUE(still_serving(*ts->stub));
 }
 
+TEST(ServiceMetrics, UnparsableRequestsAreInvalidArgumentNamingTheTypeAndCounted) {
+  auto ts = start_server();
+  ASSERT_NE(ts, nullptr);
+  const int port = ts->server->metrics_port();
+  const auto before = parse_metrics(http_get(port, "/metrics"));
+  // Field 1 with wire type 7 (there is none), and a length-delimited field 1 that claims
+  // 100 bytes of which 2 follow.
+  const std::string bad_wire_type("\x0f", 1);
+  const std::string truncated("\x0a\x64\x01\x02", 4);
+  for (const auto& [method, type] : std::vector<std::pair<std::string, std::string>>{
+           {"Svd", "gcompute.v1.SvdRequest"},
+           {"GetJob", "gcompute.v1.GetJobRequest"},
+           {"DownloadMatrix", "gcompute.v1.DownloadMatrixRequest"},
+           {"WatchJob", "gcompute.v1.WatchJobRequest"},
+           {"CreateGraph", "gcompute.v1.CreateGraphRequest"}}) {
+    for (const std::string& bytes : {bad_wire_type, truncated}) {
+      EXPECT_TRUE(has_status(raw_unary_call(ts->channel, "/gcompute.v1.Compute/" + method, bytes),
+                             grpc::INVALID_ARGUMENT, {"does not parse as " + type}))
+          << method;
+    }
+  }
+  // Real UNIMPLEMENTED answers stay: an unknown method.
+  EXPECT_TRUE(has_status(raw_unary_call(ts->channel, "/gcompute.v1.Compute/NoSuchMethod", ""),
+                         grpc::UNIMPLEMENTED));
+  const auto after = parse_metrics(http_get(port, "/metrics"));
+  auto delta = [&](const std::string& name, const std::map<std::string, std::string>& labels) {
+    return metric_value(after, name, labels) - metric_value(before, name, labels);
+  };
+  EXPECT_EQ(delta("gcompute_unparsable_requests_total", {{"method", "Svd"}}), 2);
+  EXPECT_EQ(delta("gcompute_unparsable_requests_total", {{"method", "WatchJob"}}), 2);
+  EXPECT_EQ(delta("gcompute_requests_total", {{"method", "GetJob"}, {"code", "INVALID_ARGUMENT"}}),
+            2);
+  EXPECT_TRUE(still_serving(*ts->stub));
+}
+
 TEST(ServiceHealth, ServingThenNotServingAfterDrainStarts) {
   auto ts = start_server();
   ASSERT_NE(ts, nullptr);

@@ -4,6 +4,9 @@
 #   DIR/ca.crt server.* client.*      deploy/tls/make-dev-certs.sh (client CN "tenant-a")
 #   DIR/client-b.*                    another client of the same CA (CN "tenant-b")
 #   DIR/expired.*                     a client of the same CA that expired in 2020
+#   DIR/uri-1.* uri-2.* uri-both.*    clients of the same CA, all with CN "shared", whose URI
+#                                     SANs are spiffe://gcompute.test/tenant/tenant-u1, -u2,
+#                                     and both
 #   DIR/other/ca.crt server.* client.*  a second, unrelated CA and its server and client
 set -eu
 dir=$1
@@ -17,6 +20,20 @@ openssl req -new -key "$dir/client-b.key" -subj "/CN=tenant-b" -out "$dir/client
 printf 'extendedKeyUsage=clientAuth\n' >"$dir/client.ext"
 openssl x509 -req -in "$dir/client-b.csr" -CA "$dir/ca.crt" -CAkey "$dir/ca.key" \
   -CAcreateserial -days 30 -extfile "$dir/client.ext" -out "$dir/client-b.crt" 2>/dev/null
+
+# client_with_sans NAME SAN-LIST: a client of DIR's CA with CN "shared" and these SANs.
+client_with_sans() {
+  openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$dir/$1.key" 2>/dev/null
+  openssl req -new -key "$dir/$1.key" -subj "/CN=shared" -out "$dir/$1.csr"
+  printf 'extendedKeyUsage=clientAuth\nsubjectAltName=%s\n' "$2" >"$dir/$1.ext"
+  openssl x509 -req -in "$dir/$1.csr" -CA "$dir/ca.crt" -CAkey "$dir/ca.key" \
+    -CAcreateserial -days 30 -extfile "$dir/$1.ext" -out "$dir/$1.crt" 2>/dev/null
+  rm -f "$dir/$1.ext"
+}
+spiffe=spiffe://gcompute.test/tenant
+client_with_sans uri-1 "URI:$spiffe/tenant-u1,DNS:ignored.example"
+client_with_sans uri-2 "URI:$spiffe/tenant-u2"
+client_with_sans uri-both "URI:$spiffe/tenant-u1,URI:$spiffe/tenant-u2"
 
 # `openssl ca` is the one openssl 3.0 command that signs with explicit past dates.
 ca=$dir/expired-ca
