@@ -186,7 +186,7 @@ absl::StatusOr<JobInfo> Client::watch_job(const std::string& job_id,
   return on_job_replica(*impl_, job_id,
                         [&](Replica& replica, std::size_t) -> absl::StatusOr<JobInfo> {
                           grpc::ClientContext context;
-                          context.set_deadline(absl::ToChronoTime(deadline));
+                          replica.prepare(context, deadline);  // deadline and token
                           auto reader = replica.stub->WatchJob(&context, request);
                           pb::Job job;
                           JobInfo last;

@@ -239,6 +239,15 @@ TEST_F(SecurityTest, FlagCombinationsAreCheckedAtStart) {
   o = tls_options();
   o.security.tls_key = (certs() / "missing.key").string();
   EXPECT_TRUE(fails_with(o, "--tls-key"));
+  o = tls_options();
+  o.security.tls_client_ca = (certs() / "ca.crt").string();
+  o.security.tenant_from_cert = true;
+  o.security.tenant_cert_field = "ip";
+  EXPECT_TRUE(fails_with(o, "--tenant-cert-field is \"ip\"; expected cn, dns, uri or email"));
+  o.security.tenant_from_cert = false;
+  o.security.tenant_cert_field = "uri";
+  EXPECT_TRUE(
+      fails_with(o, "--tenant-cert-field and --tenant-cert-prefix need --tenant-from-cert"));
 
   EXPECT_TRUE(server::is_loopback_address("127.0.0.1:1"));
   EXPECT_TRUE(server::is_loopback_address("[::1]:1"));
@@ -452,6 +461,48 @@ TEST_F(SecurityTest, TenantFromClientCertificate) {
   EXPECT_TRUE(a.download_matrix(stored->ref).ok());
 }
 
+TEST_F(SecurityTest, TenantFromSubjectAlternativeNameAfterItsPrefix) {
+  ServerOptions o = tls_options();
+  o.security.tls_client_ca = (certs() / "ca.crt").string();
+  o.security.tenant_from_cert = true;
+  o.security.tenant_cert_field = "uri";
+  o.security.tenant_cert_prefix = "spiffe://gcompute.test/tenant/";
+  auto s = start(o);
+  ASSERT_NE(s, nullptr);
+  auto client_for = [&](const std::string& name) {
+    ClientOptions co;
+    co.target = target_of(*s);
+    co.tls_ca = (certs() / "ca.crt").string();
+    co.tls_cert = (certs() / (name + ".crt")).string();
+    co.tls_key = (certs() / (name + ".key")).string();
+    return Client(co);
+  };
+  // uri-1 and uri-2 share their common name; their URIs make them different tenants.
+  Client u1 = client_for("uri-1");
+  Client u2 = client_for("uri-2");
+  auto stored = u1.upload_matrix(f64_matrix(2, 2, 1));
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  EXPECT_TRUE(u1.download_matrix(stored->ref).ok());
+  EXPECT_EQ(u2.download_matrix(stored->ref).status().code(), absl::StatusCode::kNotFound);
+
+  // No URI with the prefix (a common name only), or two tenants in one certificate.
+  auto refused = [&](const std::string& name, const std::string& part) {
+    auto r = client_for(name).upload_matrix(f64_matrix(1, 1, 1));
+    if (r.status().code() != absl::StatusCode::kUnauthenticated) {
+      return ::testing::AssertionFailure() << name << ": " << r.status();
+    }
+    if (std::string(r.status().message()).find(part) == std::string::npos) {
+      return ::testing::AssertionFailure() << name << ": " << r.status();
+    }
+    return ::testing::AssertionSuccess();
+  };
+  const std::string rule =
+      "exactly one subject alternative name (uri) starting with "
+      "\"spiffe://gcompute.test/tenant/\" naming a tenant; it names ";
+  EXPECT_TRUE(refused("client", rule + "0"));
+  EXPECT_TRUE(refused("uri-both", rule + "2"));
+}
+
 TEST_F(SecurityTest, QuotasPerTenantNameTheTenantAndQuota) {
   ServerOptions o = test_options();
   o.security.default_quotas.graphs = 2;
@@ -484,6 +535,47 @@ TEST_F(SecurityTest, QuotasPerTenantNameTheTenantAndQuota) {
   EXPECT_NE(refused.status().message().find("tenant-c"), std::string::npos) << refused.status();
   EXPECT_NE(refused.status().message().find("running=0"), std::string::npos) << refused.status();
   EXPECT_TRUE(a.transpose(f64_matrix(2, 2, 0)).ok());
+}
+
+TEST_F(SecurityTest, JobsOfTwoTenantsTakeTurnsUnderABacklogOfAThousand) {
+  ServerOptions o = test_options();
+  o.workers = 1;
+  TokenServer ts = start_token_server(o);
+  ASSERT_NE(ts.server, nullptr);
+  Client a = ts.client(kTokenA);
+  Client b = ts.client(kTokenB);
+  // Tenant a occupies the one worker, then queues 1,000 jobs; tenant b then queues one.
+  HostMatrix graph;
+  graph.rows = graph.cols = 2000;  // seconds of CPU work; cancelled once all jobs are queued
+  graph.dtype = DType::kF32;
+  graph.data.assign(static_cast<std::size_t>(graph.rows * graph.cols) * sizeof(float), '\0');
+  auto blocker = a.submit_apsp(client::ApspGraph::dense(graph), false);
+  ASSERT_TRUE(blocker.ok()) << blocker.status();
+  while (a.get_job(*blocker)->state == "QUEUED") {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  std::vector<std::string> backlog;
+  for (int i = 0; i < 1000; ++i) {
+    auto id = a.submit_transpose(f64_matrix(1, 1, i));
+    ASSERT_TRUE(id.ok()) << id.status();
+    backlog.push_back(*id);
+  }
+  ASSERT_EQ(a.get_job(*blocker)->state, "RUNNING") << "the backlog did not queue behind it";
+  auto other = b.submit_transpose(f64_matrix(1, 1, -1));
+  ASSERT_TRUE(other.ok()) << other.status();
+  ASSERT_TRUE(a.cancel_job(*blocker).ok());
+  auto done = b.watch_job(*other, nullptr);
+  ASSERT_TRUE(done.ok()) << done.status();
+  ASSERT_EQ(done->state, "SUCCEEDED");
+  // Round-robin between tenants: at most one of a's queued jobs runs before b's.
+  int ahead = 0;
+  for (const std::string& id : backlog) {
+    auto j = a.watch_job(id, nullptr);
+    ASSERT_TRUE(j.ok()) << j.status();
+    ASSERT_EQ(j->state, "SUCCEEDED");
+    if (j->finished_unix_ms < done->started_unix_ms) ++ahead;
+  }
+  EXPECT_LE(ahead, 1);
 }
 
 TEST_F(SecurityTest, MetricsCarryTheTenant) {
