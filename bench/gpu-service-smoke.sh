@@ -46,6 +46,33 @@ np.fill_diagonal(d, np.minimum(np.diag(d), 0))
 assert np.array_equal(np.load(f"{w}/d.npy").astype(np.float64), d), "apsp"
 print("all results match")
 PY
+# Jobs across processes: an APSP of 8192 vertices with next hops submitted by one CLI process,
+# watched by a second (one line per progress change) and collected by a third.
+python3 -c "
+import numpy as np; r = np.random.default_rng(3); n = 8192
+g = np.where(r.random((n, n)) < 0.001, r.integers(1, 10, (n, n)), np.inf).astype(np.float32)
+np.save('$work/g8192.npy', g)"
+job=$(cli submit apsp $work/g8192.npy --next-hop)
+desc="submit prints a job id ($job)"; check bash -c "[[ '$job' == j-* ]]"
+cli jobs watch "$job" >"$work/watch.txt"
+running=$(grep -c '^RUNNING' "$work/watch.txt")
+desc="watch saw >= 10 progress events ($running RUNNING lines)"; check test "$running" -ge 10
+tail -3 "$work/watch.txt"
+desc="wait collects the results"; check cli wait "$job" --out $work/j8192
+desc="the job's distances agree with Dijkstra from 4 sources"; check python3 - "$work" <<'PY'
+import heapq, numpy as np, sys
+w = sys.argv[1]; g = np.load(f"{w}/g8192.npy"); d = np.load(f"{w}/j8192.dist.npy"); n = len(g)
+nbrs = [np.nonzero(np.isfinite(g[i]))[0] for i in range(n)]
+for s in (0, 17, 4095, 8191):
+    dist = np.full(n, np.inf); dist[s] = 0; q = [(0.0, s)]
+    while q:
+        dv, v = heapq.heappop(q)
+        if dv > dist[v]: continue
+        for u in nbrs[v]:
+            if dv + g[v, u] < dist[u]: dist[u] = dv + g[v, u]; heapq.heappush(q, (dist[u], u))
+    assert np.array_equal(d[s].astype(np.float64), dist), s
+print("job distances match")
+PY
 desc="server log names the cuda backend"; check grep -q "backend cuda" "$work/server.log"
 desc="metrics export device and phase series"; check bash -c "curl -sf 127.0.0.1:$((port + 1))/metrics > $work/metrics.txt || python3 -c 'import urllib.request,sys; sys.stdout.write(urllib.request.urlopen(\"http://127.0.0.1:$((port + 1))/metrics\").read().decode())' > $work/metrics.txt; grep -q 'gcompute_device_healthy{gpu=\"0\"} 1' $work/metrics.txt && grep -q 'gcompute_phase_duration_seconds_count{method=\"MatMul\",phase=\"h2d\"}' $work/metrics.txt"
 kill -TERM $pid; wait $pid; rc=$?

@@ -49,10 +49,14 @@ double median(std::vector<double> v) {
 int main(int argc, char** argv) {
   const int calls = argc > 1 ? std::atoi(argv[1]) : 2000;
   const int uploads = argc > 2 ? std::atoi(argv[2]) : 5;
+  // The backend of the three servers (cpu or cuda), and where deploy/ is when this binary runs
+  // away from its source tree (the GPU machine).
+  const std::string device = argc > 3 ? argv[3] : "cpu";
+  const char* source_env = std::getenv("GCOMPUTE_SOURCE_DIR");
+  const std::string source = source_env != nullptr ? source_env : GCOMPUTE_SOURCE_DIR;
   char tmpl[] = "/tmp/gcompute-bench-tls-XXXXXX";
   const fs::path dir = ::mkdtemp(tmpl);
-  const std::string make = std::string(GCOMPUTE_SOURCE_DIR) + "/deploy/tls/make-dev-certs.sh " +
-                           dir.string() + " >/dev/null";
+  const std::string make = source + "/deploy/tls/make-dev-certs.sh " + dir.string() + " >/dev/null";
   if (std::system(make.c_str()) != 0) {
     std::fprintf(stderr, "make-dev-certs.sh failed\n");
     return 1;
@@ -65,7 +69,7 @@ int main(int argc, char** argv) {
     gcompute::server::ServerOptions o;
     o.listen = "127.0.0.1:0";
     o.metrics_listen = "";
-    o.device = "cpu";
+    o.device = device;
     o.stored_matrix_quota_bytes = 1ull << 30;
     ClientOptions co;
     const std::string mode = name;

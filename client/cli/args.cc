@@ -56,6 +56,13 @@ const std::vector<OptionSpec>& global_options() {
       {"token-file", ValueKind::kString,
        "file holding the bearer token (default: the\n"
        "                              GCOMPUTE_TOKEN environment variable)"},
+      {"progress",
+       ValueKind::kString,
+       "progress bars on stderr: auto (when stderr is a\n"
+       "                              terminal), always or never. With bars, apsp, graph\n"
+       "                              apsp and svd run as jobs, show the kernel's steps,\n"
+       "                              and Ctrl-C cancels the job",
+       {"auto", "always", "never"}},
   };
   return options;
 }
@@ -337,7 +344,8 @@ std::string metavar(const OptionSpec& o) {
                                                            {"tls-cert", "FILE"},
                                                            {"tls-key", "FILE"},
                                                            {"tls-server-name", "NAME"},
-                                                           {"token-file", "FILE"}};
+                                                           {"token-file", "FILE"},
+                                                           {"progress", "WHEN"}};
   auto it = names.find(o.name);
   return it == names.end() ? "VALUE" : it->second;
 }
@@ -470,6 +478,10 @@ absl::StatusOr<CommandLine> parse_command_line(const std::vector<std::string>& a
         const double seconds = std::stod(*value);
         if (seconds <= 0) return absl::InvalidArgumentError("--timeout must be positive");
         cl.timeout = absl::Seconds(seconds);
+      } else if (name == "progress") {
+        cl.progress = *value == "always"  ? ProgressMode::kAlways
+                      : *value == "never" ? ProgressMode::kNever
+                                          : ProgressMode::kAuto;
       } else if (name == "inline-limit") {
         cl.inline_limit_bytes = std::stoull(*value);
       } else if (name == "tls-ca" || name == "tls-cert" || name == "tls-key" ||

@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "cli/progress.hpp"
 
 namespace gcompute::cli {
 
@@ -25,6 +26,8 @@ struct CommandLine {
   std::string tls_key;
   std::string tls_server_name;
   std::string token_file;
+  /// --progress: bars on stderr for transfers and long operations.
+  ProgressMode progress = ProgressMode::kAuto;
   bool help = false;
   /// The subcommand: {"matmul"}, {"graph", "create"}, ... Empty when only --help was given.
   std::vector<std::string> command;

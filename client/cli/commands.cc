@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <limits>
 #include <optional>
@@ -175,9 +176,34 @@ class Cli {
     if (cl.timeout) o.default_timeout = *cl.timeout;
     if (cl.max_message_bytes) o.max_message_bytes = *cl.max_message_bytes;
     if (cl.inline_limit_bytes) o.inline_limit_bytes = *cl.inline_limit_bytes;
-    o.progress = make_progress_bar();
+    o.progress = make_progress_bar(progress_shown(cl.progress));
     return o;
   }
+
+  using SubmitJob = std::function<absl::StatusOr<std::string>(const client::JobOptions&)>;
+
+  /// With progress bars on, the synchronous commands of long operations run as jobs: the
+  /// job's progress is drawn as it runs, and Ctrl-C cancels it on the server (a unary call
+  /// would carry no progress). The results are what the unary call returns.
+  absl::StatusOr<client::JobResults> run_as_job(const SubmitJob& submit) {
+    client::JobOptions job;
+    // Collected at once; kept a little in case this process dies before it collects.
+    job.ttl_seconds = 300;
+    absl::StatusOr<std::string> id = submit(job);
+    if (!id.ok()) return id.status();
+    CancelOnInterrupt interrupt(client_, *id);
+    JobProgressBar bar(err_);
+    auto last = client_.watch_job(*id, [&bar](const client::JobInfo& j) { bar.update(j); });
+    bar.finish();
+    if (!last.ok()) return last.status();
+    if (interrupt.interrupted()) {
+      return absl::CancelledError(absl::StrCat("interrupted: job ", *id, " ", last->state));
+    }
+    if (!last->error.ok()) return last->error;
+    return client_.job_results(*id);
+  }
+
+  bool operations_as_jobs() const { return progress_shown(cl_.progress); }
 
   const std::string& pos(std::size_t i) const { return cl_.positionals.at(i); }
 
@@ -205,6 +231,12 @@ class Cli {
     HostMatrix a = to_host_matrix(*std::move(arr));
     absl::StatusOr<client::SvdOptions> o = svd_options();
     if (!o.ok()) return o.status();
+    if (operations_as_jobs()) {
+      auto r = run_as_job(
+          [&](const client::JobOptions& job) { return client_.submit_svd(a, *o, batched, job); });
+      if (!r.ok()) return r.status();
+      return write_svd(*r->svd, batched);
+    }
     auto r = batched ? client_.batched_svd(a, *o) : client_.svd(a, *o);
     if (!r.ok()) return r.status();
     return write_svd(*r, batched);
@@ -257,9 +289,7 @@ class Cli {
   absl::Status apsp() {
     absl::StatusOr<GraphInput> in = load_graph_input(pos(0), cl_.has("i32"));
     if (!in.ok()) return in.status();
-    auto r = client_.apsp(in->graph(), cl_.has("next-hop"));
-    if (!r.ok()) return r.status();
-    return write_apsp(*r);
+    return apsp_of(in->graph());
   }
 
   absl::Status path() {
@@ -392,8 +422,17 @@ class Cli {
     return absl::OkStatus();
   }
 
-  absl::Status graph_apsp() {
-    auto r = client_.apsp(client::ApspGraph::graph_id(pos(0)), cl_.has("next-hop"));
+  absl::Status graph_apsp() { return apsp_of(client::ApspGraph::graph_id(pos(0))); }
+
+  absl::Status apsp_of(const client::ApspGraph& graph) {
+    const bool next_hop = cl_.has("next-hop");
+    if (operations_as_jobs()) {
+      auto r = run_as_job(
+          [&](const client::JobOptions& job) { return client_.submit_apsp(graph, next_hop, job); });
+      if (!r.ok()) return r.status();
+      return write_apsp(*r->apsp);
+    }
+    auto r = client_.apsp(graph, next_hop);
     if (!r.ok()) return r.status();
     return write_apsp(*r);
   }

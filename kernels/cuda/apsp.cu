@@ -135,6 +135,7 @@ absl::Status run_rounds(const Context& ctx, typename Ops::T* d, int* nxt, int* h
   const int per_check =
       static_cast<int>(std::clamp(5e-3 * 1.2e13 / (kNext ? 3.0 : 1.0) / round_relax, 1.0, 64.0));
   bool pending[2] = {false, false};
+  int mark_pivots[2] = {0, 0};  // pivot blocks complete once that mark has fired
 
   if (absl::Status s = hand_over(bulk, crit, ev[0]); !s.ok()) return s;
   int depth = std::min(max_depth, nb);
@@ -161,7 +162,11 @@ absl::Status run_rounds(const Context& ctx, typename Ops::T* d, int* nxt, int* h
     if (++round % per_check == 0) {
       const int slot = (round / per_check) & 1;
       const cudaEvent_t mark = ev[3 + slot];
-      if (pending[slot]) GC_CUDA_TRY(cudaEventSynchronize(mark));
+      if (pending[slot]) {
+        GC_CUDA_TRY(cudaEventSynchronize(mark));
+        // Progress from an event the loop waits on anyway: no extra synchronisation.
+        stop.report_steps(mark_pivots[slot], nb);
+      }
       if (stop.stop_requested()) {
         // Nothing may still use the buffers when the caller gets them back.
         GC_CUDA_TRY(cudaStreamSynchronize(crit));
@@ -171,6 +176,7 @@ absl::Status run_rounds(const Context& ctx, typename Ops::T* d, int* nxt, int* h
       }
       GC_CUDA_TRY(cudaEventRecord(mark, crit));  // crit has joined every earlier launch
       pending[slot] = true;
+      mark_pivots[slot] = kb;
     }
   }
   // The last round has no next band: all tiles off its band in one launch.

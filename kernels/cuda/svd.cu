@@ -693,6 +693,7 @@ absl::StatusOr<SweepResult> sweep_until_converged(const Blocked<T>& x, const Gra
     prof.collect();
     ++out.sweeps;
     out.converged = flag == 0;
+    stop.report_steps(out.sweeps, max_sweeps);  // after the flag read the sweep waits on anyway
   }
   return out;
 }

@@ -16,9 +16,16 @@ constexpr std::size_t kMaxClientKeyBytes = 128;
 constexpr int kDefaultPageSize = 100;
 constexpr int kMaxPageSize = 1000;
 
-/// What one step of `method`'s kernel is called in progress details.
-const char* step_word(const std::string& method) {
-  return method == "Apsp" || method == "ShortestPath" ? "round" : "step";
+/// `done` of `total` steps of `method`'s kernel, as progress details say it.
+std::string step_detail(const std::string& method, std::int64_t done, std::int64_t total) {
+  if (method == "Apsp" || method == "ShortestPath") {
+    return absl::StrCat("round ", done, " of ", total);
+  }
+  // Jacobi stops when it converges, usually long before its sweep limit.
+  if (method == "Svd" || method == "BatchedSvd") {
+    return absl::StrCat("sweep ", done, " (at most ", total, ")");
+  }
+  return absl::StrCat("step ", done, " of ", total);
 }
 
 }  // namespace
@@ -254,7 +261,7 @@ JobView JobManager::view_locked(const Job& job, absl::Time now, bool with_result
       v.progress.phase = "running";
       if (total > 0) {
         v.progress.fraction = static_cast<double>(done) / static_cast<double>(total);
-        v.progress.detail = absl::StrCat(step_word(job.method), " ", done, " of ", total);
+        v.progress.detail = step_detail(job.method, done, total);
       }
       break;
     default:
@@ -263,7 +270,7 @@ JobView JobManager::view_locked(const Job& job, absl::Time now, bool with_result
                             : total > 0 ? static_cast<double>(done) / static_cast<double>(total)
                                         : 0.0;
       if (total > 0) {
-        v.progress.detail = absl::StrCat(step_word(job.method), " ", done, " of ", total);
+        v.progress.detail = step_detail(job.method, done, total);
       }
       break;
   }

@@ -97,7 +97,7 @@ struct JobManagerOptions {
   /// Jobs of one tenant that may be QUEUED or RUNNING at once (RESOURCE_EXHAUSTED beyond).
   int max_active_per_tenant = 1024;
   /// How often watchers see progress and expired jobs go.
-  absl::Duration tick = absl::Milliseconds(50);
+  absl::Duration tick = absl::Milliseconds(20);
   /// Called with the number of jobs in each state after each change (under the manager's lock:
   /// it must not call the manager).
   std::function<void(const std::map<JobState, int>& counts)> on_counts;

@@ -581,6 +581,55 @@ class CliTest(E2eBase):
         self.cli_fails("jobs", "show", "j-nope", code="NOT_FOUND", contains=['"j-nope"'])
         self.cli_fails("wait", job, contains=["--out"])
 
+    def test_progress_bars_run_the_operation_as_a_job_with_the_same_results(self):
+        n = 300
+        w, mask = self.random_graph(n, 0.05)
+        w32 = w.astype(np.float32)
+        src, d_out, n_out = self.save("w.npy", w32), self.path("d.npy"), self.path("n.npy")
+        r = self.cli("--progress", "always", "apsp", src, d_out, "--next-hop", n_out)
+        # The kernel's rounds as the server reported them, ending at 100 %.
+        self.assertRegex(r.stderr, r"\[#+ *\] +\d+% Apsp round \d+ of \d+")
+        self.assertRegex(r.stderr, r"\[#{30}\] 100% Apsp round (\d+) of \1")
+        d, nh = np.load(d_out), np.load(n_out)
+        want = scipy.sparse.csgraph.floyd_warshall(np.where(mask, w32, 0).astype(np.float64), directed=True)
+        np.testing.assert_allclose(d, want, rtol=1e-5)
+        unary = self.path("unary.npy")
+        self.cli("--progress", "never", "apsp", src, unary)
+        np.testing.assert_array_equal(np.load(unary), d)
+        a = self.rng.standard_normal((40, 30))
+        self.cli("--progress", "always", "svd", self.save("a.npy", a), "--out", self.path("sv"))
+        np.testing.assert_allclose(np.load(self.path("sv.S.npy")), np.linalg.svd(a)[1], rtol=1e-10)
+        self.assertIn("Svd", self.cli("jobs", "list").stdout)
+
+    def test_ctrl_c_cancels_the_job_of_a_command_with_progress(self):
+        # The largest graph the test server takes, with next hops: seconds of CPU work.
+        n = 2048
+        w = self.rng.uniform(1, 10, (n, n)).astype(np.float32)
+        cmd = [ARGS.cli_bin, "--server", ADDR, "--max-message-bytes", str(MAX_MESSAGE), "--progress", "always",
+               "apsp", self.save("big.npy", w), self.path("d.npy"), "--next-hop", self.path("n.npy")]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        seen = b""
+        deadline = time.time() + 120
+        try:
+            while b"round" not in seen:  # running, with progress drawn
+                self.assertLess(time.time(), deadline, seen)
+                chunk = os.read(proc.stderr.fileno(), 4096)
+                self.assertTrue(chunk, f"the CLI ended before any progress: {seen!r}")
+                seen += chunk
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        err = (seen + err).decode()
+        self.assertEqual(proc.returncode, 1, err)
+        m = re.search(r"interrupted: cancelling job (j-[0-9a-f]+)", err)
+        self.assertTrue(m, err)
+        self.assertIn("CANCELLED: interrupted: job " + m.group(1) + " CANCELLED", err)
+        self.assertIn("state: CANCELLED", self.cli("jobs", "show", m.group(1)).stdout)
+        self.assertFalse(os.path.exists(self.path("d.npy")))
+
     def test_graph_lifecycle(self):
         name = f"g{self.rng.integers(1 << 30)}"
         csv = self.path("e.csv")

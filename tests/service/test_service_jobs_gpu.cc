@@ -1,0 +1,274 @@
+// SPDX-License-Identifier: Apache-2.0
+// Jobs on the CUDA backend (label gpu): an APSP of 8192 vertices with next hops submitted on one
+// channel, watched on a second (progress from the kernel's rounds) and collected on a third as
+// stored results; and a cancel that stops such a job within 50 ms. Distances are checked
+// against Dijkstra in double from sampled sources, next hops by walking one step of each
+// sampled pair.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <queue>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "service_fixture.hpp"
+#include "support/gpu.hpp"
+
+namespace gcompute::service_test {
+namespace {
+
+constexpr std::int64_t kVertices = 8192;
+
+struct Graph {
+  std::int64_t n = 0;
+  std::vector<std::int64_t> src, dst;
+  std::vector<double> weight;
+};
+
+/// Out-degree 4 and integer weights 1..9: every distance is an exact f32 integer.
+Graph random_graph(std::int64_t n, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<std::int64_t> vertex(0, n - 1);
+  std::uniform_int_distribution<int> w(1, 9);
+  Graph g;
+  g.n = n;
+  for (std::int64_t v = 0; v < n; ++v) {
+    for (int e = 0; e < 4; ++e) {
+      g.src.push_back(v);
+      g.dst.push_back(vertex(rng));
+      g.weight.push_back(w(rng));
+    }
+  }
+  return g;
+}
+
+std::vector<double> dijkstra(const Graph& g, std::int64_t source) {
+  std::vector<std::vector<std::pair<std::int64_t, double>>> out(static_cast<std::size_t>(g.n));
+  for (std::size_t e = 0; e < g.src.size(); ++e) out[g.src[e]].push_back({g.dst[e], g.weight[e]});
+  std::vector<double> d(static_cast<std::size_t>(g.n), std::numeric_limits<double>::infinity());
+  using Item = std::pair<double, std::int64_t>;
+  std::priority_queue<Item, std::vector<Item>, std::greater<>> q;
+  d[source] = 0;
+  q.push({0, source});
+  while (!q.empty()) {
+    auto [dv, v] = q.top();
+    q.pop();
+    if (dv > d[v]) continue;
+    for (auto [u, w] : out[v]) {
+      if (dv + w < d[u]) {
+        d[u] = dv + w;
+        q.push({d[u], u});
+      }
+    }
+  }
+  return d;
+}
+
+v1::SubmitJobRequest apsp_job(const Graph& g) {
+  v1::SubmitJobRequest req;
+  v1::ApspRequest* apsp = req.mutable_apsp();
+  v1::EdgeList* edges = apsp->mutable_edges();
+  edges->set_num_vertices(g.n);
+  for (std::size_t e = 0; e < g.src.size(); ++e) {
+    edges->add_src(g.src[e]);
+    edges->add_dst(g.dst[e]);
+    edges->add_weight(g.weight[e]);
+  }
+  apsp->set_next_hop(true);
+  apsp->mutable_output()->set_placement(v1::OutputOptions::PLACEMENT_STORED);
+  return req;
+}
+
+std::unique_ptr<v1::Compute::Stub> new_stub(const std::string& target) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(-1);
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // a connection of its own
+  return v1::Compute::NewStub(
+      grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args));
+}
+
+void deadline(grpc::ClientContext& ctx, int seconds = 300) {
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(seconds));
+}
+
+std::int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+template <typename T>
+std::vector<T> download(v1::Compute::Stub& stub, const v1::MatrixRef& ref) {
+  grpc::ClientContext ctx;
+  deadline(ctx);
+  v1::DownloadMatrixRequest req;
+  *req.mutable_ref() = ref;
+  auto reader = stub.DownloadMatrix(&ctx, req);
+  v1::DownloadMatrixResponse part;
+  std::string bytes;
+  while (reader->Read(&part)) {
+    if (part.has_chunk()) bytes += part.chunk().data();
+  }
+  EXPECT_TRUE(is_ok(reader->Finish()));
+  std::vector<T> out(bytes.size() / sizeof(T));
+  std::memcpy(out.data(), bytes.data(), out.size() * sizeof(T));
+  return out;
+}
+
+class ServiceJobsGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    GC_REQUIRE_GPU();
+    ServerOptions o = test_options();
+    o.device = "cuda";
+    o.workers = 1;
+    ts_ = start_server(o);
+    ASSERT_NE(ts_, nullptr);
+  }
+
+  std::string submit(v1::Compute::Stub& stub, const v1::SubmitJobRequest& req) {
+    grpc::ClientContext ctx;
+    deadline(ctx);
+    v1::SubmitJobResponse resp;
+    EXPECT_TRUE(is_ok(stub.SubmitJob(&ctx, req, &resp)));
+    return resp.job_id();
+  }
+
+  v1::Job get(v1::Compute::Stub& stub, const std::string& id) {
+    grpc::ClientContext ctx;
+    deadline(ctx);
+    v1::GetJobRequest req;
+    req.set_job_id(id);
+    v1::Job job;
+    EXPECT_TRUE(is_ok(stub.GetJob(&ctx, req, &job)));
+    return job;
+  }
+
+  std::unique_ptr<TestServer> ts_;
+};
+
+TEST_F(ServiceJobsGpu, ApspOf8192WithNextHopsWatchedAndCollectedElsewhere) {
+  const Graph g = random_graph(kVertices, 12);
+  std::string id;
+  {
+    auto submitter = new_stub(ts_->target());
+    id = submit(*submitter, apsp_job(g));
+  }
+  ASSERT_FALSE(id.empty());
+
+  auto watcher = new_stub(ts_->target());
+  grpc::ClientContext ctx;
+  deadline(ctx);
+  v1::WatchJobRequest req;
+  req.set_job_id(id);
+  auto reader = watcher->WatchJob(&ctx, req);
+  std::vector<v1::Job> seen;
+  v1::Job job;
+  while (reader->Read(&job)) seen.push_back(job);
+  ASSERT_TRUE(is_ok(reader->Finish()));
+  ASSERT_FALSE(seen.empty());
+  const v1::Job& last = seen.back();
+  ASSERT_EQ(last.state(), v1::JOB_STATE_SUCCEEDED) << last.error_message();
+  int progress_events = 0;
+  double previous = 0;
+  for (const v1::Job& j : seen) {
+    if (j.state() != v1::JOB_STATE_RUNNING) continue;
+    EXPECT_GE(j.progress().fraction(), previous);
+    if (j.progress().fraction() > previous) ++progress_events;
+    previous = j.progress().fraction();
+    if (j.progress().fraction() > 0) {
+      EXPECT_NE(j.progress().detail().find("round "), std::string::npos) << j.progress().detail();
+    }
+  }
+  std::printf("watch: %zu messages, %d progress events, %lld ms running\n", seen.size(),
+              progress_events,
+              static_cast<long long>(last.finished_unix_ms() - last.started_unix_ms()));
+  EXPECT_GE(progress_events, 10);
+
+  auto collector = new_stub(ts_->target());
+  const v1::Job collected = get(*collector, id);
+  ASSERT_TRUE(collected.result().apsp().distances().has_stored());
+  ASSERT_TRUE(collected.result().apsp().next_hop().has_stored());
+  const std::vector<float> d =
+      download<float>(*collector, collected.result().apsp().distances().stored().ref());
+  const std::vector<std::int32_t> nh =
+      download<std::int32_t>(*collector, collected.result().apsp().next_hop().stored().ref());
+  const std::size_t n = static_cast<std::size_t>(kVertices);
+  ASSERT_EQ(d.size(), n * n);
+  ASSERT_EQ(nh.size(), n * n);
+
+  // Weight of the lightest edge i -> j (parallel edges keep the lightest).
+  std::vector<std::vector<std::pair<std::int64_t, double>>> out(n);
+  for (std::size_t e = 0; e < g.src.size(); ++e) out[g.src[e]].push_back({g.dst[e], g.weight[e]});
+  auto edge_weight = [&](std::int64_t i, std::int64_t j) {
+    double best = std::numeric_limits<double>::infinity();
+    for (auto [u, w] : out[i]) {
+      if (u == j) best = std::min(best, w);
+    }
+    return best;
+  };
+  std::mt19937 rng(5);
+  for (int s = 0; s < 16; ++s) {
+    const std::int64_t source = std::uniform_int_distribution<std::int64_t>(0, kVertices - 1)(rng);
+    const std::vector<double> want = dijkstra(g, source);
+    for (std::int64_t t = 0; t < kVertices; ++t) {
+      const float got = d[source * n + t];
+      ASSERT_EQ(static_cast<double>(got), want[t]) << source << " -> " << t;
+      const std::int32_t hop = nh[source * n + t];
+      if (std::isinf(want[t])) {
+        ASSERT_EQ(hop, -1);
+      } else if (t == source) {
+        ASSERT_EQ(hop, source);
+      } else {
+        ASSERT_GE(hop, 0);
+        ASSERT_EQ(edge_weight(source, hop) + d[hop * n + t], want[t]) << source << " -> " << t;
+      }
+    }
+  }
+}
+
+TEST_F(ServiceJobsGpu, CancelStopsARunningApspWithin50Ms) {
+  auto stub = new_stub(ts_->target());
+  const std::string id = submit(*stub, apsp_job(random_graph(kVertices, 13)));
+  // Running, with the first rounds reported.
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  v1::Job job = get(*stub, id);
+  while (job.progress().fraction() <= 0 && job.state() <= v1::JOB_STATE_RUNNING &&
+         std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(std::chrono::microseconds(500));
+    job = get(*stub, id);
+  }
+  ASSERT_EQ(job.state(), v1::JOB_STATE_RUNNING) << "the job ended before it could be cancelled";
+  const std::int64_t cancelled_at = now_ms();
+  {
+    grpc::ClientContext ctx;
+    deadline(ctx);
+    v1::CancelJobRequest req;
+    req.set_job_id(id);
+    v1::CancelJobResponse resp;
+    ASSERT_TRUE(is_ok(stub->CancelJob(&ctx, req, &resp)));
+  }
+  while (job.state() <= v1::JOB_STATE_RUNNING && std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(std::chrono::microseconds(500));
+    job = get(*stub, id);
+  }
+  ASSERT_EQ(job.state(), v1::JOB_STATE_CANCELLED) << job.error_message();
+  EXPECT_NE(job.error_message().find("apsp cancelled after pivot block"), std::string::npos)
+      << job.error_message();
+  const std::int64_t stop_ms = job.finished_unix_ms() - cancelled_at;
+  std::printf("cancel: stopped %lld ms after CancelJob (%s)\n", static_cast<long long>(stop_ms),
+              job.error_message().c_str());
+  EXPECT_LE(stop_ms, 50);
+}
+
+}  // namespace
+}  // namespace gcompute::service_test
