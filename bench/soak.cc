@@ -11,7 +11,7 @@
 //
 //   gcompute_soak --server 127.0.0.1:PORT [--server-pid PID] [--clients 64] [--seconds 600]
 //                 [--seed S] [--out FILE.json] [--max-rss-growth-percent 5]
-//                 [--max-health-p99-ms 50]
+//                 [--max-health-p99-ms 50] [--ops NAME,...]
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <sys/resource.h>
@@ -61,6 +61,8 @@ struct Options {
   // The bound on health latency. The CI smoke test shares a small machine with other
   // tests and passes a larger one.
   double max_health_p99_ms = 50;
+  // Operations to run (comma-separated names); empty: all. For narrowing down a finding.
+  std::string only;
 };
 
 /// What one call of an operation ended with: a gRPC code, or kDataMismatch when the call
@@ -260,7 +262,11 @@ struct Limits {
 class Client {
  public:
   Client(const std::string& target, std::uint64_t seed, int index, const Limits& limits)
-      : rng_(seed), index_(index), limits_(limits) {
+      : rng_(seed),
+        // Graph ids and job keys unique to this process and client: a run against a server
+        // that an earlier, interrupted run left graphs on does not meet them.
+        name_prefix_("soak-" + std::to_string(::getpid()) + "-" + std::to_string(index) + "-"),
+        limits_(limits) {
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(64 << 20);
     // A connection per client, as separate client processes would have (channels with equal
@@ -425,7 +431,7 @@ class Client {
   /// CreateGraph -> ApplyEdits -> Apsp on the graph (twice: computed, then cached) ->
   /// GetGraph in pages -> DeleteGraph.
   Outcome graph_lifecycle() {
-    const std::string id = "soak-" + std::to_string(index_) + "-" + std::to_string(++graphs_);
+    const std::string id = name_prefix_ + std::to_string(++graphs_);
     const std::uint64_t n = static_cast<std::uint64_t>(size(8, 40));
     v1::CreateGraphRequest create;
     create.set_graph_id(id);
@@ -514,7 +520,7 @@ class Client {
     v1::SubmitJobRequest req;
     *req.mutable_svd()->mutable_a()->mutable_inline_() =
         random_matrix(rng_, size(8, 48), size(8, 48), v1::DTYPE_F64);
-    req.set_client_job_key("soak-" + std::to_string(index_) + "-" + std::to_string(++jobs_));
+    req.set_client_job_key(name_prefix_ + std::to_string(++jobs_));
     req.set_ttl_seconds(5);  // short, so that finished jobs do not pile up over the run
     std::string job_id;
     if (Outcome o = submit(req, &job_id); o.code != 0) return o;
@@ -651,13 +657,17 @@ class Client {
     return Outcome::of(stub_->Transpose(ctx.get(), req, &resp));
   }
 
-  /// An SVD of a few tens of milliseconds with a 2 ms deadline.
+  /// An SVD of a 256 x 256 f64 matrix (512 KiB to send, milliseconds to tens of milliseconds of
+  /// work) with a 2 ms deadline. The request is built once per client: its data does not
+  /// matter.
   Outcome deadline() {
-    v1::SvdRequest req;
-    *req.mutable_a()->mutable_inline_() = random_matrix(rng_, 256, 256, v1::DTYPE_F64);
+    if (!long_svd_) {
+      long_svd_.emplace();
+      *long_svd_->mutable_a()->mutable_inline_() = random_matrix(rng_, 256, 256, v1::DTYPE_F64);
+    }
     v1::SvdResponse resp;
     auto ctx = context(0.002);
-    return Outcome::of(stub_->Svd(ctx.get(), req, &resp));
+    return Outcome::of(stub_->Svd(ctx.get(), *long_svd_, &resp));
   }
 
   /// Bytes that do not parse as an SvdRequest: field 1 with wire type 7, or a length-delimited
@@ -718,10 +728,11 @@ class Client {
   }
 
   std::mt19937_64 rng_;
-  int index_;
+  std::string name_prefix_;
   Limits limits_;
   std::uint64_t graphs_ = 0;
   std::uint64_t jobs_ = 0;
+  std::optional<v1::SvdRequest> long_svd_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Compute::Stub> stub_;
   std::unique_ptr<grpc::GenericStub> generic_;
@@ -803,6 +814,8 @@ bool parse_args(int argc, char** argv, Options& o) {
       o.out = value();
     } else if (a == "--max-rss-growth-percent") {
       o.max_rss_growth_percent = std::atof(value());
+    } else if (a == "--ops") {
+      o.only = value();
     } else if (a == "--max-health-p99-ms") {
       o.max_health_p99_ms = std::atof(value());
     } else {
@@ -814,7 +827,7 @@ bool parse_args(int argc, char** argv, Options& o) {
     std::fprintf(stderr,
                  "usage: gcompute_soak --server HOST:PORT [--server-pid PID] [--clients N >= 1] "
                  "[--seconds S > 0] [--seed S] [--out FILE.json] [--max-rss-growth-percent 5] "
-                 "[--max-health-p99-ms 50]\n");
+                 "[--max-health-p99-ms 50] [--ops NAME,...]\n");
     return false;
   }
   return true;
@@ -863,7 +876,21 @@ int main(int argc, char** argv) {
 
   const auto& ops = operations();
   std::vector<int> weights;
-  for (const Operation& op : ops) weights.push_back(op.weight);
+  std::set<std::string> only;
+  for (std::stringstream names(opt.only); names.good();) {
+    std::string name;
+    std::getline(names, name, ',');
+    if (!name.empty()) only.insert(name);
+  }
+  std::set<std::string> unknown = only;
+  for (const Operation& op : ops) {
+    weights.push_back(only.empty() || only.count(op.name) > 0 ? op.weight : 0);
+    unknown.erase(op.name);
+  }
+  if (!unknown.empty()) {
+    std::fprintf(stderr, "--ops: unknown operation %s\n", unknown.begin()->c_str());
+    return 2;
+  }
 
   // The RSS windows: the run's second and last tenths (its second and last minutes in a
   // 10-minute run), sampled a few times each.

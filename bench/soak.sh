@@ -6,7 +6,7 @@
 # p99 >= 50 ms; the driver says which), or 1 when the server it started does not stop cleanly.
 #
 #   bench/soak.sh [--device cpu|cuda] [--clients 64] [--seconds 600] [--seed 1] [--out FILE.json]
-#                 [--max-rss-growth-percent 5] [--max-health-p99-ms 50]
+#                 [--max-rss-growth-percent 5] [--max-health-p99-ms 50] [--ops NAME,...]
 #                 [--server HOST:PORT --server-pid PID]
 #                 [-- SERVER FLAGS...]
 #
@@ -22,7 +22,7 @@ else
   soak_bin=${GC_SOAK_BIN:-$root/build/bench/gcompute_soak}
 fi
 
-device=cpu clients=64 seconds=600 seed=1 out="" server="" server_pid="" max_rss_growth=5 max_health_p99=50
+device=cpu clients=64 seconds=600 seed=1 out="" server="" server_pid="" max_rss_growth=5 max_health_p99=50 only=""
 server_flags=()
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -33,6 +33,7 @@ while [[ $# -gt 0 ]]; do
     --out) out=$2; shift 2 ;;
     --max-rss-growth-percent) max_rss_growth=$2; shift 2 ;;
     --max-health-p99-ms) max_health_p99=$2; shift 2 ;;
+    --ops) only=$2; shift 2 ;;
     --server) server=$2; shift 2 ;;
     --server-pid) server_pid=$2; shift 2 ;;
     --) shift; server_flags=("$@"); break ;;
@@ -76,6 +77,7 @@ driver_args=(--server "$server" --clients "$clients" --seconds "$seconds" --seed
   --max-rss-growth-percent "$max_rss_growth" --max-health-p99-ms "$max_health_p99")
 [[ -n $server_pid ]] && driver_args+=(--server-pid "$server_pid")
 [[ -n $out ]] && driver_args+=(--out "$out")
+[[ -n $only ]] && driver_args+=(--ops "$only")
 # The summary (from the table on) is printed once, after the server has stopped.
 "$soak_bin" "${driver_args[@]}" >"$work/driver.txt" 2>&1 &
 driver_pid=$!
