@@ -131,7 +131,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::create(const ServerOptions& opti
     s->graph_wal_ = *std::move(wal);
     go.journal = s->graph_wal_.get();
     // DIR is locked by the graph log: one server uses it.
-    GC_ASSIGN_OR_RETURN(s->job_journal_, FileJobJournal::open(options.graph_data_dir));
+    GC_ASSIGN_OR_RETURN(
+        s->job_journal_,
+        FileJobJournal::open(options.graph_data_dir, options.graph_fsync == FsyncPolicy::kAlways));
   }
   // Subscribers of the store's change feed: device copies of the graphs (backends that keep
   // them) and the APSP cache. Neither can fail a change.

@@ -85,7 +85,7 @@ absl::StatusOr<std::vector<std::string>> names_in(const std::string& dir) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<FileJobJournal>> FileJobJournal::open(
-    const std::string& data_dir, std::uint64_t max_result_bytes) {
+    const std::string& data_dir, bool fsync, std::uint64_t max_result_bytes) {
   const std::string dir = data_dir + "/jobs";
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
     return absl::InternalError(absl::StrCat("cannot create ", dir, ": ", std::strerror(errno)));
@@ -99,7 +99,7 @@ absl::StatusOr<std::unique_ptr<FileJobJournal>> FileJobJournal::open(
       return absl::InternalError(absl::StrCat("cannot remove ", path, ": ", std::strerror(errno)));
     }
   }
-  return std::unique_ptr<FileJobJournal>(new FileJobJournal(dir, max_result_bytes));
+  return std::unique_ptr<FileJobJournal>(new FileJobJournal(dir, fsync, max_result_bytes));
 }
 
 std::string FileJobJournal::path_of(const std::string& id) const {
@@ -198,7 +198,7 @@ absl::Status FileJobJournal::save(const ops::JobRecord& r) {
     return absl::InternalError(absl::StrCat("cannot create ", tmp, ": ", std::strerror(errno)));
   }
   absl::Status st = fileio::write_all(fd, bytes.data(), bytes.size(), tmp);
-  if (st.ok()) st = fileio::sync_fd(fd, tmp);
+  if (st.ok() && fsync_) st = fileio::sync_fd(fd, tmp);
   ::close(fd);
   if (st.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
     st = absl::InternalError(
@@ -208,7 +208,7 @@ absl::Status FileJobJournal::save(const ops::JobRecord& r) {
     ::unlink(tmp.c_str());
     return st;
   }
-  return fileio::sync_dir(dir_);
+  return fsync_ ? fileio::sync_dir(dir_) : absl::OkStatus();
 }
 
 absl::Status FileJobJournal::erase(const std::string& id) {
@@ -216,7 +216,7 @@ absl::Status FileJobJournal::erase(const std::string& id) {
   if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
     return absl::InternalError(absl::StrCat("cannot remove ", path, ": ", std::strerror(errno)));
   }
-  return fileio::sync_dir(dir_);
+  return fsync_ ? fileio::sync_dir(dir_) : absl::OkStatus();
 }
 
 }  // namespace gcompute::server

@@ -20,9 +20,11 @@ class FileJobJournal final : public ops::JobJournal {
   static constexpr std::uint64_t kMaxResultBytes = 4ull << 20;
 
   /// Uses DIR/jobs (created if missing) and removes temporary files of writes a crash cut
-  /// short (the job's previous record stands).
+  /// short (the job's previous record stands). Without `fsync` (--fsync never) records
+  /// survive a process crash but not a power loss.
   static absl::StatusOr<std::unique_ptr<FileJobJournal>> open(
-      const std::string& data_dir, std::uint64_t max_result_bytes = kMaxResultBytes);
+      const std::string& data_dir, bool fsync = true,
+      std::uint64_t max_result_bytes = kMaxResultBytes);
 
   /// Every record, a queued job's request decoded. DATA_LOSS naming the file when one cannot
   /// be read: the server refuses to start rather than lose jobs silently.
@@ -37,10 +39,11 @@ class FileJobJournal final : public ops::JobJournal {
   std::string path_of(const std::string& id) const;
 
  private:
-  FileJobJournal(std::string dir, std::uint64_t max_result_bytes)
-      : dir_(std::move(dir)), max_result_bytes_(max_result_bytes) {}
+  FileJobJournal(std::string dir, bool fsync, std::uint64_t max_result_bytes)
+      : dir_(std::move(dir)), fsync_(fsync), max_result_bytes_(max_result_bytes) {}
 
   const std::string dir_;
+  const bool fsync_;
   const std::uint64_t max_result_bytes_;
 };
 
