@@ -200,7 +200,8 @@ class JobManager {
   /// Before serving, after a restart: puts recorded jobs back. Final jobs stay until their
   /// expiry (expired ones are erased); a RUNNING job becomes FAILED (UNAVAILABLE, the server
   /// stopped it); a QUEUED one is submitted again as submit() would (FAILED with the error
-  /// when that now fails). Ids, keys and ListJobs order are kept.
+  /// when that now fails); a SUCCEEDED one whose result was not kept becomes FAILED
+  /// (DATA_LOSS). Ids, keys and ListJobs order are kept.
   void restore(std::vector<RestoredJob> jobs);
 
  private:
