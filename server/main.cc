@@ -42,11 +42,13 @@ ABSL_FLAG(int64_t, max_request_seconds, 3600,
           "Bound of every request that carries no deadline (0: none)");
 ABSL_FLAG(int64_t, upload_idle_seconds, 30,
           "An upload stream with no message for this long is aborted and its quota freed");
-// docs/graphs.md
+// docs/graphs.md, docs/jobs.md
 ABSL_FLAG(std::string, data_dir, "",
-          "Directory for the graph store's write-ahead log and snapshots; empty: in memory only");
+          "Directory for the graph store's write-ahead log and snapshots and for job records "
+          "(DIR/jobs); empty: in memory only");
 ABSL_FLAG(std::string, fsync, "always",
-          "Graph log: always (fsync before acknowledging a change) or never (benchmarks)");
+          "Graph log and job records: always (fsync before acknowledging a change) or never "
+          "(benchmarks)");
 ABSL_FLAG(uint64_t, graph_snapshot_bytes, 64ull << 20,
           "Graph log: take a snapshot once the log has grown by this many bytes (0: never)");
 ABSL_FLAG(uint64_t, apsp_cache_bytes, 1ull << 30,

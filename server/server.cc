@@ -134,6 +134,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::create(const ServerOptions& opti
     if (!wal.ok()) return wal.status();
     s->graph_wal_ = *std::move(wal);
     go.journal = s->graph_wal_.get();
+    // DIR is locked by the graph log: one server uses it.
+    GC_ASSIGN_OR_RETURN(
+        s->job_journal_,
+        FileJobJournal::open(options.graph_data_dir, options.graph_fsync == FsyncPolicy::kAlways));
   }
   // Subscribers of the store's change feed: device copies of the graphs (backends that keep
   // them) and the APSP cache. Neither can fail a change.
@@ -178,7 +182,12 @@ absl::StatusOr<std::unique_ptr<Server>> Server::create(const ServerOptions& opti
   jo.on_finished = [metrics](const std::string& method, double queued, double ran) {
     metrics->observe_job(method, queued, ran);
   };
+  jo.journal = s->job_journal_.get();
   s->jobs_ = std::make_unique<ops::JobManager>(*s->ops_, std::move(jo));
+  if (s->job_journal_) {
+    GC_ASSIGN_OR_RETURN(std::vector<ops::RestoredJob> restored, s->job_journal_->load());
+    s->jobs_->restore(std::move(restored));
+  }
   // Store work is short but may wait for an fsync; a few threads keep one slow disk from
   // serialising every graph RPC, and the queue bounds what waits.
   s->store_executor_ = std::make_unique<Executor>("graph store", 4, options.queue_depth);
@@ -224,8 +233,9 @@ void Server::drain(absl::Duration grace) {
   if (!grpc_server_) return;
   grpc_server_->GetHealthCheckService()->SetServingStatus(false);
   svc_->draining.store(true);
-  // Jobs do not survive the process: stop them rather than run a backlog nobody can collect.
-  jobs_->cancel_all();
+  // Without --data-dir jobs do not survive the process: stop them rather than run a backlog
+  // nobody can collect. With it their records stay: queued jobs queue again after a restart.
+  jobs_->stop_all();
   const absl::Time deadline = absl::Now() + grace;
   if (!engine_->drain(deadline)) {
     // What still runs is stopped at its next cancellation point; its callers get UNAVAILABLE.

@@ -14,6 +14,7 @@
 #include "absl/time/time.h"
 #include "api/call.hpp"
 #include "api/compute_service.hpp"
+#include "api/job_journal.hpp"
 #include "ops/apsp_cache.hpp"
 #include "ops/graph_mirror.hpp"
 #include "security/security_options.hpp"
@@ -36,7 +37,8 @@ struct ServerOptions {
   absl::Duration default_ttl = absl::Minutes(10);
   GraphLimits graph_limits;
   std::uint64_t max_graphs = 1024;
-  /// docs/graphs.md. Empty: graphs live in memory only.
+  /// --data-dir: the graph store's log and snapshots (docs/graphs.md) and job records
+  /// (docs/jobs.md). Empty: graphs and jobs live in memory only.
   std::string graph_data_dir;
   FsyncPolicy graph_fsync = FsyncPolicy::kAlways;
   std::uint64_t graph_snapshot_after_bytes = 64ull << 20;
@@ -60,6 +62,8 @@ class Server {
   const std::string& backend_note() const { return backend_note_; }
   /// What start-up recovered from --data-dir; null without one.
   const GraphWal* graph_wal() const { return graph_wal_.get(); }
+  /// Null without --data-dir.
+  const FileJobJournal* job_journal() const { return job_journal_.get(); }
   /// What the server wants logged about its security (plaintext on a public address); empty
   /// otherwise.
   const std::string& security_warning() const { return security_warning_; }
@@ -102,9 +106,10 @@ class Server {
   std::unique_ptr<ApspCache> apsp_cache_;
   std::unique_ptr<GraphStore> graphs_;
   std::unique_ptr<ops::Operations> ops_;
-  std::unique_ptr<ops::JobManager> jobs_;     ///< its queued tasks use ops_ and the engine
-  std::unique_ptr<Executor> store_executor_;  ///< outlives the gRPC server: it finishes calls
-  std::unique_ptr<IdleWatch> upload_watch_;   ///< outlives the gRPC server: it finishes calls
+  std::unique_ptr<FileJobJournal> job_journal_;  ///< null without --data-dir; outlives jobs_
+  std::unique_ptr<ops::JobManager> jobs_;        ///< its queued tasks use ops_ and the engine
+  std::unique_ptr<Executor> store_executor_;     ///< outlives the gRPC server: it finishes calls
+  std::unique_ptr<IdleWatch> upload_watch_;      ///< outlives the gRPC server: it finishes calls
   std::unique_ptr<ServiceContext> svc_;
   std::unique_ptr<ComputeService> service_;
   std::unique_ptr<grpc::Server> grpc_server_;

@@ -459,6 +459,11 @@ void encode(const ops::JobView& job, v1::Job* out) {
     out->set_error_code(static_cast<int>(job.status.code()));  // absl and gRPC codes agree
     out->set_error_message(std::string(job.status.message()));
   }
+  if (job.result == nullptr && job.restored_result != nullptr) {
+    // Kept across a restart as the journal encoded it (api/job_journal.hpp).
+    out->mutable_result()->ParseFromString(*job.restored_result);
+    return;
+  }
   if (job.result == nullptr || job.context == nullptr) return;
   // The job keeps its result for later reads: encode a copy (inline bytes are copied).
   v1::JobResult* r = out->mutable_result();

@@ -71,9 +71,15 @@ grpc::ServerUnaryReactor* ComputeService::SubmitJob(grpc::CallbackServerContext*
                                                     const v1::SubmitJobRequest* request,
                                                     v1::SubmitJobResponse* response) {
   return UnaryCall::start(svc_, "SubmitJob", ctx, *request, response, [&](UnaryCall& call) {
+    // Its record (--data-dir) holds the request as sent: encoded before decoding moves bytes.
+    std::shared_ptr<const std::string> submission;
+    if (svc_.jobs.journaled()) {
+      submission = std::make_shared<const std::string>(request->SerializeAsString());
+    }
     // gRPC owns the request and shares it with nobody: decoding moves its matrix bytes out.
     auto decoded = decode(*const_cast<v1::SubmitJobRequest*>(request));
     if (!decoded.ok()) return call.complete(decoded.status());
+    decoded->options.submission = std::move(submission);
     auto submitted = svc_.jobs.submit(call.caller(), std::move(decoded->op), decoded->options);
     if (submitted.ok()) {
       response->set_job_id(submitted->id);

@@ -2,6 +2,7 @@
 #include "ops/jobs.hpp"
 
 #include <algorithm>
+#include <iostream>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -26,6 +27,14 @@ std::string step_detail(const std::string& method, std::int64_t done, std::int64
     return absl::StrCat("sweep ", done, " (at most ", total, ")");
   }
   return absl::StrCat("step ", done, " of ", total);
+}
+
+std::string restart_time(absl::Time t) {
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", t, absl::UTCTimeZone());
+}
+
+void log_journal_error(const absl::Status& status) {
+  std::cerr << "gcompute-server: job records (--data-dir): " << status.message() << std::endl;
 }
 
 }  // namespace
@@ -62,6 +71,11 @@ struct JobManager::Job {
   std::shared_ptr<const OpResult> result;
   std::shared_ptr<JobContext> ctx;
   bool cancel_requested = false;
+  std::shared_ptr<const std::string> submission;       ///< while QUEUED, for its record
+  std::shared_ptr<const std::string> restored_result;  ///< a SUCCEEDED job from before a restart
+  bool stopped = false;    ///< cancelled by the drain: its record stays as it was
+  bool forgotten = false;  ///< expired or never accepted: no more records
+  std::mutex journal_mu;   ///< orders its record's writes (taken before mu_)
 };
 
 // ---- JobWatch ------------------------------------------------------------------------------
@@ -89,7 +103,7 @@ JobManager::JobManager(Operations& ops, JobManagerOptions options)
 }
 
 JobManager::~JobManager() {
-  cancel_all();
+  stop_all();
   {
     std::unique_lock lock(mu_);
     // The engine's tasks point at this manager: wait until each has run.
@@ -102,6 +116,12 @@ JobManager::~JobManager() {
 
 absl::StatusOr<JobManager::Submitted> JobManager::submit(const Caller& caller, OpRequest request,
                                                          JobOptions options) {
+  return submit_job(caller, std::move(request), std::move(options), nullptr);
+}
+
+absl::StatusOr<JobManager::Submitted> JobManager::submit_job(const Caller& caller,
+                                                             OpRequest request, JobOptions options,
+                                                             const JobRecord* restored) {
   if (options.client_job_key.size() > kMaxClientKeyBytes) {
     return absl::InvalidArgumentError(absl::StrCat("client_job_key is ",
                                                    options.client_job_key.size(),
@@ -116,7 +136,7 @@ absl::StatusOr<JobManager::Submitted> JobManager::submit(const Caller& caller, O
   {
     std::lock_guard lock(mu_);
     expire_locked(absl::Now());
-    if (!options.client_job_key.empty()) {
+    if (!options.client_job_key.empty() && restored == nullptr) {
       if (auto it = by_key_.find(key); it != by_key_.end()) return Submitted{it->second->id, true};
     }
     auto active = active_per_tenant_.find(caller.tenant);
@@ -130,13 +150,15 @@ absl::StatusOr<JobManager::Submitted> JobManager::submit(const Caller& caller, O
   if (!op.ok()) return op.status();
 
   auto job = std::make_shared<Job>();
-  job->id = random_id("j-");
+  job->id = restored ? restored->id : random_id("j-");
   job->tenant = caller.tenant;
   job->key = options.client_job_key;
   job->method = op->method;
   job->priority = options.priority;
-  job->created = absl::Now();
-  job->ttl = options.ttl_seconds == 0 ? options_.default_ttl : absl::Seconds(options.ttl_seconds);
+  job->created = restored ? restored->created : absl::Now();
+  job->ttl = restored                   ? restored->ttl
+             : options.ttl_seconds == 0 ? options_.default_ttl
+                                        : absl::Seconds(options.ttl_seconds);
   job->ctx = std::make_shared<JobContext>();
   job->ctx->tenant = caller.tenant;
   job->ctx->priority = options.priority;
@@ -144,10 +166,12 @@ absl::StatusOr<JobManager::Submitted> JobManager::submit(const Caller& caller, O
     std::lock_guard lock(mu_);
     // A retry with the same key may have raced us past the check above.
     if (!job->key.empty()) {
-      if (auto it = by_key_.find(key); it != by_key_.end()) return Submitted{it->second->id, true};
+      if (auto it = by_key_.find(key); it != by_key_.end() && restored == nullptr) {
+        return Submitted{it->second->id, true};
+      }
       by_key_[key] = job;
     }
-    job->seq = next_seq_++;
+    job->seq = restored ? restored->seq : next_seq_++;
     jobs_[job->id] = job;
     by_tenant_[{job->tenant, job->seq}] = job;
     ++active_per_tenant_[job->tenant];
@@ -155,7 +179,21 @@ absl::StatusOr<JobManager::Submitted> JobManager::submit(const Caller& caller, O
     ++counts_[JobState::kQueued];
     report_counts();
   }
+  // Recorded before the engine can start it: a restart finds it QUEUED at least.
+  if (journaled() && restored == nullptr) {
+    job->submission = std::move(options.submission);
+    if (absl::Status saved = journal_save(job); !saved.ok()) {
+      std::lock_guard lock(mu_);
+      forget_locked(job);
+      if (--active_per_tenant_[job->tenant] == 0) active_per_tenant_.erase(job->tenant);
+      --active_;
+      cv_.notify_all();
+      return absl::Status(saved.code(),
+                          absl::StrCat("cannot record the job in --data-dir: ", saved.message()));
+    }
+  }
   op->run = [this, job, inner = std::move(op->run)](Backend& backend, JobContext& ctx) mutable {
+    bool started = false;
     {
       std::lock_guard lock(mu_);
       if (job->state == JobState::kQueued) {
@@ -163,11 +201,17 @@ absl::StatusOr<JobManager::Submitted> JobManager::submit(const Caller& caller, O
         ++counts_[JobState::kRunning];
         job->state = JobState::kRunning;
         job->started = absl::Now();
+        job->submission.reset();
         changed_ = true;
+        started = true;
         report_counts();
       }
     }
     cv_.notify_all();
+    // Recorded before it runs: a restart finds it RUNNING and fails it rather than rerun it.
+    if (started) {
+      if (absl::Status saved = journal_save(job); !saved.ok()) log_journal_error(saved);
+    }
     return inner(backend, ctx);
   };
   ops_.submit(
@@ -175,13 +219,29 @@ absl::StatusOr<JobManager::Submitted> JobManager::submit(const Caller& caller, O
       [this, job](absl::StatusOr<OpResult> result) { finish(job, std::move(result)); },
       Engine::Admission::kUnbounded);
 
-  std::lock_guard lock(mu_);
-  // Refused by the engine (draining) before it ever ran: no job, the caller gets the reason.
-  if (job->state == JobState::kFailed && job->started == absl::InfinitePast()) {
-    const absl::Status refused = job->status;
-    jobs_.erase(job->id);
-    by_tenant_.erase({job->tenant, job->seq});
-    if (!job->key.empty()) by_key_.erase(key);
+  absl::Status refused;
+  {
+    std::lock_guard lock(mu_);
+    // Refused by the engine (draining) before it ever ran: no job, the caller gets the reason.
+    if (job->state == JobState::kFailed && job->started == absl::InfinitePast()) {
+      refused = job->status;
+      forget_locked(job);
+    }
+  }
+  if (refused.ok()) return Submitted{job->id, false};
+  if (journaled() && restored == nullptr) journal_erase(job);
+  return refused;
+}
+
+void JobManager::forget_locked(const JobPtr& job) {
+  job->forgotten = true;
+  jobs_.erase(job->id);
+  by_tenant_.erase({job->tenant, job->seq});
+  if (!job->key.empty()) {
+    auto it = by_key_.find({job->tenant, job->key});
+    if (it != by_key_.end() && it->second == job) by_key_.erase(it);
+  }
+  if (is_final(job->state)) {
     const absl::Time expires = job->finished + job->ttl;
     for (auto it = expiry_.find(expires); it != expiry_.end() && it->first == expires; ++it) {
       if (it->second == job->id) {
@@ -189,18 +249,150 @@ absl::StatusOr<JobManager::Submitted> JobManager::submit(const Caller& caller, O
         break;
       }
     }
-    --counts_[JobState::kFailed];
-    report_counts();
-    return refused;
   }
-  return Submitted{job->id, false};
+  --counts_[job->state];
+  report_counts();
+}
+
+JobRecord JobManager::record_locked(const Job& job) const {
+  JobRecord r;
+  r.id = job.id;
+  r.tenant = job.tenant;
+  r.seq = job.seq;
+  r.method = job.method;
+  r.priority = job.priority;
+  r.client_job_key = job.key;
+  r.state = job.state;
+  r.created = job.created;
+  r.started = job.started;
+  r.finished = job.finished;
+  r.ttl = job.ttl;
+  r.status = job.status;
+  if (job.state == JobState::kQueued) r.submission = job.submission;
+  r.result = job.restored_result;
+  return r;
+}
+
+absl::Status JobManager::journal_save(const JobPtr& job) {
+  JobJournal* journal = options_.journal;
+  if (journal == nullptr) return absl::OkStatus();
+  // Held from the snapshot through the write: the last write holds the latest state.
+  std::lock_guard order(job->journal_mu);
+  JobRecord record;
+  std::optional<JobView> succeeded;
+  {
+    std::lock_guard lock(mu_);
+    if (job->forgotten || (job->stopped && job->state != JobState::kSucceeded)) {
+      return absl::OkStatus();
+    }
+    record = record_locked(*job);
+    if (job->state == JobState::kSucceeded && job->result) {
+      succeeded = view_locked(*job, absl::Now(), true);
+    }
+  }
+  if (succeeded) record.result = journal->encode_result(*succeeded);
+  return journal->save(record);
+}
+
+void JobManager::journal_erase(const JobPtr& job) {
+  if (options_.journal == nullptr) return;
+  std::lock_guard order(job->journal_mu);
+  if (absl::Status st = options_.journal->erase(job->id); !st.ok()) log_journal_error(st);
+}
+
+void JobManager::erase_expired_records() {
+  std::vector<JobPtr> expired;
+  {
+    std::lock_guard lock(mu_);
+    expired.swap(expired_records_);
+  }
+  for (const JobPtr& job : expired) journal_erase(job);
+}
+
+void JobManager::restore(std::vector<RestoredJob> jobs) {
+  std::sort(jobs.begin(), jobs.end(),
+            [](const RestoredJob& a, const RestoredJob& b) { return a.record.seq < b.record.seq; });
+  const absl::Time now = absl::Now();
+  {
+    std::lock_guard lock(mu_);
+    for (const RestoredJob& j : jobs) next_seq_ = std::max(next_seq_, j.record.seq + 1);
+  }
+  for (RestoredJob& restored : jobs) {
+    JobRecord& r = restored.record;
+    bool changed = true;
+    if (r.state == JobState::kQueued) {
+      absl::Status status = restored.request.status();
+      if (status.ok()) {
+        JobOptions o;
+        o.priority = r.priority;
+        o.client_job_key = r.client_job_key;
+        auto submitted = submit_job(Caller{r.tenant}, *std::move(restored.request), o, &r);
+        if (submitted.ok()) continue;
+        status = submitted.status();
+      }
+      r.state = JobState::kFailed;
+      r.status =
+          absl::Status(status.code(), absl::StrCat("queued again after the restart at ",
+                                                   restart_time(now), ": ", status.message()));
+      r.finished = now;
+    } else if (r.state == JobState::kRunning) {
+      r.state = JobState::kFailed;
+      r.status = absl::UnavailableError(
+          absl::StrCat("the server stopped while the job was running (restart at ",
+                       restart_time(now), "); submit it again"));
+      r.finished = now;
+    } else if (r.state == JobState::kSucceeded && r.result == nullptr) {
+      r.state = JobState::kFailed;
+      r.status = absl::DataLossError(
+          absl::StrCat("the job succeeded, but its result was too large to keep across the "
+                       "restart at ",
+                       restart_time(now), "; submit it again"));
+    } else {
+      changed = false;
+    }
+    auto job = std::make_shared<Job>();
+    job->id = r.id;
+    job->tenant = r.tenant;
+    job->key = r.client_job_key;
+    job->method = r.method;
+    job->seq = r.seq;
+    job->priority = r.priority;
+    job->state = r.state;
+    job->created = r.created;
+    job->started = r.started;
+    job->finished = r.finished;
+    job->ttl = r.ttl;
+    job->status = r.status;
+    job->restored_result = r.state == JobState::kSucceeded ? r.result : nullptr;
+    job->ctx = std::make_shared<JobContext>();
+    job->ctx->tenant = r.tenant;
+    job->ctx->priority = r.priority;
+    if (r.finished + r.ttl <= now) {
+      journal_erase(job);
+      continue;
+    }
+    {
+      std::lock_guard lock(mu_);
+      jobs_[job->id] = job;
+      by_tenant_[{job->tenant, job->seq}] = job;
+      if (!job->key.empty()) by_key_[{job->tenant, job->key}] = job;
+      expiry_.emplace(job->finished + job->ttl, job->id);
+      ++counts_[job->state];
+      report_counts();
+    }
+    if (changed) {
+      if (absl::Status saved = journal_save(job); !saved.ok()) log_journal_error(saved);
+    }
+  }
 }
 
 void JobManager::finish(const JobPtr& job, absl::StatusOr<OpResult> result) {
+  const absl::Time now = absl::Now();
+  bool now_final = false;
   {
     std::lock_guard lock(mu_);
-    const absl::Time now = absl::Now();
     if (!is_final(job->state)) {
+      now_final = true;
       --counts_[job->state];
       if (result.ok()) {
         job->state = JobState::kSucceeded;
@@ -217,6 +409,13 @@ void JobManager::finish(const JobPtr& job, absl::StatusOr<OpResult> result) {
       expiry_.emplace(now + job->ttl, job->id);
       report_counts();
     }
+  }
+  // Before the engine lets go of the job (the destructor waits for that).
+  if (now_final) {
+    if (absl::Status saved = journal_save(job); !saved.ok()) log_journal_error(saved);
+  }
+  {
+    std::lock_guard lock(mu_);
     if (job->started != absl::InfinitePast() && options_.on_finished) {
       options_.on_finished(job->method, job->ctx->times.queue_seconds,
                            absl::ToDoubleSeconds(now - job->started));
@@ -248,7 +447,10 @@ JobView JobManager::view_locked(const Job& job, absl::Time now, bool with_result
   v.finished = job.finished;
   if (is_final(job.state)) v.expires = job.finished + job.ttl;
   v.status = job.status;
-  if (with_result) v.result = job.result;
+  if (with_result) {
+    v.result = job.result;
+    v.restored_result = job.restored_result;
+  }
   v.context = job.ctx;
   v.seconds = absl::ToDoubleSeconds((is_final(job.state) ? job.finished : now) - job.created);
   const std::int64_t total = job.ctx->steps.total.load(std::memory_order_relaxed);
@@ -302,27 +504,51 @@ void JobManager::cancel_locked(Job& job, absl::Time now) {
 
 absl::StatusOr<JobView> JobManager::cancel(const Caller& caller, const std::string& id) {
   absl::StatusOr<JobView> out;
+  JobPtr job;
+  bool now_final = false;
   {
     std::lock_guard lock(mu_);
     const absl::Time now = absl::Now();
-    JobPtr job = find_locked(caller, id, now);
+    job = find_locked(caller, id, now);
     if (!job) return absl::NotFoundError(absl::StrCat("job_id ", quote_id(id), " not found"));
+    const bool was_final = is_final(job->state);
     cancel_locked(*job, now);
+    now_final = !was_final && is_final(job->state);
     report_counts();
     out = view_locked(*job, now, true);
   }
   cv_.notify_all();
+  if (now_final) {
+    if (absl::Status saved = journal_save(job); !saved.ok()) log_journal_error(saved);
+  }
   return out;
 }
 
 void JobManager::cancel_all() {
+  cancel_every(false);
+}
+
+void JobManager::stop_all() {
+  cancel_every(true);
+}
+
+void JobManager::cancel_every(bool shutdown) {
+  std::vector<JobPtr> now_final;
   {
     std::lock_guard lock(mu_);
     const absl::Time now = absl::Now();
-    for (auto& [id, job] : jobs_) cancel_locked(*job, now);
+    for (auto& [id, job] : jobs_) {
+      if (is_final(job->state)) continue;
+      if (shutdown) job->stopped = true;
+      cancel_locked(*job, now);
+      if (is_final(job->state)) now_final.push_back(job);
+    }
     report_counts();
   }
   cv_.notify_all();
+  for (const JobPtr& job : now_final) {
+    if (absl::Status saved = journal_save(job); !saved.ok()) log_journal_error(saved);
+  }
 }
 
 absl::StatusOr<JobManager::Page> JobManager::list(const Caller& caller, int page_size,
@@ -378,6 +604,10 @@ void JobManager::expire_locked(absl::Time now) {
     expiry_.erase(expiry_.begin());
     if (job_it == jobs_.end()) continue;
     const JobPtr job = job_it->second;
+    if (options_.journal != nullptr) {
+      job->forgotten = true;
+      expired_records_.push_back(job);
+    }
     jobs_.erase(job_it);
     by_tenant_.erase({job->tenant, job->seq});
     if (!job->key.empty()) by_key_.erase({job->tenant, job->key});
@@ -428,7 +658,9 @@ void JobManager::ticker_loop() {
     const absl::Time now = absl::Now();
     expire_locked(now);
     std::vector<std::shared_ptr<JobWatch>> watches = watches_;
+    const bool erase_records = !expired_records_.empty();
     lock.unlock();
+    if (erase_records) erase_expired_records();
     for (const auto& w : watches) feed(w, now);
     lock.lock();
     std::erase_if(watches_, [](const std::shared_ptr<JobWatch>& w) {

@@ -3,7 +3,8 @@
 // manager keeps a table of jobs keyed by id, each owned by the tenant that submitted it
 // (another tenant's id is NOT_FOUND), runs them through Operations::prepare and submit (the
 // path of the unary RPCs), keeps finished jobs and their inline results for a TTL, and feeds
-// watchers each change of state or progress.
+// watchers each change of state or progress. With a JobJournal (--data-dir) it records each
+// job's state as it changes and restore() puts the recorded jobs back after a restart.
 #pragma once
 
 #include <condition_variable>
@@ -36,6 +37,9 @@ struct JobOptions {
   Priority priority = Priority::kNormal;
   std::string client_job_key;    ///< idempotency key within the tenant; empty: none
   std::int64_t ttl_seconds = 0;  ///< after the job finishes; 0: the manager's default
+  /// The request as the api layer encodes it, for the journal while the job is queued; null
+  /// without a journal.
+  std::shared_ptr<const std::string> submission;
 };
 
 struct JobProgress {
@@ -59,8 +63,10 @@ struct JobView {
   absl::Time expires = absl::InfiniteFuture();  ///< finished + ttl once final
   absl::Status status;                          ///< the error of a FAILED or CANCELLED job
   std::shared_ptr<const OpResult> result;       ///< SUCCEEDED only
-  std::shared_ptr<const JobContext> context;    ///< where its time went, the device
-  double seconds = 0;                           ///< from submit to finish (to now while not final)
+  /// SUCCEEDED before a restart: the result as JobJournal::encode_result made it.
+  std::shared_ptr<const std::string> restored_result;
+  std::shared_ptr<const JobContext> context;  ///< where its time went, the device
+  double seconds = 0;                         ///< from submit to finish (to now while not final)
 };
 
 /// One WatchJob stream's link to the manager. The manager calls `send` with the job as it is
@@ -91,6 +97,45 @@ class JobWatch {
   JobProgress last_progress_;
 };
 
+/// What a journal keeps of one job. The opaque bytes are the api layer's encodings.
+struct JobRecord {
+  std::string id;
+  std::string tenant;
+  std::uint64_t seq = 0;  ///< ListJobs order and page tokens
+  std::string method;
+  Priority priority = Priority::kNormal;
+  std::string client_job_key;
+  JobState state = JobState::kQueued;
+  absl::Time created;
+  absl::Time started = absl::InfinitePast();
+  absl::Time finished = absl::InfinitePast();
+  absl::Duration ttl;
+  absl::Status status;                            ///< FAILED or CANCELLED
+  std::shared_ptr<const std::string> submission;  ///< QUEUED: JobOptions::submission
+  std::shared_ptr<const std::string> result;  ///< SUCCEEDED: encode_result's bytes; null: not kept
+};
+
+/// Keeps jobs across restarts. The manager calls it outside its lock, one call at a time for
+/// any one job, in the order of the job's changes.
+class JobJournal {
+ public:
+  virtual ~JobJournal() = default;
+  /// The bytes a record keeps of a SUCCEEDED job's result (`view.result`); null when the
+  /// journal does not keep it (too large).
+  virtual std::shared_ptr<const std::string> encode_result(const JobView& view) = 0;
+  /// Stores `record` durably, replacing the job's earlier record.
+  virtual absl::Status save(const JobRecord& record) = 0;
+  /// Removes the job's record (it expired, or was never accepted).
+  virtual absl::Status erase(const std::string& id) = 0;
+};
+
+/// A recorded job for JobManager::restore.
+struct RestoredJob {
+  JobRecord record;
+  /// QUEUED: the decoded submission; an error fails the job with it.
+  absl::StatusOr<OpRequest> request = absl::FailedPreconditionError("no request");
+};
+
 struct JobManagerOptions {
   absl::Duration default_ttl = absl::Hours(1);  ///< --job-ttl-seconds
   absl::Duration max_ttl = absl::Hours(24 * 7);
@@ -103,6 +148,8 @@ struct JobManagerOptions {
   std::function<void(const std::map<JobState, int>& counts)> on_counts;
   /// Called once per job that ran: its method, seconds queued and seconds running.
   std::function<void(const std::string& method, double queued, double ran)> on_finished;
+  /// Records jobs for a restart (--data-dir); null: jobs live in memory only. Not owned.
+  JobJournal* journal = nullptr;
 };
 
 class JobManager {
@@ -141,12 +188,38 @@ class JobManager {
   absl::StatusOr<std::shared_ptr<JobWatch>> watch(const Caller& caller, const std::string& id,
                                                   JobWatch::Send send);
 
-  /// Cancels every job that has not finished (server drain).
+  /// Cancels every job that has not finished.
   void cancel_all();
+  /// Server drain: cancels every job that has not finished, but leaves their records as they
+  /// are, so that after a restart queued jobs queue again and running ones fail with the reason.
+  /// Without a journal the same as cancel_all().
+  void stop_all();
+
+  /// Whether the manager records jobs (JobOptions::submission is wanted).
+  bool journaled() const { return options_.journal != nullptr; }
+  /// Before serving, after a restart: puts recorded jobs back. Final jobs stay until their
+  /// expiry (expired ones are erased); a RUNNING job becomes FAILED (UNAVAILABLE, the server
+  /// stopped it); a QUEUED one is submitted again as submit() would (FAILED with the error
+  /// when that now fails); a SUCCEEDED one whose result was not kept becomes FAILED
+  /// (DATA_LOSS). Ids, keys and ListJobs order are kept.
+  void restore(std::vector<RestoredJob> jobs);
 
  private:
   struct Job;
   using JobPtr = std::shared_ptr<Job>;
+
+  absl::StatusOr<Submitted> submit_job(const Caller& caller, OpRequest request, JobOptions options,
+                                       const JobRecord* restored);
+  /// Removes a job that was never accepted from the tables (under the lock).
+  void forget_locked(const JobPtr& job);
+  JobRecord record_locked(const Job& job) const;
+  /// Brings the job's record up to date (no-op without a journal, after expiry, or for a job
+  /// stopped by the drain unless it succeeded).
+  absl::Status journal_save(const JobPtr& job);
+  void journal_erase(const JobPtr& job);
+  /// Erases the records of expired jobs (the ticker, outside the lock).
+  void erase_expired_records();
+  void cancel_every(bool shutdown);
 
   JobPtr find_locked(const Caller& caller, const std::string& id, absl::Time now);
   JobView view_locked(const Job& job, absl::Time now, bool with_result) const;
@@ -169,6 +242,7 @@ class JobManager {
   std::multimap<absl::Time, std::string> expiry_;                      ///< finished jobs' expiry
   std::map<std::string, int> active_per_tenant_;
   std::vector<std::shared_ptr<JobWatch>> watches_;
+  std::vector<JobPtr> expired_records_;  ///< expired jobs whose records are still to erase
   std::map<JobState, int> counts_;
   std::uint64_t next_seq_ = 0;
   int active_ = 0;  ///< jobs the engine still holds

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The job manager on the CPU backend: results against plain-loop oracles, tenants (another's
 // job is NOT_FOUND), idempotent keys, cancel while queued and while running, progress from
-// Floyd-Warshall rounds through a watch, TTL expiry, per-tenant limits and paging.
+// Floyd-Warshall rounds through a watch, TTL expiry, per-tenant limits and paging, and what a
+// journal (--data-dir) is handed.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <random>
 #include <string>
@@ -364,6 +366,120 @@ TEST_F(JobsTest, FinishedJobsExpireAfterTheirTtl) {
   too_long.ttl_seconds = 7 * 24 * 3600 + 1;
   EXPECT_EQ(jobs_->submit(alice, transpose_of(1, 1, {1}), too_long).status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+/// Keeps every record it is handed, in order; `fail` makes saves fail.
+class RecordingJournal final : public JobJournal {
+ public:
+  std::shared_ptr<const std::string> encode_result(const JobView& view) override {
+    if (view.result == nullptr) return nullptr;
+    return std::make_shared<const std::string>("result of " + view.id);
+  }
+  absl::Status save(const JobRecord& record) override {
+    std::lock_guard lock(mu);
+    if (fail) return absl::InternalError("disk full");
+    saved[record.id].push_back(record);
+    return absl::OkStatus();
+  }
+  absl::Status erase(const std::string& id) override {
+    std::lock_guard lock(mu);
+    erased.push_back(id);
+    return absl::OkStatus();
+  }
+  std::vector<JobState> states(const std::string& id) {
+    std::lock_guard lock(mu);
+    std::vector<JobState> out;
+    for (const JobRecord& r : saved[id]) out.push_back(r.state);
+    return out;
+  }
+
+  std::mutex mu;
+  std::atomic<bool> fail{false};
+  std::map<std::string, std::vector<JobRecord>> saved;
+  std::vector<std::string> erased;
+};
+
+TEST_F(JobsTest, JournalGetsEachStateInOrderAndAFailedWriteRefusesTheSubmit) {
+  RecordingJournal journal;
+  jobs_.reset();
+  JobManagerOptions o;
+  o.journal = &journal;
+  jobs_ = std::make_unique<JobManager>(ops_, std::move(o));
+  const Caller alice{"alice"};
+  JobOptions options;
+  options.submission = std::make_shared<const std::string>("the request");
+  options.client_job_key = "k1";
+  options.ttl_seconds = 1;
+  auto done = jobs_->submit(alice, transpose_of(1, 2, {1, 2}), options);
+  ASSERT_TRUE(done.ok()) << done.status();
+  ASSERT_EQ(wait_final(alice, done->id).state, JobState::kSucceeded);
+  const std::vector<JobState> expected = {JobState::kQueued, JobState::kRunning,
+                                          JobState::kSucceeded};
+  EXPECT_EQ(journal.states(done->id), expected);
+  {
+    std::lock_guard lock(journal.mu);
+    const std::vector<JobRecord>& records = journal.saved[done->id];
+    ASSERT_EQ(records.size(), 3u);
+    ASSERT_NE(records[0].submission, nullptr);
+    EXPECT_EQ(*records[0].submission, "the request");
+    EXPECT_EQ(records[0].tenant, "alice");
+    EXPECT_EQ(records[0].client_job_key, "k1");
+    EXPECT_EQ(records[0].ttl, absl::Seconds(1));
+    EXPECT_EQ(records[1].submission, nullptr);
+    EXPECT_NE(records[1].started, absl::InfinitePast());
+    ASSERT_NE(records[2].result, nullptr);
+    EXPECT_EQ(*records[2].result, "result of " + done->id);
+  }
+
+  // Expiry erases the record (the ticker, within a tick of the expiry).
+  const absl::Time end = absl::Now() + absl::Seconds(10);
+  for (;;) {
+    {
+      std::lock_guard lock(journal.mu);
+      if (!journal.erased.empty() || absl::Now() > end) break;
+    }
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  {
+    std::lock_guard lock(journal.mu);
+    EXPECT_EQ(journal.erased, std::vector<std::string>{done->id});
+  }
+
+  journal.fail = true;
+  auto refused = jobs_->submit(alice, transpose_of(1, 1, {3}), options);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInternal);
+  EXPECT_NE(refused.status().message().find("cannot record the job in --data-dir: disk full"),
+            std::string::npos)
+      << refused.status();
+  auto page = jobs_->list(alice, 0, "");
+  ASSERT_TRUE(page.ok());
+  EXPECT_TRUE(page->jobs.empty()) << page->jobs.size() << " jobs listed";
+  // The key was not taken by the refused job.
+  journal.fail = false;
+  auto again = jobs_->submit(alice, transpose_of(1, 1, {3}), options);
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(again->existing);
+}
+
+TEST_F(JobsTest, StopAllLeavesRecordsWhileCancelRecordsTheCancellation) {
+  RecordingJournal journal;
+  jobs_.reset();
+  JobManagerOptions o;
+  o.journal = &journal;
+  jobs_ = std::make_unique<JobManager>(ops_, std::move(o));
+  block_worker();
+  const Caller alice{"alice"};
+  auto cancelled = jobs_->submit(alice, transpose_of(1, 1, {1}), {});
+  auto stopped = jobs_->submit(alice, transpose_of(1, 1, {2}), {});
+  ASSERT_TRUE(cancelled.ok() && stopped.ok());
+  ASSERT_TRUE(jobs_->cancel(alice, cancelled->id).ok());
+  jobs_->stop_all();
+  EXPECT_EQ(jobs_->get(alice, stopped->id)->state, JobState::kCancelled);
+  release_.Notify();
+  jobs_.reset();  // waits until the engine has discarded both
+  EXPECT_EQ(journal.states(cancelled->id),
+            (std::vector<JobState>{JobState::kQueued, JobState::kCancelled}));
+  EXPECT_EQ(journal.states(stopped->id), std::vector<JobState>{JobState::kQueued});
 }
 
 }  // namespace
