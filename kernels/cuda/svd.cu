@@ -371,6 +371,23 @@ absl::Status finish(cudaStream_t st, const Plan& pl, const SvdShape& s, const Bu
   return absl::OkStatus();
 }
 
+/// Lets `kernel` launch with as much dynamic shared memory as the device allows. The value is
+/// the same for every call, so requests on concurrent lanes may set it in any order: an exact
+/// per-call size let one request lower the limit between another's set and its launch
+/// (cudaErrorInvalidValue, seen in the GPU soak).
+template <typename Kernel>
+absl::Status allow_max_dynamic_smem(Kernel* kernel) {
+  int device = 0;
+  int optin = 0;
+  GC_CUDA_TRY(cudaGetDevice(&device));
+  GC_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  cudaFuncAttributes attributes{};
+  GC_CUDA_TRY(cudaFuncGetAttributes(&attributes, kernel));
+  GC_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   optin - static_cast<int>(attributes.sharedSizeBytes)));
+  return absl::OkStatus();
+}
+
 absl::Status cancelled(cudaStream_t st) {
   GC_CUDA_TRY(cudaStreamSynchronize(st));
   return absl::CancelledError("svd: cancelled between sweeps");
@@ -434,9 +451,7 @@ absl::StatusOr<SvdInfo> run_small(const Context& ctx, const Plan& pl, const SvdS
     if (auto st_ = identity<T>(st, b.v[0], pl.N, pl.N, pl.N * pl.N, s.batch); !st_.ok()) return st_;
   }
   const std::size_t smem = static_cast<std::size_t>(mn + (uv ? pl.N * pl.N : 0)) * sizeof(T);
-  GC_CUDA_TRY(cudaFuncSetAttribute(detail::small_jacobi_kernel<T>,
-                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                   static_cast<int>(smem)));
+  if (auto st_ = allow_max_dynamic_smem(detail::small_jacobi_kernel<T>); !st_.ok()) return st_;
   const int pairs = static_cast<int>((pl.N + 1) / 2);
   const int threads = 32 * std::clamp(pairs, 1, 16);
   for (std::int64_t c0 = 0; c0 < s.batch; c0 += kSmallChunk) {
@@ -545,14 +560,11 @@ absl::StatusOr<GramSolver> configure_gram_solver(const Plan& pl, const SvdTuning
   g.inner_double = sizeof(T) == 8 || tuning.inner_double;
   const std::size_t ti_size = g.inner_double ? sizeof(double) : sizeof(T);
   g.smem = (2 * static_cast<std::size_t>(nb2) * (nb2 + 1) + nb2) * ti_size + nb2 * sizeof(int);
-  if (g.inner_double) {
-    GC_CUDA_TRY(cudaFuncSetAttribute(detail::gram_jacobi_kernel<T, double>,
-                                     cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     static_cast<int>(g.smem)));
-  } else {
-    GC_CUDA_TRY(cudaFuncSetAttribute(detail::gram_jacobi_kernel<T, T>,
-                                     cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     static_cast<int>(g.smem)));
+  if (absl::Status st = g.inner_double
+                            ? allow_max_dynamic_smem(detail::gram_jacobi_kernel<T, double>)
+                            : allow_max_dynamic_smem(detail::gram_jacobi_kernel<T, T>);
+      !st.ok()) {
+    return st;
   }
   // Update items of a round: (nb2/2)^2 blocks of G and nb2^2/2 row pieces of Q; about three a
   // thread (1024 threads at nb2 = 64: few pairs run at once, so each wants its SM's warps).

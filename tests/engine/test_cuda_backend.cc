@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -187,6 +188,61 @@ TEST_F(CudaBackendTest, OutOfMemoryIsPerRequest) {
   ASSERT_EQ(stats.devices.size(), gpu_->devices().size());
   EXPECT_GT(stats.devices[0].total_bytes, 0u);
   EXPECT_EQ(stats.pinned_used_bytes, 0u);  // every staging block returned
+}
+
+TEST_F(CudaBackendTest, ConcurrentSvdsOfDifferentShapesAllLaunch) {
+  // Shapes whose kernels need different dynamic shared memory (small-path sizes and both
+  // blocked widths) on four lanes at once: each request once set the kernel's shared-memory
+  // limit to its own size, so another request could lower it just before a launch
+  // (cudaErrorInvalidValue in 152 of 1.78 million soak calls).
+  const std::vector<std::pair<std::int64_t, std::int64_t>> shapes = {
+      {40, 30}, {64, 64}, {20, 7}, {200, 150}, {300, 290}, {33, 33}};
+  std::vector<Matrix> inputs;
+  for (auto [m, n] : shapes) inputs.push_back(random_f64(m, n));
+  std::vector<Matrix> expected;
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    kernels::SvdShape s{};
+    s.m = shapes[i].first;
+    s.n = shapes[i].second;
+    s.dtype = DType::kF64;
+    JobContext j;
+    auto h = cpu_.svd(inputs[i], s, j);
+    ASSERT_TRUE(h.ok()) << h.status();
+    expected.push_back(std::move(h->s));
+  }
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int r = 0; r < 60; ++r) {
+        const std::size_t i = static_cast<std::size_t>(t + r) % shapes.size();
+        kernels::SvdShape s{};
+        s.m = shapes[i].first;
+        s.n = shapes[i].second;
+        s.dtype = DType::kF64;
+        s.compute_uv = (r % 2) == 0;
+        JobContext j;
+        auto g = gpu_->svd(inputs[i], s, j);
+        if (!g.ok()) {
+          ADD_FAILURE() << s.m << "x" << s.n << ": " << g.status();
+          ++failures;
+          continue;
+        }
+        const double* got = g->s.as<double>();
+        const double* want = expected[i].as<double>();
+        for (std::int64_t k = 0; k < std::min(s.m, s.n); ++k) {
+          if (std::abs(got[k] - want[k]) > 1e-10 * want[0]) {
+            ADD_FAILURE() << s.m << "x" << s.n << " value " << k << ": " << got[k] << " vs "
+                          << want[k];
+            ++failures;
+            break;
+          }
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
 }
 
 TEST_F(CudaBackendTest, ConcurrentRequestsRunOnDistinctLanesAtOnce) {
