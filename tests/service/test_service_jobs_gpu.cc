@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // Jobs on the CUDA backend (label gpu): an APSP of 8192 vertices with next hops submitted on one
 // channel, watched on a second (progress from the kernel's rounds) and collected on a third as
-// stored results; and a cancel that stops such a job within 50 ms. Distances are checked
-// against Dijkstra in double from sampled sources, next hops by walking one step of each
-// sampled pair.
+// stored results; a cancel that stops such a job within 50 ms; and, with one lane so that jobs
+// queue, idempotent resubmission, TTL expiry, a restart with --data-dir, and two tenants
+// taking turns under a backlog of 1,000. Distances are checked against Dijkstra in double from
+// sampled sources, next hops by walking one step of each sampled pair.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,6 +13,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <limits>
 #include <queue>
@@ -20,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "security/tokens.hpp"
 #include "service_fixture.hpp"
 #include "support/gpu.hpp"
 
@@ -268,6 +272,169 @@ TEST_F(ServiceJobsGpu, CancelStopsARunningApspWithin50Ms) {
   std::printf("cancel: stopped %lld ms after CancelJob (%s)\n", static_cast<long long>(stop_ms),
               job.error_message().c_str());
   EXPECT_LE(stop_ms, 50);
+}
+
+/// An APSP with next hops of 16384 vertices: about 3 s on an H100, long enough for other jobs to
+/// queue behind it on one lane.
+v1::SubmitJobRequest long_job() {
+  return apsp_job(random_graph(16384, 21));
+}
+
+v1::SubmitJobRequest transpose_job(float value, const std::string& key = "", int ttl = 0) {
+  v1::SubmitJobRequest req;
+  *req.mutable_transpose()->mutable_a()->mutable_inline_() =
+      make_matrix<float>(1, 2, {value, -value});
+  req.set_client_job_key(key);
+  req.set_ttl_seconds(ttl);
+  return req;
+}
+
+constexpr char kTokenA[] = "gpu-jobs-token-of-tenant-a-0123";
+constexpr char kTokenB[] = "gpu-jobs-token-of-tenant-b-4567";
+
+/// A CUDA server with one lane (one job at a time), tokens for two tenants and a --data-dir.
+class ServiceJobsGpuOneLane : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    GC_REQUIRE_GPU();
+    char tmpl[] = "/tmp/gc-gpu-jobs-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    std::ofstream(dir_ / "tokens") << "tenant-a " << server::sha256_hex(kTokenA) << "\n"
+                                   << "tenant-b " << server::sha256_hex(kTokenB) << "\n";
+    options_ = test_options();
+    options_.device = "cuda";
+    options_.lanes_per_device = 1;
+    options_.security.auth_tokens = (dir_ / "tokens").string();
+    options_.graph_data_dir = (dir_ / "data").string();
+    ts_ = start_server(options_);
+    ASSERT_NE(ts_, nullptr);
+  }
+  void TearDown() override {
+    ts_.reset();
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+
+  void restart() {
+    ts_.reset();
+    ts_ = start_server(options_);
+    ASSERT_NE(ts_, nullptr);
+  }
+
+  /// A stub on a connection of its own for `token`'s tenant (a connection keeps one tenant).
+  struct Caller {
+    std::unique_ptr<v1::Compute::Stub> stub;
+    const char* token;
+    void prepare(grpc::ClientContext& ctx) const {
+      deadline(ctx);
+      ctx.AddMetadata("authorization", std::string("Bearer ") + token);
+    }
+    v1::SubmitJobResponse submit(const v1::SubmitJobRequest& req) const {
+      grpc::ClientContext ctx;
+      prepare(ctx);
+      v1::SubmitJobResponse resp;
+      EXPECT_TRUE(is_ok(stub->SubmitJob(&ctx, req, &resp)));
+      return resp;
+    }
+    grpc::Status get(const std::string& id, v1::Job* job) const {
+      grpc::ClientContext ctx;
+      prepare(ctx);
+      v1::GetJobRequest req;
+      req.set_job_id(id);
+      return stub->GetJob(&ctx, req, job);
+    }
+    v1::Job get(const std::string& id) const {
+      v1::Job job;
+      EXPECT_TRUE(is_ok(get(id, &job)));
+      return job;
+    }
+    v1::Job wait_until(const std::string& id, v1::JobState at_least) const {
+      const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+      for (;;) {
+        v1::Job job = get(id);
+        if (job.state() >= at_least || std::chrono::steady_clock::now() > end) return job;
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+    }
+    void cancel(const std::string& id) const {
+      grpc::ClientContext ctx;
+      prepare(ctx);
+      v1::CancelJobRequest req;
+      req.set_job_id(id);
+      v1::CancelJobResponse resp;
+      EXPECT_TRUE(is_ok(stub->CancelJob(&ctx, req, &resp)));
+    }
+  };
+  Caller caller(const char* token) const { return Caller{new_stub(ts_->target()), token}; }
+
+  std::filesystem::path dir_;
+  ServerOptions options_;
+  std::unique_ptr<TestServer> ts_;
+};
+
+TEST_F(ServiceJobsGpuOneLane, SameKeyGivesTheSameJobAndFinishedJobsExpire) {
+  const Caller a = caller(kTokenA);
+  const v1::SubmitJobResponse first = a.submit(transpose_job(1, "gpu-key"));
+  const v1::SubmitJobResponse again = a.submit(transpose_job(1, "gpu-key"));
+  EXPECT_FALSE(first.existing());
+  EXPECT_TRUE(again.existing());
+  EXPECT_EQ(first.job_id(), again.job_id());
+  const std::string short_lived = a.submit(transpose_job(2, "", /*ttl=*/1)).job_id();
+  const v1::Job done = a.wait_until(short_lived, v1::JOB_STATE_SUCCEEDED);
+  ASSERT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED) << done.error_message();
+  EXPECT_EQ(done.expires_unix_ms() - done.finished_unix_ms(), 1000);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1300));
+  v1::Job gone;
+  EXPECT_TRUE(has_status(a.get(short_lived, &gone), grpc::NOT_FOUND));
+  EXPECT_EQ(a.get(first.job_id()).state(), v1::JOB_STATE_SUCCEEDED);
+}
+
+TEST_F(ServiceJobsGpuOneLane, RestartWithDataDirKeepsFinishedQueuesQueuedAndFailsRunning) {
+  const Caller a = caller(kTokenA);
+  const std::string finished = a.submit(transpose_job(3)).job_id();
+  ASSERT_EQ(a.wait_until(finished, v1::JOB_STATE_SUCCEEDED).state(), v1::JOB_STATE_SUCCEEDED);
+  const std::string running = a.submit(long_job()).job_id();
+  ASSERT_EQ(a.wait_until(running, v1::JOB_STATE_RUNNING).state(), v1::JOB_STATE_RUNNING);
+  const std::string queued = a.submit(transpose_job(4)).job_id();
+  ASSERT_EQ(a.get(queued).state(), v1::JOB_STATE_QUEUED);
+
+  restart();
+  const Caller after = caller(kTokenA);
+  const v1::Job f = after.get(finished);
+  ASSERT_EQ(f.state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(values_of<float>(f.result().transpose().at().inline_()), (std::vector<float>{3, -3}));
+  const v1::Job r = after.get(running);
+  EXPECT_EQ(r.state(), v1::JOB_STATE_FAILED);
+  EXPECT_EQ(r.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_NE(r.error_message().find("the server stopped while the job was running"),
+            std::string::npos)
+      << r.error_message();
+  const v1::Job q = after.wait_until(queued, v1::JOB_STATE_SUCCEEDED);
+  ASSERT_EQ(q.state(), v1::JOB_STATE_SUCCEEDED) << q.error_message();
+  EXPECT_EQ(values_of<float>(q.result().transpose().at().inline_()), (std::vector<float>{4, -4}));
+}
+
+TEST_F(ServiceJobsGpuOneLane, TwoTenantsTakeTurnsUnderABacklogOfAThousand) {
+  const Caller a = caller(kTokenA);
+  const Caller b = caller(kTokenB);
+  const std::string blocker = a.submit(long_job()).job_id();
+  ASSERT_EQ(a.wait_until(blocker, v1::JOB_STATE_RUNNING).state(), v1::JOB_STATE_RUNNING);
+  std::vector<std::string> backlog;
+  for (int i = 0; i < 1000; ++i) backlog.push_back(a.submit(transpose_job(5)).job_id());
+  ASSERT_EQ(a.get(blocker).state(), v1::JOB_STATE_RUNNING) << "the backlog did not queue";
+  const std::string other = b.submit(transpose_job(6)).job_id();
+  a.cancel(blocker);
+  const v1::Job theirs = b.wait_until(other, v1::JOB_STATE_SUCCEEDED);
+  ASSERT_EQ(theirs.state(), v1::JOB_STATE_SUCCEEDED) << theirs.error_message();
+  // Round-robin between tenants: at most one of a's queued jobs runs before b's.
+  int ahead = 0;
+  for (const std::string& id : backlog) {
+    const v1::Job mine = a.wait_until(id, v1::JOB_STATE_SUCCEEDED);
+    ASSERT_EQ(mine.state(), v1::JOB_STATE_SUCCEEDED) << mine.error_message();
+    if (mine.finished_unix_ms() < theirs.started_unix_ms()) ++ahead;
+  }
+  EXPECT_LE(ahead, 1);
 }
 
 }  // namespace
