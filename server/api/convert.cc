@@ -416,9 +416,7 @@ void encode(ops::ShortestPathResult r, const JobContext& job, double seconds,
   encode_stats(job, seconds, out->mutable_stats());
 }
 
-namespace {
-
-v1::JobState encode_state(ops::JobState s) {
+v1::JobState encode_job_state(ops::JobState s) {
   switch (s) {
     case ops::JobState::kQueued:
       return v1::JOB_STATE_QUEUED;
@@ -434,6 +432,8 @@ v1::JobState encode_state(ops::JobState s) {
   return v1::JOB_STATE_UNSPECIFIED;
 }
 
+namespace {
+
 std::int64_t unix_ms_or_zero(absl::Time t) {
   return t == absl::InfinitePast() || t == absl::InfiniteFuture() ? 0 : absl::ToUnixMillis(t);
 }
@@ -443,7 +443,7 @@ std::int64_t unix_ms_or_zero(absl::Time t) {
 void encode(const ops::JobView& job, v1::Job* out) {
   out->set_job_id(job.id);
   out->set_method(job.method);
-  out->set_state(encode_state(job.state));
+  out->set_state(encode_job_state(job.state));
   out->set_priority(job.priority == Priority::kHigh ? v1::JOB_PRIORITY_HIGH
                                                     : v1::JOB_PRIORITY_NORMAL);
   out->set_client_job_key(job.client_job_key);

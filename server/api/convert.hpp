@@ -34,6 +34,9 @@ absl::StatusOr<ops::ShortestPathRequest> decode(v1::ShortestPathRequest& request
 absl::StatusOr<ops::UploadHeader> decode(const v1::UploadMatrixRequest::Header& header);
 absl::StatusOr<std::vector<Edit>> decode_edits(const v1::ApplyEditsRequest& request);
 
+/// A job's state on the wire (GetJob, and the job records of --data-dir).
+v1::JobState encode_job_state(ops::JobState state);
+
 /// A SubmitJob request: the operation (moved out as its unary RPC's decode does) and options.
 struct JobSubmission {
   ops::OpRequest op;

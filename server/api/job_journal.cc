@@ -31,22 +31,6 @@ absl::Time time_or_past(std::int64_t us) {
   return us == 0 ? absl::InfinitePast() : absl::FromUnixMicros(us);
 }
 
-v1::JobState encode_job_state(ops::JobState s) {
-  switch (s) {
-    case ops::JobState::kQueued:
-      return v1::JOB_STATE_QUEUED;
-    case ops::JobState::kRunning:
-      return v1::JOB_STATE_RUNNING;
-    case ops::JobState::kSucceeded:
-      return v1::JOB_STATE_SUCCEEDED;
-    case ops::JobState::kFailed:
-      return v1::JOB_STATE_FAILED;
-    case ops::JobState::kCancelled:
-      return v1::JOB_STATE_CANCELLED;
-  }
-  return v1::JOB_STATE_UNSPECIFIED;
-}
-
 std::optional<ops::JobState> decode_job_state(v1::JobState s) {
   switch (s) {
     case v1::JOB_STATE_QUEUED:

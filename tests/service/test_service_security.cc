@@ -439,20 +439,23 @@ TEST_F(SecurityTest, OneConnectionNeverLendsOneTenantsIdentityToAnother) {
   EXPECT_TRUE(is_ok(stub->GetGraph(&ctx, req, &resp)));
 }
 
+/// A client of `server` over mutual TLS with the test CA's certificate `name` (.crt, .key).
+Client mtls_client(const server::Server& server, const std::string& name) {
+  ClientOptions co;
+  co.target = target_of(server);
+  co.tls_ca = (certs() / "ca.crt").string();
+  co.tls_cert = (certs() / (name + ".crt")).string();
+  co.tls_key = (certs() / (name + ".key")).string();
+  return Client(co);
+}
+
 TEST_F(SecurityTest, TenantFromClientCertificate) {
   ServerOptions o = tls_options();
   o.security.tls_client_ca = (certs() / "ca.crt").string();
   o.security.tenant_from_cert = true;
   auto s = start(o);
   ASSERT_NE(s, nullptr);
-  auto client_for = [&](const std::string& name) {
-    ClientOptions co;
-    co.target = target_of(*s);
-    co.tls_ca = (certs() / "ca.crt").string();
-    co.tls_cert = (certs() / (name + ".crt")).string();
-    co.tls_key = (certs() / (name + ".key")).string();
-    return Client(co);
-  };
+  auto client_for = [&](const std::string& name) { return mtls_client(*s, name); };
   Client a = client_for("client");  // CN tenant-a
   Client b = client_for("client-b");
   auto stored = a.upload_matrix(f64_matrix(2, 2, 1));
@@ -469,14 +472,7 @@ TEST_F(SecurityTest, TenantFromSubjectAlternativeNameAfterItsPrefix) {
   o.security.tenant_cert_prefix = "spiffe://gcompute.test/tenant/";
   auto s = start(o);
   ASSERT_NE(s, nullptr);
-  auto client_for = [&](const std::string& name) {
-    ClientOptions co;
-    co.target = target_of(*s);
-    co.tls_ca = (certs() / "ca.crt").string();
-    co.tls_cert = (certs() / (name + ".crt")).string();
-    co.tls_key = (certs() / (name + ".key")).string();
-    return Client(co);
-  };
+  auto client_for = [&](const std::string& name) { return mtls_client(*s, name); };
   // uri-1 and uri-2 share their common name; their URIs make them different tenants.
   Client u1 = client_for("uri-1");
   Client u2 = client_for("uri-2");
