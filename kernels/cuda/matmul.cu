@@ -5,10 +5,12 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
+#include "detail/stop_pacer.hpp"
 #include "gcompute/kernels/cuda/check.hpp"
 #include "gcompute/kernels/cuda/matmul.hpp"
 
@@ -97,8 +99,8 @@ absl::Status scale_c(const Context& ctx, void* c, std::int64_t n, const MatmulSh
 
 }  // namespace
 
-absl::Status matmul(const Context& ctx, const void* a, const void* b, void* c,
-                    const MatmulShape& s) {
+absl::Status matmul(const Context& ctx, const void* a, const void* b, void* c, const MatmulShape& s,
+                    StopToken stop, double panel_multiply_adds) {
   if (absl::Status st = validate(s); !st.ok()) return st;
   if (s.batch == 0 || s.m == 0 || s.n == 0) return absl::OkStatus();
   std::int64_t c_elements = 0;
@@ -140,9 +142,60 @@ absl::Status matmul(const Context& ctx, const void* a, const void* b, void* c,
   const void* alpha = t.double_scalars ? static_cast<const void*>(&alpha_d) : &alpha_f;
   const void* beta = t.double_scalars ? static_cast<const void*>(&beta_d) : &beta_f;
 
-  GC_CUBLAS_TRY(cublasGemmStridedBatchedEx_64(
-      ctx.cublas, op_b, op_a, s.n, s.m, s.k, alpha, b, t.data, ldb, stride_b, a, t.data, lda,
-      stride_a, beta, c, t.data, s.n, stride_c, s.batch, t.compute, CUBLAS_GEMM_DEFAULT));
+  // One call for C[batch0, batch0 + count) rows [row0, row0 + rows). A band of op(A)'s rows
+  // starts at row row0 of A, or at its column row0 when A is stored transposed.
+  const std::size_t e = dtype_size(s.dtype);
+  const auto gemm = [&](std::int64_t batch0, std::int64_t count, std::int64_t row0,
+                        std::int64_t rows) -> absl::Status {
+    const char* pa =
+        static_cast<const char*>(a) + (batch0 * stride_a + (s.transpose_a ? row0 : row0 * s.k)) * e;
+    const char* pb = static_cast<const char*>(b) + batch0 * stride_b * e;
+    char* pc = static_cast<char*>(c) + (batch0 * stride_c + row0 * s.n) * e;
+    GC_CUBLAS_TRY(cublasGemmStridedBatchedEx_64(
+        ctx.cublas, op_b, op_a, s.n, rows, s.k, alpha, pb, t.data, ldb, stride_b, pa, t.data, lda,
+        stride_a, beta, pc, t.data, s.n, stride_c, count, t.compute, CUBLAS_GEMM_DEFAULT));
+    return absl::OkStatus();
+  };
+
+  const double per_matrix = static_cast<double>(s.m) * static_cast<double>(s.n) * s.k;
+  const bool tensor_cores = t.data == CUDA_R_16F || t.data == CUDA_R_16BF ||
+                            (t.compute != CUBLAS_COMPUTE_64F && t.compute != CUBLAS_COMPUTE_32F);
+  const double panel = panel_multiply_adds > 0
+                           ? panel_multiply_adds
+                           : kMatmulPanelMultiplyAdds * (tensor_cores ? 8.0 : 1.0);
+  if (per_matrix * static_cast<double>(s.batch) <= 2 * panel) return gemm(0, s.batch, 0, s.m);
+
+  detail::StopPacer pacer(ctx.stream, ctx.events[3], 1, stop);
+  const auto cancelled = [&](std::int64_t done, std::int64_t of, const char* what) {
+    return absl::CancelledError(
+        absl::StrCat("matmul: cancelled after ", done, " of ", of, " ", what));
+  };
+  if (per_matrix <= panel) {  // whole matrices, several per call
+    const std::int64_t group =
+        std::max<std::int64_t>(1, static_cast<std::int64_t>(panel / per_matrix));
+    for (std::int64_t b0 = 0; b0 < s.batch; b0 += group) {
+      const std::int64_t count = std::min(group, s.batch - b0);
+      if (absl::Status st = gemm(b0, count, 0, s.m); !st.ok()) return st;
+      const absl::StatusOr<bool> stopping = pacer.stop_after_step();
+      if (!stopping.ok()) return stopping.status();
+      if (*stopping) return cancelled(b0 + count, s.batch, "matrices");
+    }
+    return absl::OkStatus();
+  }
+  // Bands of C's rows, a multiple of 128 (cuBLAS's tiles) wherever the matrix allows.
+  const double per_row = static_cast<double>(s.n) * s.k;
+  std::int64_t band =
+      std::max<std::int64_t>(128, static_cast<std::int64_t>(panel / per_row) / 128 * 128);
+  band = std::min(band, s.m);
+  const std::int64_t bands = (s.m + band - 1) / band;
+  for (std::int64_t bi = 0; bi < s.batch; ++bi) {
+    for (std::int64_t r0 = 0; r0 < s.m; r0 += band) {
+      if (absl::Status st = gemm(bi, 1, r0, std::min(band, s.m - r0)); !st.ok()) return st;
+      const absl::StatusOr<bool> stopping = pacer.stop_after_step();
+      if (!stopping.ok()) return stopping.status();
+      if (*stopping) return cancelled(bi * bands + r0 / band + 1, s.batch * bands, "row bands");
+    }
+  }
   return absl::OkStatus();
 }
 

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "detail/stop_pacer.hpp"
 #include "detail/svd_kernels.cuh"
 #include "gcompute/kernels/cuda/check.hpp"
 #include "gcompute/kernels/cuda/event.hpp"
@@ -47,7 +48,7 @@ constexpr int kDefaultBlock = 32;
 // (f32 / f64 ms at n = 256, 512): 7-15 % faster than width 32; 1-4 % slower at n = 1024.
 constexpr std::int64_t kNarrowBlockMaxN = 512;
 constexpr int kNarrowBlock = 16;
-constexpr std::int64_t kSmallChunk = 1 << 16;  // matrices per launch (stop is polled between)
+constexpr std::int64_t kSmallChunk = 1 << 16;  // most matrices per launch (see small_chunk)
 constexpr int kWarpMaxM = 32;                  // tiny driver: max(m, n) <= 32, one lane per column
 constexpr int kWarpThreads = 128;
 // Blocked driver: outer sweeps from this one on (0-based) give the inner Gram solver at least
@@ -388,9 +389,23 @@ absl::Status allow_max_dynamic_smem(Kernel* kernel) {
   return absl::OkStatus();
 }
 
-absl::Status cancelled(cudaStream_t st) {
-  GC_CUDA_TRY(cudaStreamSynchronize(st));
-  return absl::CancelledError("svd: cancelled between sweeps");
+/// Matrices per launch of the small drivers: about 2^29 multiply-adds of sweeps (about 10 ms),
+/// so that the cancellation checks between launches come often enough, and at least 1024
+/// blocks to fill the GPU.
+std::int64_t small_chunk(const Plan& pl) {
+  const std::int64_t per_matrix = std::max<std::int64_t>(1, pl.M * pl.N * pl.N);
+  return std::clamp<std::int64_t>((std::int64_t{1} << 29) / per_matrix, 1024, kSmallChunk);
+}
+
+/// Polls `pacer` after a launch of matrices [.., done) of `batch`.
+absl::Status check_small_stop(detail::StopPacer& pacer, std::int64_t done, std::int64_t batch) {
+  const absl::StatusOr<bool> stopping = pacer.stop_after_step();
+  if (!stopping.ok()) return stopping.status();
+  if (*stopping) {
+    return absl::CancelledError(
+        absl::StrCat("svd: cancelled after ", done, " of ", batch, " matrices"));
+  }
+  return absl::OkStatus();
 }
 
 /// Outputs of the small drivers (W, V in b.w[0], b.v[0]) and their info.
@@ -422,13 +437,14 @@ absl::StatusOr<SvdInfo> run_small(const Context& ctx, const Plan& pl, const SvdS
   }
   GC_CUDA_TRY(cudaMemsetAsync(b.info, 0, sizeof(int), st));
   GC_CUDA_TRY(cudaMemsetAsync(b.info + 1, 1, sizeof(int), st));  // nonzero: converged
+  const std::int64_t chunk = small_chunk(pl);
+  detail::StopPacer pacer(st, ctx.events[3], 1, stop);
   if (pl.M <= kWarpMaxM) {
     // Registers only: a group of P lanes per matrix (V = I is set up in the kernel).
     const int P = pl.M <= 8 ? 8 : (pl.M <= 16 ? 16 : 32);
     const std::int64_t per_block = kWarpThreads / 32 * (32 / P);
-    for (std::int64_t c0 = 0; c0 < s.batch; c0 += kSmallChunk) {
-      if (stop.stop_requested()) return cancelled(st);
-      const std::int64_t cn = std::min(kSmallChunk, s.batch - c0);
+    for (std::int64_t c0 = 0; c0 < s.batch; c0 += chunk) {
+      const std::int64_t cn = std::min(chunk, s.batch - c0);
       const unsigned grid = static_cast<unsigned>((cn + per_block - 1) / per_block);
       T* w0 = b.w[0] + c0 * mn;
       T* v0 = uv ? b.v[0] + c0 * pl.N * pl.N : nullptr;
@@ -444,6 +460,7 @@ absl::StatusOr<SvdInfo> run_small(const Context& ctx, const Plan& pl, const SvdS
             <<<grid, kWarpThreads, 0, st>>>(w0, v0, M, N, cn, uv, tol, max_sweeps, b.info);
       }
       GC_CUDA_CHECK_LAUNCH("warp_jacobi_kernel");
+      if (auto st_ = check_small_stop(pacer, c0 + cn, s.batch); !st_.ok()) return st_;
     }
     return finish_small<T>(st, pl, s, b, s_out, u, vt);
   }
@@ -454,13 +471,13 @@ absl::StatusOr<SvdInfo> run_small(const Context& ctx, const Plan& pl, const SvdS
   if (auto st_ = allow_max_dynamic_smem(detail::small_jacobi_kernel<T>); !st_.ok()) return st_;
   const int pairs = static_cast<int>((pl.N + 1) / 2);
   const int threads = 32 * std::clamp(pairs, 1, 16);
-  for (std::int64_t c0 = 0; c0 < s.batch; c0 += kSmallChunk) {
-    if (stop.stop_requested()) return cancelled(st);
-    const std::int64_t cn = std::min(kSmallChunk, s.batch - c0);
+  for (std::int64_t c0 = 0; c0 < s.batch; c0 += chunk) {
+    const std::int64_t cn = std::min(chunk, s.batch - c0);
     detail::small_jacobi_kernel<T><<<static_cast<unsigned>(cn), threads, smem, st>>>(
         b.w[0] + c0 * mn, uv ? b.v[0] + c0 * pl.N * pl.N : nullptr, static_cast<int>(pl.M),
         static_cast<int>(pl.N), uv, tol, max_sweeps, b.info);
     GC_CUDA_CHECK_LAUNCH("small_jacobi_kernel");
+    if (auto st_ = check_small_stop(pacer, c0 + cn, s.batch); !st_.ok()) return st_;
   }
   return finish_small<T>(st, pl, s, b, s_out, u, vt);
 }
@@ -676,15 +693,27 @@ struct SweepResult {
   int sweeps = 0;
   bool converged = false;
 };
+/// Rounds between cancellation checks: about 5 ms of work each, from the round's GEMM flops
+/// (Gram matrices and the updates of W and V of k / 2 block pairs) at 10 TFLOP/s.
+std::int64_t rounds_per_check(const Plan& pl) {
+  const double round_flops = 4.0 * static_cast<double>(pl.npad) * pl.nb *
+                             (2.0 * static_cast<double>(pl.M) + static_cast<double>(pl.npad));
+  return static_cast<std::int64_t>(std::clamp(5e-3 * 1e13 / round_flops, 1.0, 64.0));
+}
+
 template <typename T>
 absl::StatusOr<SweepResult> sweep_until_converged(const Blocked<T>& x, const GramSolver& gram,
                                                   bool sort, int max_sweeps, StopToken stop,
                                                   RoundProfile& prof, std::int64_t& done_rounds) {
   const cudaStream_t st = x.ctx.stream;
   const std::int64_t rounds = x.pl.k - 1;
+  detail::StopPacer pacer(st, x.ctx.events[3], rounds_per_check(x.pl), stop);
   SweepResult out;
   while (!out.converged && out.sweeps < max_sweeps) {
-    if (stop.stop_requested()) return cancelled(st);
+    if (stop.stop_requested()) {
+      GC_CUDA_TRY(cudaStreamSynchronize(st));
+      return absl::CancelledError(absl::StrCat("svd: cancelled after ", out.sweeps, " sweeps"));
+    }
     GC_CUDA_TRY(cudaMemsetAsync(x.b.flag, 0, sizeof(int), st));
     if (sort) {
       if (auto st_ = sort_columns<T>(x, static_cast<int>(done_rounds % 2)); !st_.ok()) return st_;
@@ -697,6 +726,12 @@ absl::StatusOr<SweepResult> sweep_until_converged(const Blocked<T>& x, const Gra
       if (auto st_ = run_round<T>(x, gram, inner, static_cast<int>(done_rounds % 2), r, prof);
           !st_.ok()) {
         return st_;
+      }
+      const absl::StatusOr<bool> stopping = pacer.stop_after_step();
+      if (!stopping.ok()) return stopping.status();
+      if (*stopping) {
+        return absl::CancelledError(absl::StrCat("svd: cancelled in sweep ", out.sweeps + 1,
+                                                 " after round ", r + 1, " of ", rounds));
       }
     }
     int flag = 0;

@@ -169,6 +169,34 @@ TEST_F(CudaBackendTest, UploadChunksOutOfOrderLandOnTheDevice) {
   EXPECT_EQ(std::memcmp(m->bytes(), a.bytes(), total), 0);
 }
 
+TEST_F(CudaBackendTest, UploadTakesDeviceMemoryAsChunksArrive) {
+  const auto device_used = [this] {
+    std::uint64_t used = 0;
+    for (const auto& d : gpu_->resource_stats().devices) used += d.used_bytes;
+    return used;
+  };
+  Matrix a = random_f32(1, 8000, 8000);  // 256 MB
+  const std::uint64_t total = a.desc.bytes(), chunk = 4 << 20;
+  const std::uint64_t before = device_used();
+  auto sink = gpu_->begin_upload(a.desc);
+  ASSERT_TRUE(sink.ok()) << sink.status();
+  EXPECT_EQ(device_used(), before) << "a header alone took device memory";
+  ASSERT_TRUE((*sink)->write(0, a.data->data(), 1 << 20).ok());
+  EXPECT_LE(device_used() - before, std::uint64_t{16} << 20) << "after the first MiB";
+  // The rest out of order: the buffer grows under writes landing anywhere in it.
+  std::vector<std::uint64_t> offsets;
+  for (std::uint64_t o = 1 << 20; o < total; o += chunk) offsets.push_back(o);
+  std::shuffle(offsets.begin(), offsets.end(), rng());
+  for (std::uint64_t o : offsets) {
+    ASSERT_TRUE((*sink)->write(o, a.data->data() + o, std::min(chunk, total - o)).ok());
+  }
+  auto m = (*sink)->finish();
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_GE(device_used() - before, total);
+  ASSERT_TRUE(gpu_->ensure_on_host(*m).ok());
+  EXPECT_EQ(std::memcmp(m->bytes(), a.bytes(), total), 0);
+}
+
 TEST_F(CudaBackendTest, OutOfMemoryIsPerRequest) {
   kernels::MatmulShape s;
   s.m = 400000;

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "engine/cuda/cuda_backend.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <chrono>
+#include <functional>
+#include <mutex>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -226,15 +229,21 @@ absl::Status CudaBackend::finish_compute(Lane& lane, absl::Status launched,
 }
 
 absl::StatusOr<std::shared_ptr<DeviceCopy>> CudaBackend::allocate(Lane& lane, std::uint64_t bytes) {
-  Device& dev = *devices_[static_cast<std::size_t>(lane.device())];
-  auto buffer = kernels::cuda::DeviceBuffer::create(bytes, lane.stream(), dev.memory);
+  return allocate(lane.device(), lane.stream(), bytes);
+}
+
+absl::StatusOr<std::shared_ptr<DeviceCopy>> CudaBackend::allocate(int device,
+                                                                  kernels::cuda::StreamView stream,
+                                                                  std::uint64_t bytes) {
+  Device& dev = *devices_[static_cast<std::size_t>(device)];
+  auto buffer = kernels::cuda::DeviceBuffer::create(bytes, stream, dev.memory);
   if (!buffer.ok()) {
     if (absl::IsResourceExhausted(buffer.status())) {
-      return absl::ResourceExhaustedError(absl::StrCat("GPU ", lane.device(),
+      return absl::ResourceExhaustedError(absl::StrCat("GPU ", device,
                                                        " is out of memory allocating ", bytes,
                                                        " bytes; retry later or send less"));
     }
-    return check_device(lane.device(), buffer.status());
+    return check_device(device, buffer.status());
   }
   // Stream-ordered free on the device's aux stream: by the time a DeviceCopy dies, every job
   // that used it has synchronised its lane.
@@ -246,7 +255,7 @@ absl::StatusOr<std::shared_ptr<DeviceCopy>> CudaBackend::allocate(Lane& lane, st
   };
   auto owned = std::make_shared<Owned>();
   owned->buffer = *std::move(buffer);
-  owned->copy.device = lane.device();
+  owned->copy.device = device;
   owned->copy.ptr = owned->buffer.data();
   owned->copy.bytes = bytes;
   return std::shared_ptr<DeviceCopy>(owned, &owned->copy);
@@ -310,12 +319,17 @@ absl::Status CudaBackend::ensure_on_host(Matrix& m) {
 
 namespace {
 
+/// Device memory grows with the chunks that arrive (a header alone allocates nothing): doubling
+/// from 16 MiB up to the matrix's size, each step copying the bytes so far on the device, which
+/// costs at most one more pass over them at device bandwidth.
 class DeviceUploadSink final : public UploadSink {
  public:
-  DeviceUploadSink(MatrixDesc desc, std::shared_ptr<DeviceCopy> buffer, PinnedPool& pool,
+  using Allocate = std::function<absl::StatusOr<std::shared_ptr<DeviceCopy>>(std::uint64_t)>;
+  DeviceUploadSink(MatrixDesc desc, int device, Allocate allocate, PinnedPool& pool,
                    kernels::cuda::StreamView stream, const StagingEvents& events, std::mutex& mu)
       : desc_(desc),
-        buffer_(std::move(buffer)),
+        device_(device),
+        allocate_(std::move(allocate)),
         pool_(pool),
         stream_(stream),
         events_(events),
@@ -323,15 +337,40 @@ class DeviceUploadSink final : public UploadSink {
 
   absl::Status write(std::uint64_t offset, const char* data, std::uint64_t size) override {
     std::lock_guard lock(mu_);
-    GC_CUDA_TRY(cudaSetDevice(buffer_->device));
+    GC_CUDA_TRY(cudaSetDevice(device_));
+    if (auto st = reserve(offset + size); !st.ok()) return st;
+    written_end_ = std::max(written_end_, offset + size);
     return copy_to_device(pool_, stream_, events_, static_cast<char*>(buffer_->ptr) + offset, data,
                           size);
   }
-  absl::StatusOr<Matrix> finish() override { return Matrix{desc_, nullptr, std::move(buffer_)}; }
+  absl::StatusOr<Matrix> finish() override {
+    std::lock_guard lock(mu_);
+    if (auto st = reserve(desc_.bytes()); !st.ok()) return st;  // only an empty matrix is short
+    return Matrix{desc_, nullptr, std::move(buffer_)};
+  }
 
  private:
+  static constexpr std::uint64_t kFirstBytes = std::uint64_t{16} << 20;
+
+  absl::Status reserve(std::uint64_t end) {
+    if (buffer_ && buffer_->bytes >= end) return absl::OkStatus();
+    const std::uint64_t doubled = buffer_ ? 2 * buffer_->bytes : 0;
+    const std::uint64_t capacity = std::min(desc_.bytes(), std::max({end, kFirstBytes, doubled}));
+    auto grown = allocate_(capacity);
+    if (!grown.ok()) return grown.status();
+    if (buffer_ && written_end_ > 0) {
+      GC_CUDA_TRY(cudaMemcpyAsync((*grown)->ptr, buffer_->ptr, written_end_,
+                                  cudaMemcpyDeviceToDevice, stream_));
+    }
+    buffer_ = *std::move(grown);  // the old one is freed in order on the same stream
+    return absl::OkStatus();
+  }
+
   MatrixDesc desc_;
+  int device_;
+  Allocate allocate_;
   std::shared_ptr<DeviceCopy> buffer_;
+  std::uint64_t written_end_ = 0;
   PinnedPool& pool_;
   kernels::cuda::StreamView stream_;
   const StagingEvents& events_;
@@ -341,21 +380,20 @@ class DeviceUploadSink final : public UploadSink {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<UploadSink>> CudaBackend::begin_upload(const MatrixDesc& desc) {
-  // Allocate on a lane of the least-loaded device, then stream chunks on its aux stream so
-  // that a slow client never holds a lane.
-  std::shared_ptr<DeviceCopy> buffer;
+  // The least-loaded device receives it; chunks go over its aux stream so that a slow client
+  // never holds a lane, and device memory is taken as they arrive.
   int device = 0;
   {
     auto lane = acquire_lane();
     if (!lane.ok()) return lane.status();
-    auto buf = allocate(**lane, desc.bytes());
-    if (!buf.ok()) return buf.status();
-    GC_CUDA_TRY(cudaStreamSynchronize((*lane)->stream()));
-    buffer = *std::move(buf);
     device = (*lane)->device();
   }
   Device& d = *devices_[static_cast<std::size_t>(device)];
-  return std::make_unique<DeviceUploadSink>(desc, std::move(buffer), *pinned_, d.aux_stream.view(),
+  const kernels::cuda::StreamView aux = d.aux_stream.view();
+  auto allocate_on_aux = [this, device, aux](std::uint64_t bytes) {
+    return allocate(device, aux, bytes);
+  };
+  return std::make_unique<DeviceUploadSink>(desc, device, std::move(allocate_on_aux), *pinned_, aux,
                                             d.aux_events, d.aux_mu);
 }
 
@@ -399,8 +437,8 @@ absl::StatusOr<Matrix> CudaBackend::matmul(const Matrix& a, const Matrix& b, con
                                 l.stream()));
   }
   const auto t0 = Clock::now();
-  const absl::Status launched =
-      kernels::cuda::matmul(l.context(), (*da)->ptr, (*db)->ptr, (*out)->ptr, shape);
+  const absl::Status launched = kernels::cuda::matmul(l.context(), (*da)->ptr, (*db)->ptr,
+                                                      (*out)->ptr, shape, ctx.stop_token());
   if (auto st = finish_compute(l, launched, t0, ctx); !st.ok()) return st;
   return finish_output(l, out_desc, *std::move(out), ctx);
 }

@@ -70,6 +70,9 @@ class CudaBackend final : public Backend {
   /// Device-side storage for `bytes` from the device's stream-ordered pool, allocated on the
   /// lane's stream and freed on the device's aux stream.
   absl::StatusOr<std::shared_ptr<DeviceCopy>> allocate(Lane& lane, std::uint64_t bytes);
+  /// The same on `device`, allocated on `stream`.
+  absl::StatusOr<std::shared_ptr<DeviceCopy>> allocate(int device, kernels::cuda::StreamView stream,
+                                                       std::uint64_t bytes);
 
   /// The stream-ordered pool of `device` (an index of devices()).
   kernels::cuda::MemoryResource memory_resource(int device) const;

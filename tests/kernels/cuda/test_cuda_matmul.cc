@@ -9,11 +9,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gcompute/kernels/cuda/matmul.hpp"
@@ -150,13 +153,15 @@ class CudaMatmulTest : public ::testing::Test {
     return p;
   }
 
-  /// Runs one product on fresh random inputs and checks every element of C.
-  void check(MatmulShape s) {
+  /// Runs one product on fresh random inputs and checks every element of C; `panel` > 0 runs
+  /// it in panels of that many multiply-adds.
+  void check(MatmulShape s, double panel = 0) {
     SCOPED_TRACE(::testing::Message()
                  << dtype_name(s.dtype) << "/" << precision_name(s.precision)
                  << " batch=" << s.batch << " (" << s.a_batch << "," << s.b_batch << ") m=" << s.m
                  << " n=" << s.n << " k=" << s.k << " ta=" << s.transpose_a
-                 << " tb=" << s.transpose_b << " alpha=" << s.alpha << " beta=" << s.beta);
+                 << " tb=" << s.transpose_b << " alpha=" << s.alpha << " beta=" << s.beta
+                 << " panel=" << panel);
     const DType t = s.dtype;
     const std::size_t e = dtype_size(t);
     const HostMatrix a = random_matrix(t, s.a_batch * s.m * s.k);
@@ -171,7 +176,7 @@ class CudaMatmulTest : public ::testing::Test {
       ASSERT_CUDA(cudaMemset(dc, 0xFF, c_bytes));
     }
     ASSERT_CUDA(cudaMemset(static_cast<std::uint8_t*>(dc) + c_bytes, 0xFF, 16));
-    const absl::Status st = matmul(ctx_, da, db, dc, s);
+    const absl::Status st = matmul(ctx_, da, db, dc, s, StopToken(), panel);
     ASSERT_TRUE(st.ok()) << st;
     ASSERT_CUDA(cudaStreamSynchronize(ctx_.stream));
     std::vector<std::uint8_t> got(c_bytes + 16);
@@ -331,6 +336,81 @@ TEST_F(CudaMatmulTest, LargerF32AndF64) {
          .transpose_b = true,
          .dtype = DType::kF64,
          .beta = 1.0});
+}
+
+TEST_F(CudaMatmulTest, PanelsMatchTheOracle) {
+  // Panels of 128 rows: bands 128, 128 and a ragged 45 of each matrix, for every transpose
+  // and both broadcasts; then groups of two whole matrices (the last one alone).
+  for (int flags = 0; flags < 4; ++flags) {
+    const bool ta = (flags & 1) != 0;
+    const bool tb = (flags & 2) != 0;
+    for (const DType t : {DType::kF64, DType::kF16}) {
+      check({.batch = 2,
+             .a_batch = 2,
+             .b_batch = 1,
+             .m = 301,
+             .n = 67,
+             .k = 45,
+             .transpose_a = ta,
+             .transpose_b = tb,
+             .dtype = t,
+             .alpha = 1.5,
+             .beta = 0.5},
+            128.0 * 67 * 45);
+      check({.batch = 2,
+             .a_batch = 1,
+             .b_batch = 2,
+             .m = 301,
+             .n = 67,
+             .k = 45,
+             .transpose_a = ta,
+             .transpose_b = tb,
+             .dtype = t},
+            128.0 * 67 * 45);
+    }
+    check({.batch = 7,
+           .a_batch = 7,
+           .b_batch = 1,
+           .m = 13,
+           .n = 29,
+           .k = 31,
+           .transpose_a = ta,
+           .transpose_b = tb,
+           .dtype = DType::kF32,
+           .beta = 2.0},
+          2.5 * 13 * 29 * 31);
+  }
+}
+
+TEST_F(CudaMatmulTest, CancelStopsWithinTwoPanels) {
+  // 16384^3 f64 (about 4.4e12 multiply-adds, well over 100 ms on an H100) in default panels;
+  // the flag is raised 30 ms in. Without panels the call would return OK at once (it is
+  // asynchronous) and the GPU would stay busy for the whole product.
+  const std::int64_t n = 16384;
+  const std::size_t bytes = static_cast<std::size_t>(n * n) * 8;
+  void* da = scratch(bytes);
+  void* db = scratch(bytes);
+  void* dc = scratch(bytes);
+  ASSERT_CUDA(cudaMemset(da, 0, bytes));
+  ASSERT_CUDA(cudaMemset(db, 0, bytes));
+  std::atomic<bool> flag{false};
+  std::chrono::steady_clock::time_point raised;
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    raised = std::chrono::steady_clock::now();
+    flag.store(true);
+  });
+  const absl::Status st =
+      matmul(ctx_, da, db, dc, {.m = n, .n = n, .k = n, .dtype = DType::kF64}, StopToken(&flag));
+  const auto returned = std::chrono::steady_clock::now();
+  canceller.join();
+  ASSERT_EQ(st.code(), absl::StatusCode::kCancelled) << st;
+  EXPECT_NE(st.message().find("row bands"), std::string::npos) << st;
+  const double late_ms = std::chrono::duration<double, std::milli>(returned - raised).count();
+  RecordProperty("cancel_latency_ms", std::to_string(late_ms));
+  EXPECT_LT(late_ms, 50.0) << st;
+  // Nothing is left running on the stream.
+  EXPECT_EQ(cudaStreamQuery(ctx_.stream), cudaSuccess);
 }
 
 TEST_F(CudaMatmulTest, KZeroScalesC) {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -13,6 +14,8 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "gcompute/kernels/cuda/svd.hpp"
@@ -582,6 +585,70 @@ TEST_F(CudaSvdTest, SweepCapReportsNotConverged) {
       }
     }
   }
+}
+
+/// Runs `shape` on random input with a flag raised `after` into the call; returns the status
+/// and how long after the flag the call returned.
+std::pair<absl::Status, double> cancel_midway(const testing::TestDevice& device,
+                                              const SvdShape& shape,
+                                              std::chrono::milliseconds after) {
+  const std::size_t elems = static_cast<std::size_t>(shape.batch * shape.m * shape.n);
+  // Random values, repeated past 2^24 of them (only the timing is checked).
+  std::vector<float> ha(elems);
+  std::mt19937_64 rng(fresh_seed());
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  const std::size_t fresh = std::min<std::size_t>(elems, std::size_t{1} << 24);
+  for (std::size_t i = 0; i < elems; ++i) ha[i] = i < fresh ? dist(rng) : ha[i - fresh];
+  const std::int64_t p = std::min(shape.m, shape.n);
+  const std::size_t ws_bytes = cuda::svd_workspace_bytes(shape);
+  DeviceBuffer da = device.buffer(elems * 4), ds = device.buffer(shape.batch * p * 4),
+               du = device.buffer(shape.batch * shape.m * p * 4),
+               dvt = device.buffer(shape.batch * p * shape.n * 4), ws = device.buffer(ws_bytes);
+  EXPECT_EQ(cudaMemcpy(da.data(), ha.data(), elems * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  std::atomic<bool> flag{false};
+  std::chrono::steady_clock::time_point raised;
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(after);
+    raised = std::chrono::steady_clock::now();
+    flag.store(true);
+  });
+  const absl::StatusOr<SvdInfo> r =
+      cuda::svd_jacobi(device.context(), da.data(), ds.data(), du.data(), dvt.data(), shape,
+                       ws.data(), ws_bytes, StopToken(&flag));
+  const auto returned = std::chrono::steady_clock::now();
+  canceller.join();
+  EXPECT_EQ(cudaStreamQuery(device.context().stream), cudaSuccess) << "work left on the stream";
+  return {r.status(), std::chrono::duration<double, std::milli>(returned - raised).count()};
+}
+
+TEST_F(CudaSvdTest, CancelStopsWithinRoundsNotSweeps) {
+  GC_REQUIRE_GPU();
+  // 8192^2 f32: a sweep is several hundred ms on an H100, so a check per sweep would answer
+  // late; the blocked driver checks every few ms of rounds.
+  SvdShape shape;
+  shape.m = 8192;
+  shape.n = 8192;
+  shape.dtype = DType::kF32;
+  const auto [st, late_ms] = cancel_midway(device_, shape, std::chrono::milliseconds(700));
+  ASSERT_EQ(st.code(), absl::StatusCode::kCancelled) << st;
+  RecordProperty("blocked_cancel_latency_ms", std::to_string(late_ms));
+  EXPECT_LT(late_ms, 50.0) << st;
+  EXPECT_NE(st.message().find("round"), std::string::npos) << st;
+}
+
+TEST_F(CudaSvdTest, CancelStopsABatchOfSmallMatricesBetweenLaunches) {
+  GC_REQUIRE_GPU();
+  // 200,000 matrices of 64x64 (the shared-memory driver): launches of a few ms each.
+  SvdShape shape;
+  shape.batch = 200000;
+  shape.m = 64;
+  shape.n = 64;
+  shape.dtype = DType::kF32;
+  const auto [st, late_ms] = cancel_midway(device_, shape, std::chrono::milliseconds(20));
+  ASSERT_EQ(st.code(), absl::StatusCode::kCancelled) << st;
+  RecordProperty("small_cancel_latency_ms", std::to_string(late_ms));
+  EXPECT_LT(late_ms, 50.0) << st;
+  EXPECT_NE(st.message().find("matrices"), std::string::npos) << st;
 }
 
 TEST_F(CudaSvdTest, EmptyShapes) {
