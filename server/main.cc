@@ -5,6 +5,7 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "gcompute/kernels/cpu/background_calls.hpp"
 #include "security_flags.hpp"
 #include "server.hpp"
 
@@ -173,5 +175,13 @@ int main(int argc, char** argv) {
   (*server)->drain(absl::Seconds(absl::GetFlag(FLAGS_drain_seconds)));
   (*server)->wait();
   std::cerr << "gcompute-server: stopped" << std::endl;
-  return device_failed.load() ? 3 : 0;
+  const int code = device_failed.load() ? 3 : 0;
+  if (const int left = gcompute::kernels::cpu::lapack_calls_in_background(); left > 0) {
+    // The drain is over; cancelled LAPACK calls cannot be interrupted and end with the process
+    // (exit() would wait for them).
+    std::cerr << "gcompute-server: " << left
+              << " cancelled LAPACK call(s) still running end with the process" << std::endl;
+    std::_Exit(code);
+  }
+  return code;
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -38,6 +39,33 @@ absl::StatusOr<bool> eigh_one(const T* a, T* w, T* v, Int n, bool vectors) {
   return *info == 0;
 }
 
+/// eigh_one through detail::run_cancellable, on copies that the call owns (?syevd cannot be
+/// interrupted).
+template <typename T>
+absl::StatusOr<bool> eigh_one_cancellable(const T* a, T* w, T* v, Int n, bool vectors,
+                                          StopToken stop) {
+  struct Owned {
+    detail::Buffer<T> a, w, v;
+    bool converged = false;
+  };
+  const std::int64_t nn = static_cast<std::int64_t>(n) * n;
+  auto owned = std::make_shared<Owned>();
+  owned->a.assign(a, a + nn);
+  owned->w.resize(static_cast<std::size_t>(n));
+  if (vectors) owned->v.resize(static_cast<std::size_t>(nn));
+  absl::Status st = detail::run_cancellable(kOp, stop, [owned, n, vectors] {
+    absl::StatusOr<bool> r =
+        eigh_one(owned->a.data(), owned->w.data(), vectors ? owned->v.data() : nullptr, n, vectors);
+    if (!r.ok()) return r.status();
+    owned->converged = *r;
+    return absl::OkStatus();
+  });
+  if (!st.ok()) return st;
+  std::copy(owned->w.begin(), owned->w.end(), w);
+  if (vectors) std::copy(owned->v.begin(), owned->v.end(), v);
+  return owned->converged;
+}
+
 template <typename T>
 absl::StatusOr<EighInfo> eigh_typed(const T* a, T* w, T* v, const EighShape& shape,
                                     StopToken stop) {
@@ -55,9 +83,13 @@ absl::StatusOr<EighInfo> eigh_typed(const T* a, T* w, T* v, const EighShape& sha
   std::vector<char> converged(static_cast<std::size_t>(shape.batch), 1);
   const bool small = n <= detail::kSmallMatrixDim;
   absl::Status st = detail::run_batch(kOp, shape.batch, small, stop, [&](std::int64_t b) {
+    const Int nn = static_cast<Int>(n);
+    T* vb = shape.compute_vectors ? v + b * stride : nullptr;
+    // Small matrices take milliseconds: they are cancelled between items.
     absl::StatusOr<bool> r =
-        eigh_one(a + b * stride, w + b * n, shape.compute_vectors ? v + b * stride : nullptr,
-                 static_cast<Int>(n), shape.compute_vectors);
+        small
+            ? eigh_one(a + b * stride, w + b * n, vb, nn, shape.compute_vectors)
+            : eigh_one_cancellable(a + b * stride, w + b * n, vb, nn, shape.compute_vectors, stop);
     if (!r.ok()) return r.status();
     converged[b] = *r ? 1 : 0;
     return absl::OkStatus();

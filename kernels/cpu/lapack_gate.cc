@@ -4,13 +4,18 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <memory>
 #include <mutex>
 #include <new>
 #include <system_error>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "gcompute/kernels/cpu/background_calls.hpp"
 
 // OpenBLAS's thread controls. Weak, so that the library still links against another BLAS
 // (where the small-matrix mode then only spreads items over host threads).
@@ -50,6 +55,36 @@ absl::Status call_item(const char* op, std::int64_t b,
   }
 }
 
+// LAPACK calls started by run_cancellable that have not returned, their callers possibly gone.
+std::atomic<int> calls_in_background{0};
+
+int background_limit() {
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+// exit() runs OpenBLAS's teardown, which a call still running in the background would
+// crash into: registered at the first background call, exit waits for them first.
+void wait_for_background_calls_at_exit() {
+  static std::once_flag registered;
+  std::call_once(registered, [] {
+    std::atexit([] {
+      while (calls_in_background.load() > 0) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+    });
+  });
+}
+
+/// Waits, polling `stop`, until `ready` holds; false when stopped first.
+template <typename Ready>
+bool wait_polling(StopToken stop, Ready ready) {
+  while (!ready()) {
+    if (stop.stop_requested()) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
 absl::Status cancelled(const char* op, std::int64_t done, std::int64_t batch) {
   return absl::CancelledError(
       absl::StrCat(op, ": cancelled after ", done, " of ", batch, " matrices"));
@@ -65,11 +100,15 @@ absl::Status run_batch(const char* op, std::int64_t batch, bool small, StopToken
   // queued request stays cancellable. A single-threaded one runs concurrent calls in parallel.
   std::unique_lock<std::timed_mutex> turn(lapack_turn(), std::defer_lock);
   if (pool > 1) {
-    while (!turn.try_lock_for(std::chrono::milliseconds(10))) {
-      if (stop.stop_requested()) {
-        return absl::CancelledError(
-            absl::StrCat(op, ": cancelled while waiting for another LAPACK call to finish"));
-      }
+    // The turn, then the end of any cancelled call still running on OpenBLAS's threads.
+    const bool got = wait_polling(stop, [&] {
+      return turn.owns_lock() ? calls_in_background.load() == 0
+                              : turn.try_lock_for(std::chrono::milliseconds(5)) &&
+                                    calls_in_background.load() == 0;
+    });
+    if (!got) {
+      return absl::CancelledError(
+          absl::StrCat(op, ": cancelled while waiting for another LAPACK call to finish"));
     }
   }
 
@@ -129,4 +168,63 @@ absl::Status run_batch(const char* op, std::int64_t batch, bool small, StopToken
   return error;
 }
 
+absl::Status run_cancellable(const char* op, StopToken stop, std::function<absl::Status()> call) {
+  const int limit = background_limit();
+  const bool admitted = wait_polling(stop, [&] {
+    int running = calls_in_background.load();
+    while (running < limit) {
+      if (calls_in_background.compare_exchange_weak(running, running + 1)) return true;
+    }
+    return false;
+  });
+  if (!admitted) {
+    return absl::CancelledError(
+        absl::StrCat(op, ": cancelled while waiting for cancelled LAPACK calls to finish"));
+  }
+  wait_for_background_calls_at_exit();
+  struct Shared {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    absl::Status status;
+  };
+  auto shared = std::make_shared<Shared>();
+  auto body = [shared, call = std::move(call), op] {
+    absl::Status st;
+    try {
+      st = call();
+    } catch (const std::bad_alloc&) {
+      st = absl::ResourceExhaustedError(absl::StrCat(op, ": out of host memory for LAPACK"));
+    }
+    {
+      std::lock_guard<std::mutex> lock(shared->mu);
+      shared->status = std::move(st);
+      shared->done = true;
+    }
+    shared->cv.notify_all();
+    --calls_in_background;
+  };
+  try {
+    std::thread(body).detach();
+  } catch (const std::system_error&) {
+    body();  // out of threads: run it here, uninterruptible
+  }
+  std::unique_lock<std::mutex> lock(shared->mu);
+  while (!shared->cv.wait_for(lock, std::chrono::milliseconds(5), [&] { return shared->done; })) {
+    if (stop.stop_requested()) {
+      return absl::CancelledError(
+          absl::StrCat(op, ": cancelled during a LAPACK call (it finishes in the background)"));
+    }
+  }
+  return shared->status;
+}
+
 }  // namespace gcompute::kernels::cpu::detail
+
+namespace gcompute::kernels::cpu {
+
+int lapack_calls_in_background() {
+  return detail::calls_in_background.load();
+}
+
+}  // namespace gcompute::kernels::cpu

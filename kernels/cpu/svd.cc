@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <vector>
 
@@ -140,6 +141,41 @@ absl::StatusOr<SvdInfo> svd_one(const T* a, T* s, T* u, T* vt, const SvdShape& s
   return absl::InternalError("svd: unknown method");
 }
 
+/// svd_one through detail::run_cancellable, on copies of the input and outputs that the call
+/// owns (the LAPACK drivers cannot be interrupted; QDWH polls `stop` itself).
+template <typename T>
+absl::StatusOr<SvdInfo> svd_one_cancellable(const T* a, T* s, T* u, T* vt, const SvdShape& shape,
+                                            StopToken stop) {
+  if (shape.method == SvdMethod::kPolar) return svd_one(a, s, u, vt, shape, stop);
+  const std::int64_t m = shape.m, n = shape.n, p = std::min(m, n);
+  struct Owned {
+    detail::Buffer<T> a, s, u, vt;
+    SvdInfo info;
+  };
+  auto owned = std::make_shared<Owned>();
+  owned->a.assign(a, a + m * n);
+  owned->s.resize(static_cast<std::size_t>(p));
+  if (u != nullptr) {
+    owned->u.resize(static_cast<std::size_t>(m * svd_u_cols(shape)));
+    owned->vt.resize(static_cast<std::size_t>(svd_vt_rows(shape) * n));
+  }
+  absl::Status st = detail::run_cancellable(kOp, stop, [owned, shape, vectors = u != nullptr] {
+    absl::StatusOr<SvdInfo> r =
+        svd_one(owned->a.data(), owned->s.data(), vectors ? owned->u.data() : nullptr,
+                vectors ? owned->vt.data() : nullptr, shape, StopToken());
+    if (!r.ok()) return r.status();
+    owned->info = *r;
+    return absl::OkStatus();
+  });
+  if (!st.ok()) return st;
+  std::copy(owned->s.begin(), owned->s.end(), s);
+  if (u != nullptr) {
+    std::copy(owned->u.begin(), owned->u.end(), u);
+    std::copy(owned->vt.begin(), owned->vt.end(), vt);
+  }
+  return owned->info;
+}
+
 template <typename T>
 absl::StatusOr<SvdInfo> svd_typed(const T* a, T* s, T* u, T* vt, const SvdShape& shape,
                                   StopToken stop) {
@@ -167,10 +203,12 @@ absl::StatusOr<SvdInfo> svd_typed(const T* a, T* s, T* u, T* vt, const SvdShape&
 
   std::vector<SvdInfo> infos(static_cast<std::size_t>(shape.batch));
   const bool small = std::max(m, n) <= detail::kSmallMatrixDim;
+  // Small matrices take milliseconds: they are cancelled between items.
+  const auto one = small ? svd_one<T> : svd_one_cancellable<T>;
   absl::Status st = detail::run_batch(kOp, shape.batch, small, stop, [&](std::int64_t b) {
     absl::StatusOr<SvdInfo> r =
-        svd_one(a + b * a_stride, s + b * p, shape.compute_uv ? u + b * u_stride : nullptr,
-                shape.compute_uv ? vt + b * vt_stride : nullptr, shape, stop);
+        one(a + b * a_stride, s + b * p, shape.compute_uv ? u + b * u_stride : nullptr,
+            shape.compute_uv ? vt + b * vt_stride : nullptr, shape, stop);
     if (!r.ok()) return r.status();
     infos[b] = *r;
     return absl::OkStatus();

@@ -1,8 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // Eigh: symmetric eigendecomposition.
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "common/output_shapes.hpp"
 #include "gcompute/kernels/status_macros.hpp"
+#include "ops/admission.hpp"
 #include "ops/inputs.hpp"
 #include "ops/placement.hpp"
 #include "ops/prepared_op.hpp"
@@ -28,6 +33,13 @@ absl::StatusOr<PreparedOp> prepare_eigh(EighRequest request, OpEnv& env, const C
   const EighOutputDescs descs = eigh_outputs(shape);
   std::vector<ResultPlan::Output> outputs = {{descs.w, "w"}};
   if (shape.compute_vectors) outputs.push_back({descs.v, "v"});
+  // The input and the outputs; for one matrix at a time, LAPACK's working copy and the input
+  // and outputs that a cancellable call owns (kernels/cpu/eigh.cc).
+  std::uint64_t results = 0;
+  for (const ResultPlan::Output& out : outputs) results += out.desc.bytes();
+  const std::uint64_t batch = std::max<std::int64_t>(1, a.desc.batch);
+  GC_RETURN_IF_ERROR(admit(a.desc.bytes() + results + (2 * a.desc.bytes() + results) / batch,
+                           "Eigh", env.limits, /*on_device=*/true));
   GC_ASSIGN_OR_RETURN(ResultPlan plan, ResultPlan::make(request.output, std::move(outputs),
                                                         env.matrices, env.limits, caller));
   return PreparedOp{"Eigh",

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Svd and BatchedSvd.
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "common/output_shapes.hpp"
 #include "gcompute/kernels/status_macros.hpp"
@@ -63,9 +65,13 @@ absl::StatusOr<PreparedOp> prepare_svd(SvdRequest request, OpEnv& env, const Cal
     outputs.push_back({descs.u, "u"});
     outputs.push_back({descs.vt, "vt"});
   }
-  // The input, a working copy in f64 and the factors.
-  std::uint64_t estimate = a.desc.bytes() + 8 * a.desc.elements();
-  for (const ResultPlan::Output& out : outputs) estimate += out.desc.bytes();
+  // The input, a working copy in f64 and the factors; and one matrix's input and factors again:
+  // the copies that a cancellable LAPACK call owns on the host (kernels/cpu/svd.cc).
+  std::uint64_t factors = 0;
+  for (const ResultPlan::Output& out : outputs) factors += out.desc.bytes();
+  const std::uint64_t batch = std::max<std::int64_t>(1, a.desc.batch);
+  const std::uint64_t estimate =
+      a.desc.bytes() + 8 * a.desc.elements() + factors + (a.desc.bytes() + factors) / batch;
   GC_RETURN_IF_ERROR(admit(estimate, request.batched ? "BatchedSvd" : "Svd", env.limits,
                            /*on_device=*/true));
   // Matrices without elements have empty factors: answered without a loop over the batch.

@@ -386,6 +386,50 @@ TEST(ServiceTime, MatMulDeadlineFreesTheWorkerBetweenPanels) {
   EXPECT_LT(freed_s, 0.25 * full_s);
 }
 
+TEST(ServiceTime, SvdDeadlineAnswersDuringTheLapackCall) {
+  // One ?gesdd call cannot be interrupted; the request still answers at its deadline and the
+  // worker is free (the call finishes in the background).
+  ServerOptions o = test_options();
+  o.workers = 1;
+  auto ts = start_server(o);
+  ASSERT_NE(ts, nullptr);
+  constexpr std::int64_t n = 1500;
+  gcompute::testing::Rng rng(7);
+  std::string a_id;
+  ASSERT_TRUE(is_ok(upload(
+      *ts->stub, make_matrix<double>(n, n, gcompute::testing::random_normal<double>(rng, n * n)),
+      &a_id)));
+  v1::SvdRequest req;
+  req.mutable_a()->mutable_ref()->set_id(a_id);
+  req.set_compute_uv(true);
+  req.mutable_output()->set_placement(v1::OutputOptions::PLACEMENT_STORED);
+
+  auto start = Clock::now();
+  {
+    grpc::ClientContext ctx;
+    deadline(ctx, 120);
+    v1::SvdResponse resp;
+    ASSERT_TRUE(is_ok(ts->stub->Svd(&ctx, req, &resp)));
+  }
+  const double full_s = seconds_since(start);
+  std::printf("1500^2 f64 Svd: %.3f s\n", full_s);
+  ASSERT_GT(full_s, 1.0) << "the SVD is too fast on this machine for the bound to mean much";
+
+  start = Clock::now();
+  {
+    grpc::ClientContext ctx;
+    deadline(ctx, 0.3);
+    v1::SvdResponse resp;
+    EXPECT_TRUE(has_status(ts->stub->Svd(&ctx, req, &resp), grpc::DEADLINE_EXCEEDED));
+  }
+  const double answered_s = seconds_since(start);
+  const double transpose_s = transpose_latency(*ts->stub);
+  std::printf("Svd answered after %.3f s, then a Transpose took %.3f s\n", answered_s,
+              transpose_s);
+  EXPECT_LT(answered_s, 0.3 + 0.5 * (full_s - 0.3));
+  EXPECT_LT(transpose_s, 0.5);
+}
+
 // ---- empty and huge batches --------------------------------------------------------------
 
 TEST(ServiceBatches, EmptyMatricesAnswerAtOnceAndBatchesAreBounded) {

@@ -31,4 +31,12 @@ constexpr std::int64_t kSmallMatrixDim = 128;
 absl::Status run_batch(const char* op, std::int64_t batch, bool small, StopToken stop,
                        const std::function<absl::Status(std::int64_t)>& item);
 
+/// Calls `call` on a thread of its own and waits for it, polling `stop` every 5 ms. One LAPACK
+/// call cannot be interrupted, so on a stop the caller gets CANCELLED at once and the call runs
+/// to its end in the background: `call` must own everything it reads and writes. Such calls
+/// are bounded (at most one per core; further callers wait, cancellably), and while one runs a
+/// multi-threaded OpenBLAS is not handed to another batch. Where no thread can be started, the
+/// call runs on the caller's thread.
+absl::Status run_cancellable(const char* op, StopToken stop, std::function<absl::Status()> call);
+
 }  // namespace gcompute::kernels::cpu::detail
