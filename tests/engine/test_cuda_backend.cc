@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// The CUDA backend against the CPU backend on fresh random inputs; device-resident results and
-// uploads; out-of-memory is per request; concurrent requests run on distinct lanes at once.
+// What only the CUDA backend does: device-resident results and uploads, phase times, where each
+// SVD method runs, out-of-memory per request, and concurrent requests on distinct lanes. The
+// operations' contracts, on every backend, are in test_backend_contract.cc.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -56,117 +57,51 @@ class CudaBackendTest : public ::testing::Test {
   CpuBackend cpu_{2};
 };
 
-TEST_F(CudaBackendTest, TransposeMatchesCpuIncludingLargeStagedTransfers) {
-  for (auto [b, r, c] : {std::tuple{1, 1, 1}, {1, 37, 53}, {3, 129, 7}, {1, 3001, 2999}}) {
-    Matrix a = random_f32(b, r, c);
-    JobContext gj, cj;
-    auto g = gpu_->transpose(a, gj);
-    ASSERT_TRUE(g.ok()) << g.status();
-    auto h = cpu_.transpose(a, cj);
-    ASSERT_TRUE(h.ok());
-    ASSERT_EQ(g->desc.rows, c);
-    EXPECT_EQ(std::memcmp(g->bytes(), h->bytes(), a.desc.bytes()), 0) << b << "x" << r << "x" << c;
-    EXPECT_EQ(gj.device, "cuda:0");
-    EXPECT_GT(gj.times.h2d_seconds, 0);
-    EXPECT_GT(gj.times.d2h_seconds, 0);
-  }
-}
-
-TEST_F(CudaBackendTest, MatmulMatchesCpu) {
-  kernels::MatmulShape s;
-  s.m = 67;
-  s.n = 45;
-  s.k = 129;
-  s.transpose_b = true;
-  s.beta = 0.5;
-  Matrix a = random_f32(1, s.m, s.k), b = random_f32(1, s.n, s.k), c = random_f32(1, s.m, s.n);
-  JobContext gj, cj;
-  auto g = gpu_->matmul(a, b, &c, s, gj);
-  ASSERT_TRUE(g.ok()) << g.status();
-  auto h = cpu_.matmul(a, b, &c, s, cj);
-  ASSERT_TRUE(h.ok());
-  const float* gp = g->as<float>();
-  const float* hp = h->as<float>();
-  for (std::int64_t i = 0; i < s.m * s.n; ++i) ASSERT_NEAR(gp[i], hp[i], 1e-4) << i;
-}
-
-TEST_F(CudaBackendTest, SvdAndApspMatchCpu) {
-  kernels::SvdShape ss;
-  ss.m = 90;
-  ss.n = 70;
-  ss.dtype = DType::kF64;
-  Matrix a = random_f64(ss.m, ss.n);
-  for (const auto method :
-       {kernels::SvdMethod::kAuto, kernels::SvdMethod::kJacobi, kernels::SvdMethod::kPolar}) {
-    SCOPED_TRACE(kernels::svd_method_name(method));
-    ss.method = method;
-    JobContext gj, cj;
-    auto g = gpu_->svd(a, ss, gj);
-    ASSERT_TRUE(g.ok()) << g.status();
-    EXPECT_TRUE(g->info.converged);
-    // POLAR has no GPU implementation yet: it runs on the host, and says so.
-    EXPECT_EQ(gj.device == "cpu", method == kernels::SvdMethod::kPolar) << gj.device;
-    auto h = cpu_.svd(a, ss, cj);
-    ASSERT_TRUE(h.ok());
-    for (std::int64_t i = 0; i < ss.n; ++i) {
-      EXPECT_NEAR(g->s.as<double>()[i], h->s.as<double>()[i], 1e-10 * h->s.as<double>()[0]) << i;
-    }
-  }
-
-  const std::int64_t n = 150;
-  Matrix w = random_f32(1, n, n, 1, 10);
-  float* wp = w.as_mutable<float>();
-  std::bernoulli_distribution no_edge(0.8);
-  for (std::int64_t i = 0; i < n * n; ++i) {
-    wp[i] = no_edge(rng()) ? INFINITY : std::round(wp[i]);
-  }
-  kernels::ApspShape as{n, DType::kF32, true};
-  JobContext gj2, cj2;
-  auto gd = gpu_->apsp(w, as, gj2);
-  ASSERT_TRUE(gd.ok()) << gd.status();
-  auto hd = cpu_.apsp(w, as, cj2);
-  ASSERT_TRUE(hd.ok());
-  // Integer weights: sums are exact in f32, so distances must agree exactly.
-  EXPECT_EQ(std::memcmp(gd->distances.bytes(), hd->distances.bytes(), n * n * 4), 0);
-}
-
-TEST_F(CudaBackendTest, ResultsStayOnDeviceUntilAskedFor) {
+TEST_F(CudaBackendTest, ResultsAndUploadsStayOnTheDeviceUntilAskedFor) {
   Matrix a = random_f32(1, 513, 257);
   JobContext j;
   j.results_stay_on_server = true;
   auto g = gpu_->transpose(a, j);
   ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(j.device, "cuda:0");
   EXPECT_FALSE(g->on_host());
   ASSERT_TRUE(g->device);
+  EXPECT_GT(j.times.h2d_seconds, 0);
   EXPECT_EQ(j.times.d2h_seconds, 0);
-  // Feeding the device result back in needs no host-to-device copy.
+  // Feeding the device result back in needs no host-to-device copy; its result comes back.
   JobContext j2;
   auto back = gpu_->transpose(*g, j2);
   ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(back->on_host());
   EXPECT_EQ(j2.times.h2d_seconds, 0);
-  EXPECT_EQ(std::memcmp(back->bytes(), a.bytes(), a.desc.bytes()), 0);
-  ASSERT_TRUE(gpu_->ensure_on_host(*g).ok());
-  JobContext cj;
-  auto h = cpu_.transpose(a, cj);
-  EXPECT_EQ(std::memcmp(g->bytes(), h->bytes(), a.desc.bytes()), 0);
-}
+  EXPECT_GT(j2.times.d2h_seconds, 0);
 
-TEST_F(CudaBackendTest, UploadChunksOutOfOrderLandOnTheDevice) {
-  Matrix a = random_f32(1, 1000, 3000);  // 12 MB, several pinned blocks
+  // An upload lands on the device: the stored matrix has no host bytes until asked for.
   auto sink = gpu_->begin_upload(a.desc);
   ASSERT_TRUE(sink.ok()) << sink.status();
-  const std::uint64_t total = a.desc.bytes(), chunk = 1 << 20;
-  std::vector<std::uint64_t> offsets;
-  for (std::uint64_t o = 0; o < total; o += chunk) offsets.push_back(o);
-  std::shuffle(offsets.begin(), offsets.end(), rng());
-  for (std::uint64_t o : offsets) {
-    ASSERT_TRUE((*sink)->write(o, a.data->data() + o, std::min(chunk, total - o)).ok());
-  }
+  ASSERT_TRUE((*sink)->write(0, a.data->data(), a.desc.bytes()).ok());
   auto m = (*sink)->finish();
-  ASSERT_TRUE(m.ok());
+  ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_FALSE(m->on_host());
-  ASSERT_TRUE(gpu_->ensure_on_host(*m).ok());
-  EXPECT_EQ(std::memcmp(m->bytes(), a.bytes(), total), 0);
+  EXPECT_TRUE(m->device);
+}
+
+TEST_F(CudaBackendTest, PolarSvdRunsOnTheHostAndSaysSo) {
+  // QDWH has no GPU implementation: the host runs it, and the job's device says where.
+  kernels::SvdShape s;
+  s.m = 90;
+  s.n = 70;
+  s.dtype = DType::kF64;
+  Matrix a = random_f64(s.m, s.n);
+  for (const auto method :
+       {kernels::SvdMethod::kAuto, kernels::SvdMethod::kJacobi, kernels::SvdMethod::kPolar}) {
+    SCOPED_TRACE(kernels::svd_method_name(method));
+    s.method = method;
+    JobContext j;
+    auto g = gpu_->svd(a, s, j);
+    ASSERT_TRUE(g.ok()) << g.status();
+    EXPECT_EQ(j.device, method == kernels::SvdMethod::kPolar ? "cpu" : "cuda:0");
+  }
 }
 
 TEST_F(CudaBackendTest, UploadTakesDeviceMemoryAsChunksArrive) {

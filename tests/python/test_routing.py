@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """Replica selection without servers: the hash vectors shared with the C++ client's
-tests/client/balance_test.cc (so both clients agree on every graph's owner), rendezvous
+tests/client/test_balance.cc (so both clients agree on every graph's owner), rendezvous
 properties, and target expansion."""
 import collections
 
@@ -17,7 +17,7 @@ def test_fnv1a64_published_vectors():
 
 
 # The same literals as RendezvousScore.FixedVectorsSharedWithThePythonClient in
-# tests/client/balance_test.cc.
+# tests/client/test_balance.cc.
 SCORES = [
     ("10.0.0.1:50051", "graph-0", 0x18D73BF2F5167026),
     ("10.0.0.2:50051", "graph-0", 0xC4C41F71C51F29C5),
