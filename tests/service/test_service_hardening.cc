@@ -424,8 +424,7 @@ TEST(ServiceTime, SvdDeadlineAnswersDuringTheLapackCall) {
   }
   const double answered_s = seconds_since(start);
   const double transpose_s = transpose_latency(*ts->stub);
-  std::printf("Svd answered after %.3f s, then a Transpose took %.3f s\n", answered_s,
-              transpose_s);
+  std::printf("Svd answered after %.3f s, then a Transpose took %.3f s\n", answered_s, transpose_s);
   EXPECT_LT(answered_s, 0.3 + 0.5 * (full_s - 0.3));
   EXPECT_LT(transpose_s, 0.5);
 }

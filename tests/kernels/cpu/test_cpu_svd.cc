@@ -16,6 +16,7 @@
 #include <tuple>
 #include <vector>
 
+#include "gcompute/kernels/cpu/background_calls.hpp"
 #include "kernels/cpu/svd_check.hpp"
 
 namespace gcompute::kernels::svd_test {
@@ -238,10 +239,16 @@ TEST(CpuSvdCancel, ALargeLapackCallAnswersACancelAtOnce) {
   const Case gesdd{DType::kF64, SvdMethod::kAuto};
   const std::int64_t n = 1500;  // ?gesdd: about 2 s on two cores
   const auto a = ::gcompute::testing::random_uniform<double>(rng, n * n);
+  while (cpu::lapack_calls_in_background() > 0) {  // an earlier test's, when run in one process
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   std::atomic<bool> flag{false};
   std::chrono::steady_clock::time_point raised;
-  std::thread canceller([&] {  // late enough that LAPACK has started (input copies come first)
-    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  std::thread canceller([&] {  // once the LAPACK call has started (input copies come first)
+    for (int i = 0; i < 20000 && cpu::lapack_calls_in_background() == 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
     raised = std::chrono::steady_clock::now();
     flag = true;
   });
