@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "api/convert.hpp"
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "common/quote.hpp"
 #include "gcompute/kernels/status_macros.hpp"
 
 namespace gcompute::server {
@@ -336,6 +339,24 @@ std::vector<Hyperedge> decode_edges(const v1::CreateGraphRequest& request) {
         0, {e.tails().begin(), e.tails().end()}, {e.heads().begin(), e.heads().end()}, e.weight()});
   }
   return edges;
+}
+
+absl::StatusOr<std::uint64_t> decode_page_token(const std::string& token,
+                                                const GraphSnapshot& graph) {
+  if (token.empty()) return 0;
+  const std::vector<std::string> parts = absl::StrSplit(token, '.');
+  std::uint64_t version = 0, index = 0;
+  if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &version) ||
+      !absl::SimpleAtoi(parts[1], &index) || index >= graph.vertices.size() + graph.edges.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "page_token ", quote_id(token), " is not a next_page_token of this graph's pages"));
+  }
+  if (version != graph.info.version) {
+    return absl::AbortedError(absl::StrCat(
+        "graph ", quote_id(graph.info.graph_id), " changed since the first page (version ", version,
+        ", now ", graph.info.version, "); read it again from the first page"));
+  }
+  return index;
 }
 
 void encode(ops::ResultMatrix result, v1::MatrixResult* out) {

@@ -44,6 +44,11 @@ struct JobSubmission {
 };
 absl::StatusOr<JobSubmission> decode(v1::SubmitJobRequest& request);
 std::vector<Hyperedge> decode_edges(const v1::CreateGraphRequest& request);
+/// The first item of the GetGraph page `token` names ("VERSION.INDEX"; empty: the first
+/// page). INVALID_ARGUMENT for a token this graph's pages never had; ABORTED when the graph
+/// changed since the token was issued.
+absl::StatusOr<std::uint64_t> decode_page_token(const std::string& token,
+                                                const GraphSnapshot& graph);
 
 // ---- results ---------------------------------------------------------------------------
 /// Inline host bytes (moved when not shared) or a stored matrix.

@@ -1,37 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // Graph store RPCs. They run on the store executor, not in the reaction: a change appends to
 // the write-ahead log (and may fsync), a read copies a whole graph.
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "api/compute_service.hpp"
 #include "api/convert.hpp"
-#include "common/quote.hpp"
 
 namespace gcompute::server {
-namespace {
-
-/// The first item of the page `token` names ("VERSION.INDEX"; empty: the first page).
-/// ABORTED when the graph changed since the token was issued.
-absl::StatusOr<std::uint64_t> parse_page_token(const std::string& token,
-                                               const GraphSnapshot& graph) {
-  if (token.empty()) return 0;
-  const std::vector<std::string> parts = absl::StrSplit(token, '.');
-  std::uint64_t version = 0, index = 0;
-  if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &version) ||
-      !absl::SimpleAtoi(parts[1], &index) || index >= graph.vertices.size() + graph.edges.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "page_token ", quote_id(token), " is not a next_page_token of this graph's pages"));
-  }
-  if (version != graph.info.version) {
-    return absl::AbortedError(absl::StrCat(
-        "graph ", quote_id(graph.info.graph_id), " changed since the first page (version ", version,
-        ", now ", graph.info.version, "); read it again from the first page"));
-  }
-  return index;
-}
-
-}  // namespace
 
 grpc::ServerUnaryReactor* ComputeService::CreateGraph(grpc::CallbackServerContext* ctx,
                                                       const v1::CreateGraphRequest* request,
@@ -53,7 +27,7 @@ grpc::ServerUnaryReactor* ComputeService::GetGraph(grpc::CallbackServerContext* 
     call.run_on_store([this, &call, request, response]() -> absl::Status {
       auto graph = svc_.ops.get_graph(call.caller(), request->graph_id());
       if (!graph.ok()) return graph.status();
-      auto first = parse_page_token(request->page_token(), *graph);
+      auto first = decode_page_token(request->page_token(), *graph);
       if (!first.ok()) return first.status();
       const std::uint64_t budget =
           svc_.limits.max_message_bytes - svc_.limits.response_overhead_bytes;
