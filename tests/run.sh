@@ -5,7 +5,8 @@
 # With CI=true (or --sanitize) it also builds and runs the CPU tests under AddressSanitizer
 # and UndefinedBehaviorSanitizer; with CI=true (or --fuzz) it also runs every libFuzzer target
 # of tests/fuzz for GCOMPUTE_FUZZ_SECONDS (default 60) from its checked-in corpus, with clang
-# (installed by deploy/install-deps.sh --fuzz). Installs missing Debian packages first.
+# (installed by deploy/install-deps.sh --fuzz); with CI=true (or --tsan) it also builds and runs
+# the engine, store and ops tests under ThreadSanitizer. Installs missing Debian packages first.
 #
 # The build directory is its own (build/, or $GCOMPUTE_BUILD_DIR; deploy/serve.sh uses
 # build-serve/), and the options that decide which tests exist are set on every run, so that
@@ -19,12 +20,14 @@ build=${GCOMPUTE_BUILD_DIR:-$root/build}
 jobs=${GCOMPUTE_JOBS:-$(nproc)}
 sanitize=0
 fuzz=0
-[[ ${CI:-} == true ]] && sanitize=1 && fuzz=1
+tsan=0
+[[ ${CI:-} == true ]] && sanitize=1 && fuzz=1 && tsan=1
 for arg in "$@"; do
   case $arg in
     --sanitize) sanitize=1 ;;
     --fuzz) fuzz=1 ;;
-    *) echo "usage: $0 [--sanitize] [--fuzz]" >&2; exit 2 ;;
+    --tsan) tsan=1 ;;
+    *) echo "usage: $0 [--sanitize] [--fuzz] [--tsan]" >&2; exit 2 ;;
   esac
 done
 
@@ -60,6 +63,24 @@ if [[ $sanitize == 1 ]]; then
   # gcompute-server and require a clean exit after the drain, so a leak or UB report fails them.
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 LSAN_OPTIONS=suppressions="$root/tests/lsan.supp" UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     run_tests "$asan" -j "$jobs" --timeout 1800 -LE gpu
+fi
+
+if [[ $tsan == 1 ]]; then
+  ts=${build}-tsan
+  tsan_labels=(engine store ops)
+  echo "== build with ThreadSanitizer ($ts: ${tsan_labels[*]} tests)"
+  cmake -S "$root" -B "$ts" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGCOMPUTE_TSAN=ON \
+    -DGCOMPUTE_CUDA=OFF -DGCOMPUTE_BUILD_BENCH=OFF -DGCOMPUTE_WERROR=ON \
+    -DGCOMPUTE_BUILD_TESTS=ON -DGCOMPUTE_BUILD_SERVICE=ON
+  cmake --build "$ts" -j "$jobs" --target "${tsan_labels[@]/#/gcompute_tests_}"
+  echo "== tests under ThreadSanitizer"
+  # Only these labels are built, so check_tests.py (which wants every executable) does not
+  # apply; gcompute_tests_LABEL builds every executable of a label, and --no-tests=error
+  # fails an empty selection. tests/tsan.supp holds races inside uninstrumented libraries only.
+  label_regex="^($(IFS='|'; echo "${tsan_labels[*]}"))\$"
+  TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$root/tests/tsan.supp" \
+    ctest --test-dir "$ts" --output-on-failure --no-tests=error -j "$jobs" --timeout 1800 \
+    -L "$label_regex" -LE gpu
 fi
 
 if [[ $fuzz == 1 ]]; then

@@ -423,8 +423,10 @@ void JobManager::finish(const JobPtr& job, absl::StatusOr<OpResult> result) {
     if (--active_per_tenant_[job->tenant] == 0) active_per_tenant_.erase(job->tenant);
     --active_;
     changed_ = true;
+    // Under the lock: once active_ may reach 0 the destructor can go on and destroy cv_, so
+    // this thread must not touch the manager after it lets go of mu_.
+    cv_.notify_all();
   }
-  cv_.notify_all();
 }
 
 JobManager::JobPtr JobManager::find_locked(const Caller& caller, const std::string& id,

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/synchronization/notification.h"
@@ -239,14 +240,16 @@ TEST_F(JobsTest, WatchSeesRoundsAdvanceAndTheResultMatchesFloydWarshall) {
   ASSERT_TRUE(w.ok());
   const absl::Time deadline = absl::Now() + absl::Seconds(120);
   for (;;) {
+    bool was_pending = false;
     {
       std::lock_guard lock(mu);
       if (!seen.empty() && is_final(seen.back().state)) break;
-      if (pending) {
-        pending = false;
-        (*w)->written();  // the stream wrote it: the manager may send the next change
-      }
+      was_pending = std::exchange(pending, false);
     }
+    // The stream wrote it: the manager may send the next change. Not under mu: the manager
+    // calls the send callback (which takes mu) under the watch's own lock, which written()
+    // takes too.
+    if (was_pending) (*w)->written();
     ASSERT_LT(absl::Now(), deadline);
     absl::SleepFor(absl::Milliseconds(1));
   }
