@@ -52,8 +52,9 @@ trap cleanup EXIT
 
 if [[ -z $server ]]; then
   [[ -x $server_bin ]] || { echo "soak.sh: no server at $server_bin" >&2; exit 2; }
-  # Port 0: the server picks free ports and logs the gRPC one as "(port N)".
-  "$server_bin" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --device "$device" \
+  # Port 0: the server picks free ports and logs the gRPC one as "(port N)". OpenBLAS as
+  # deploy/serve.sh and the container run it: one thread per request unless set otherwise.
+  OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1} "$server_bin" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --device "$device" \
     "${server_flags[@]}" >"$work/server.log" 2>&1 &
   started_pid=$!
   port=""
