@@ -15,6 +15,7 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "gcompute/kernels/cpu/background_calls.hpp"
+#include "memory_trimmer.hpp"
 #include "security_flags.hpp"
 #include "server.hpp"
 
@@ -60,6 +61,8 @@ ABSL_FLAG(uint64_t, apsp_cache_bytes, 1ull << 30,
           "Memory for cached APSP results of stored graphs (0: no cache)");
 ABSL_FLAG(int64_t, job_ttl_seconds, 3600,
           "How long finished jobs and their inline results stay (SubmitJob may ask otherwise)");
+ABSL_FLAG(int64_t, malloc_trim_seconds, 10,
+          "How often freed heap memory goes back to the system (glibc malloc_trim); 0: never");
 ABSL_FLAG(int, max_jobs_per_tenant, 1024,
           "Jobs one tenant may have queued or running; more are RESOURCE_EXHAUSTED");
 
@@ -121,6 +124,11 @@ int main(int argc, char** argv) {
   options.default_ttl = absl::Seconds(absl::GetFlag(FLAGS_default_ttl_seconds));
 
   options.graph_data_dir = absl::GetFlag(FLAGS_data_dir);
+  if (absl::GetFlag(FLAGS_malloc_trim_seconds) < 0) {
+    std::cerr << "gcompute-server: --malloc-trim-seconds must be >= 0, got "
+              << absl::GetFlag(FLAGS_malloc_trim_seconds) << std::endl;
+    return 2;
+  }
   auto fsync_policy = gcompute::server::parse_fsync_policy(absl::GetFlag(FLAGS_fsync));
   if (!fsync_policy.ok()) {
     std::cerr << "gcompute-server: " << fsync_policy.status().message() << std::endl;
@@ -171,6 +179,9 @@ int main(int argc, char** argv) {
     device_failed.store(true);
     kill(getpid(), SIGTERM);
   });
+
+  const gcompute::server::MemoryTrimmer trimmer(
+      absl::Seconds(absl::GetFlag(FLAGS_malloc_trim_seconds)));
 
   int sig = 0;
   sigwait(&stop_signals, &sig);
