@@ -28,9 +28,6 @@ ABSL_FLAG(uint64_t, max_message_bytes, 256ull << 20,
           "Largest gRPC message accepted or sent (1 MiB .. 2147483647)");
 ABSL_FLAG(uint64_t, max_matrix_elements, 1ull << 31, "Largest matrix (all batches), in elements");
 ABSL_FLAG(int, queue_depth, 64, "Requests that may wait for a worker; more are RESOURCE_EXHAUSTED");
-ABSL_FLAG(int, worker_nice, 5,
-          "Added to the compute workers' nice value (0-19), so that health checks and request "
-          "handling stay responsive while every worker computes; 0: no change");
 ABSL_FLAG(int, workers, 2, "CPU backend: requests executed at once");
 ABSL_FLAG(int, lanes_per_device, 4, "CUDA backend: concurrent requests per GPU");
 ABSL_FLAG(uint64_t, pinned_pool_bytes, 1ull << 30, "CUDA backend: pinned host staging memory");
@@ -116,7 +113,6 @@ int main(int argc, char** argv) {
   options.limits.max_request_time = absl::Seconds(absl::GetFlag(FLAGS_max_request_seconds));
   options.limits.upload_idle_time = absl::Seconds(absl::GetFlag(FLAGS_upload_idle_seconds));
   options.queue_depth = absl::GetFlag(FLAGS_queue_depth);
-  options.worker_nice = absl::GetFlag(FLAGS_worker_nice);
   options.workers = absl::GetFlag(FLAGS_workers);
   options.lanes_per_device = absl::GetFlag(FLAGS_lanes_per_device);
   options.pinned_pool_bytes = absl::GetFlag(FLAGS_pinned_pool_bytes);

@@ -55,10 +55,6 @@ absl::StatusOr<std::unique_ptr<Server>> Server::create(const ServerOptions& opti
   if (options.limits.upload_idle_time <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("--upload-idle-seconds must be > 0");
   }
-  if (options.worker_nice < 0 || options.worker_nice > 19) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--worker-nice must be in [0, 19], got ", options.worker_nice));
-  }
   if (options.queue_depth < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("--queue-depth must be >= 1, got ", options.queue_depth));
@@ -165,7 +161,6 @@ absl::StatusOr<std::unique_ptr<Server>> Server::create(const ServerOptions& opti
 
   EngineOptions eo;
   eo.queue_depth = options.queue_depth;
-  eo.worker_nice = options.worker_nice;
   Metrics* metrics = s->metrics_.get();
   eo.on_load_change = [metrics](int queued, int running) { metrics->set_load(queued, running); };
   s->engine_ = std::make_unique<Engine>(std::move(choice->backend), eo);

@@ -30,8 +30,6 @@ struct ServerOptions {
   std::string device = "auto";                    ///< auto | cpu | cuda
   Limits limits;
   int queue_depth = 64;
-  /// EngineOptions::worker_nice (--worker-nice).
-  int worker_nice = 5;
   int workers = 0;                               ///< CPU backend jobs at once; 0 = 2
   int lanes_per_device = 4;                      ///< CUDA backend
   std::uint64_t pinned_pool_bytes = 1ull << 30;  ///< CUDA backend

@@ -1,11 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "engine/engine.hpp"
 
-#include <sys/resource.h>
-#include <unistd.h>
-
-#include <cerrno>
-
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 
@@ -91,13 +86,6 @@ void Engine::report_load_locked() {
 }
 
 void Engine::worker_loop() {
-  if (options_.worker_nice > 0) {
-    // A failure (e.g. a seccomp profile without setpriority) leaves the priority as it was.
-    const auto self = static_cast<id_t>(gettid());
-    errno = 0;
-    const int current = getpriority(PRIO_PROCESS, self);
-    if (errno == 0) setpriority(PRIO_PROCESS, self, current + options_.worker_nice);
-  }
   for (;;) {
     Item item;
     {

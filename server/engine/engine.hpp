@@ -25,10 +25,6 @@ namespace gcompute::server {
 struct EngineOptions {
   /// Tasks waiting beyond those running; past it submit() is RESOURCE_EXHAUSTED.
   int queue_depth = 64;
-  /// Added to the workers' nice value (Linux: per thread; the threads a task starts inherit
-  /// it), so that the gRPC threads (health checks, request parsing, metrics) win the CPU from
-  /// the compute they feed. 0 leaves the workers at the process's priority.
-  int worker_nice = 0;
   /// Called with (queued, running) whenever either changes (for gauges).
   std::function<void(int queued, int running)> on_load_change;
   /// Called with the method and the seconds a task waited before it started.

@@ -2,11 +2,8 @@
 // The engine's queue on the CPU backend: bounded depth, deadlines, cancellation while queued,
 // draining, and work spread over workers.
 #include <gtest/gtest.h>
-#include <sys/resource.h>
-#include <unistd.h>
 
 #include <atomic>
-#include <cerrno>
 #include <chrono>
 #include <thread>
 
@@ -140,31 +137,6 @@ TEST(Engine, DrainingRefusesNewWorkButFinishesQueued) {
   engine.drain();
   EXPECT_EQ(ran.load(), 6);
   EXPECT_EQ(engine.submit("t", job(), [](absl::Status) {}).code(), absl::StatusCode::kUnavailable);
-}
-
-TEST(Engine, WorkersRunAtTheirNiceAndWhatTheyStartInheritsIt) {
-  errno = 0;
-  const int base = getpriority(PRIO_PROCESS, static_cast<id_t>(gettid()));
-  ASSERT_EQ(errno, 0);
-  if (base > 19 - 5) GTEST_SKIP() << "this process already runs at nice " << base;
-  Engine engine(std::make_unique<CpuBackend>(1), EngineOptions{.queue_depth = 4, .worker_nice = 5});
-  std::atomic<int> worker{-100}, started{-100};
-  absl::Notification done;
-  ASSERT_TRUE(engine
-                  .submit("t", job(),
-                          [&](absl::Status) {
-                            worker = getpriority(PRIO_PROCESS, static_cast<id_t>(gettid()));
-                            std::thread([&] {
-                              started = getpriority(PRIO_PROCESS, static_cast<id_t>(gettid()));
-                            }).join();
-                            done.Notify();
-                          })
-                  .ok());
-  ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(10)));
-  EXPECT_EQ(worker.load(), base + 5);
-  EXPECT_EQ(started.load(), base + 5);
-  // The submitting thread keeps its own.
-  EXPECT_EQ(getpriority(PRIO_PROCESS, static_cast<id_t>(gettid())), base);
 }
 
 TEST(Engine, WorkersRunTasksConcurrently) {
