@@ -16,8 +16,8 @@
 #include <thread>
 #include <vector>
 
-#include "gcompute/kernels/cpu/background_calls.hpp"
 #include "gcompute/kernels/cpu/eigh.hpp"
+#include "kernels/cpu/lapack_cancel.hpp"
 #include "support/oracle.hpp"
 #include "support/random.hpp"
 
@@ -338,29 +338,15 @@ TEST(CpuEighCancel, ALargeLapackCallAnswersACancelAtOnce) {
   GC_SEEDED_RNG(rng);
   const std::int64_t n = 1800;  // about a second or more on two cores
   const auto a = random_symmetric(rng, n);
-  while (cpu::lapack_calls_in_background() > 0) {  // an earlier test's, when run in one process
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  std::atomic<bool> flag{false};
-  std::chrono::steady_clock::time_point raised;
-  std::thread canceller([&] {  // once the LAPACK call has started (input copies come first)
-    for (int i = 0; i < 20000 && cpu::lapack_calls_in_background() == 0; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    raised = std::chrono::steady_clock::now();
-    flag = true;
-  });
-  const Result r = run(a, make_shape(DType::kF64, n), StopToken(&flag));
-  const auto returned = std::chrono::steady_clock::now();
-  canceller.join();
+  Result r;
+  const auto late = ::gcompute::testing::cancel_during_lapack(
+      [&](StopToken stop) { r = run(a, make_shape(DType::kF64, n), stop); });
   ASSERT_EQ(r.status.code(), absl::StatusCode::kCancelled) << r.status;
   EXPECT_NE(r.status.message().find("finishes in the background"), absl::string_view::npos)
       << r.status;
   // The uninterrupted call would take another second or more; the bound leaves room for a
   // loaded machine (CI runs two tests at once, sanitizers included).
-  EXPECT_LT(returned - raised, std::chrono::milliseconds(750))
-      << std::chrono::duration<double, std::milli>(returned - raised).count() << " ms";
+  EXPECT_LT(late.count(), 750.0) << late.count() << " ms";
 }
 
 }  // namespace

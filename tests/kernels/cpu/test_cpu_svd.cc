@@ -16,7 +16,7 @@
 #include <tuple>
 #include <vector>
 
-#include "gcompute/kernels/cpu/background_calls.hpp"
+#include "kernels/cpu/lapack_cancel.hpp"
 #include "kernels/cpu/svd_check.hpp"
 
 namespace gcompute::kernels::svd_test {
@@ -239,29 +239,15 @@ TEST(CpuSvdCancel, ALargeLapackCallAnswersACancelAtOnce) {
   const Case gesdd{DType::kF64, SvdMethod::kAuto};
   const std::int64_t n = 1500;  // ?gesdd: about 2 s on two cores
   const auto a = ::gcompute::testing::random_uniform<double>(rng, n * n);
-  while (cpu::lapack_calls_in_background() > 0) {  // an earlier test's, when run in one process
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  std::atomic<bool> flag{false};
-  std::chrono::steady_clock::time_point raised;
-  std::thread canceller([&] {  // once the LAPACK call has started (input copies come first)
-    for (int i = 0; i < 20000 && cpu::lapack_calls_in_background() == 0; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    raised = std::chrono::steady_clock::now();
-    flag = true;
-  });
-  const Result r = run(a, make_shape(gesdd, n, n), StopToken(&flag));
-  const auto returned = std::chrono::steady_clock::now();
-  canceller.join();
+  Result r;
+  const auto late = ::gcompute::testing::cancel_during_lapack(
+      [&](StopToken stop) { r = run(a, make_shape(gesdd, n, n), stop); });
   ASSERT_EQ(r.status.code(), absl::StatusCode::kCancelled) << r.status;
   EXPECT_NE(r.status.message().find("finishes in the background"), absl::string_view::npos)
       << r.status;
   // The uninterrupted call would take another second or more; the bound leaves room for a
   // loaded machine (CI runs two tests at once, sanitizers included).
-  EXPECT_LT(returned - raised, std::chrono::milliseconds(750))
-      << std::chrono::duration<double, std::milli>(returned - raised).count() << " ms";
+  EXPECT_LT(late.count(), 750.0) << late.count() << " ms";
   // The next call still gets right answers (it may wait for the abandoned one's core).
   const auto small = ::gcompute::testing::random_uniform<double>(rng, 300 * 200);
   const Result ok = run(small, make_shape(gesdd, 300, 200));
