@@ -3,7 +3,10 @@
 // channel, loop over a weighted random mix of operations against a running gcompute-server for
 // a fixed time: small inline operations, stored-matrix and graph lifecycles, jobs (watched,
 // and cancelled), and bad requests that must fail with one particular status code. A health
-// thread calls grpc.health.v1.Health/Check every 100 ms; a sampler reads the server's RSS and
+// probe calls grpc.health.v1.Health/Check every 100 ms from a child process of its own, at the
+// default priority while this process (its load threads and all of its gRPC threads) runs at
+// nice 10: on a machine shared with the server, the load yields the CPU as it would if it came
+// from other machines, and the probe measures the server. A sampler reads the server's RSS and
 // open file descriptors from /proc. Prints per-operation throughput, latency and status codes,
 // writes everything as JSON, and exits 1 when any call ends with a code outside its operation's
 // expected set, when the server's RSS grows by 5 % or more from the run's second tenth (its
@@ -14,12 +17,14 @@
 //                 [--max-health-p99-ms 50] [--ops NAME,...]
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
+#include <poll.h>
 #include <sys/resource.h>
-#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -39,6 +44,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "gcompute/v1/service.grpc.pb.h"
@@ -252,6 +258,113 @@ grpc::Status raw_unary(grpc::GenericStub& stub, const std::string& method,
   }
   return status;
 }
+
+// ---- The health probe ---------------------------------------------------------------------
+
+/// grpc.health.v1.Health/Check every 100 ms from a forked child. Fork before this process
+/// starts gRPC (a forked gRPC is unusable), then lower this process's priority: threads
+/// created afterwards inherit it, the child keeps the default one.
+class HealthProbe {
+ public:
+  struct Sample {
+    double ms;
+    std::int32_t code;
+    std::int32_t serving;  // the reply was HealthCheckResponse{status: SERVING}
+  };
+
+  /// Starts the child; nullopt (with a message) when a pipe or the fork fails.
+  static std::optional<HealthProbe> start(const std::string& server) {
+    int stop[2], results[2];
+    if (::pipe(stop) != 0 || ::pipe(results) != 0) {
+      std::perror("pipe");
+      return std::nullopt;
+    }
+    const pid_t pid = ::fork();
+    if (pid < 0) {
+      std::perror("fork");
+      return std::nullopt;
+    }
+    if (pid == 0) {
+      ::close(stop[1]);
+      ::close(results[0]);
+      probe_until_stopped(server, stop[0], results[1]);
+      ::_exit(0);
+    }
+    ::close(stop[0]);
+    ::close(results[1]);
+    return HealthProbe(pid, stop[1], results[0]);
+  }
+
+  HealthProbe(HealthProbe&& other) noexcept
+      : pid_(std::exchange(other.pid_, -1)),
+        stop_fd_(std::exchange(other.stop_fd_, -1)),
+        results_fd_(std::exchange(other.results_fd_, -1)) {}
+  HealthProbe& operator=(HealthProbe&&) = delete;
+  ~HealthProbe() { (void)finish(); }
+
+  /// Reads the child's samples as they come (the pipe must not fill up in a long run).
+  void collect_in_background() {
+    reader_ = std::thread([this] {
+      Sample s;
+      while (read_full(results_fd_, &s, sizeof s)) samples_.push_back(s);
+    });
+  }
+
+  /// Stops the child after its current probe and returns every sample it took.
+  std::vector<Sample> finish() {
+    if (stop_fd_ >= 0) ::close(std::exchange(stop_fd_, -1));  // the child sees end-of-file
+    if (reader_.joinable()) reader_.join();
+    if (results_fd_ >= 0) ::close(std::exchange(results_fd_, -1));
+    if (pid_ > 0) ::waitpid(std::exchange(pid_, -1), nullptr, 0);
+    return std::move(samples_);
+  }
+
+ private:
+  HealthProbe(pid_t pid, int stop_fd, int results_fd)
+      : pid_(pid), stop_fd_(stop_fd), results_fd_(results_fd) {}
+
+  static bool read_full(int fd, void* data, std::size_t size) {
+    auto* p = static_cast<char*>(data);
+    while (size > 0) {
+      const ssize_t n = ::read(fd, p, size);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      p += n;
+      size -= static_cast<std::size_t>(n);
+    }
+    return true;
+  }
+
+  static void probe_until_stopped(const std::string& server, int stop_fd, int results_fd) {
+    auto channel = grpc::CreateChannel(server, grpc::InsecureChannelCredentials());
+    grpc::GenericStub stub(channel);
+    auto next = Clock::now();
+    for (;;) {
+      const auto t0 = Clock::now();
+      std::string reply;
+      const grpc::Status status = raw_unary(stub, "/grpc.health.v1.Health/Check", "", 5, &reply);
+      // HealthCheckResponse { status = 1 (SERVING) }: bytes 08 01.
+      const Sample sample{std::chrono::duration<double, std::milli>(Clock::now() - t0).count(),
+                          status.error_code(), reply == std::string("\x08\x01", 2)};
+      // Smaller than PIPE_BUF: written whole.
+      if (::write(results_fd, &sample, sizeof sample) != sizeof sample) return;
+      next += std::chrono::milliseconds(100);
+      const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next - Clock::now());
+      pollfd stop{stop_fd, POLLIN, 0};
+      int ready;
+      do {
+        ready = ::poll(&stop, 1, static_cast<int>(std::max<std::int64_t>(0, wait.count())));
+      } while (ready < 0 && errno == EINTR);
+      if (ready != 0) return;  // end-of-file: the parent is done (or gone)
+    }
+  }
+
+  pid_t pid_;
+  int stop_fd_;
+  int results_fd_;
+  std::thread reader_;
+  std::vector<Sample> samples_;
+};
 
 // ---- The operation mix --------------------------------------------------------------------
 
@@ -854,6 +967,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "cannot read /proc/%ld/status\n", opt.server_pid);
     return 2;
   }
+  std::optional<HealthProbe> health = HealthProbe::start(opt.server);
+  if (!health) return 2;
+  // This thread's nice value (Linux: per thread), inherited by every thread it starts from
+  // here on, gRPC's included.
+  (void)::setpriority(PRIO_PROCESS, 0, 10);
+  health->collect_in_background();
 
   // The server's limits, for the over-limit request.
   Limits limits;
@@ -920,36 +1039,12 @@ int main(int argc, char** argv) {
     });
   }
 
-  std::vector<double> health_ms;
-  std::map<int, std::uint64_t> health_codes;
-  std::uint64_t health_not_serving = 0;
-  std::thread health([&] {
-    auto channel = grpc::CreateChannel(opt.server, grpc::InsecureChannelCredentials());
-    grpc::GenericStub stub(channel);
-    auto next = Clock::now();
-    while (!stop.load()) {
-      const auto t0 = Clock::now();
-      std::string reply;
-      const grpc::Status s = raw_unary(stub, "/grpc.health.v1.Health/Check", "", 5, &reply);
-      health_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
-      ++health_codes[s.error_code()];
-      // HealthCheckResponse { status = 1 (SERVING) }: bytes 08 01.
-      if (s.ok() && reply != std::string("\x08\x01", 2)) ++health_not_serving;
-      next += std::chrono::milliseconds(100);
-      std::unique_lock lock(stop_mu);
-      stop_cv.wait_until(lock, next, [&] { return stop.load(); });
-    }
-  });
-
   Recorder recorder;
   std::vector<std::vector<OpStats>> per_client(opt.clients, std::vector<OpStats>(ops.size()));
   const auto end = start + std::chrono::duration<double>(opt.seconds);
   std::vector<std::thread> clients;
   for (int c = 0; c < opt.clients; ++c) {
     clients.emplace_back([&, c] {
-      // Load threads yield the CPU to the server and to the health probe where they share a
-      // machine (Linux: a thread's nice value is its own).
-      (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), 10);
       Client client(opt.server, opt.seed * 1000003 + static_cast<std::uint64_t>(c), c, limits);
       std::mt19937_64 rng(opt.seed * 7919 + static_cast<std::uint64_t>(c));
       std::discrete_distribution<int> choose(weights.begin(), weights.end());
@@ -976,7 +1071,14 @@ int main(int argc, char** argv) {
     stop = true;
   }
   stop_cv.notify_all();
-  health.join();
+  std::vector<double> health_ms;
+  std::map<int, std::uint64_t> health_codes;
+  std::uint64_t health_not_serving = 0;
+  for (const HealthProbe::Sample& h : health->finish()) {
+    health_ms.push_back(h.ms);
+    ++health_codes[h.code];
+    if (h.code == 0 && !h.serving) ++health_not_serving;
+  }
   if (sampler.joinable()) sampler.join();
   if (opt.server_pid > 0) {
     // The clients' channels are gone; give the server a moment to close their connections so
