@@ -90,7 +90,8 @@ struct Client::Impl {
 
   /// As rpc(), but the request is built anew for each replica tried by `fill(stager,
   /// request)`, whose operands are placed inline or uploaded to that replica first; the
-  /// uploads are deleted when the attempt ends.
+  /// uploads leave the server's store when it reads them, or are deleted when the attempt
+  /// fails.
   template <typename Request, typename Response, typename Fill, typename Convert>
   ConvertedResult<Convert, Response> rpc_with_operands(const absl::StatusOr<Route>& route,
                                                        const CallScope& scope,
@@ -104,7 +105,7 @@ struct Client::Impl {
       Request request;
       fill(stager, request);
       if (absl::Status s = stager.place(); !s.ok()) return s;
-      return call_and_convert(attempt, method, request, convert);
+      return call_and_convert(attempt, method, request, convert, &stager);
     });
   }
 
@@ -113,10 +114,12 @@ struct Client::Impl {
   static ConvertedResult<Convert, Response> call_and_convert(const Attempt& attempt,
                                                              UnaryMethod<Request, Response> method,
                                                              const Request& request,
-                                                             Convert& convert) {
+                                                             Convert& convert,
+                                                             OperandStager* staged = nullptr) {
     absl::StatusOr<Response> response =
         unary_rpc(attempt.transfer.replica, method, request, attempt.transfer.deadline);
     if (!response.ok()) return response.status();
+    if (staged != nullptr) staged->uploads_released();
     return convert_response(convert, *response, attempt);
   }
 };

@@ -63,7 +63,11 @@ absl::Status OperandStager::place() {
       absl::StatusOr<StoredMatrix> stored = upload_in_chunks(target_, m, 0);
       if (!stored.ok()) return stored.status();
       uploaded_.push_back(stored->ref);
-      s->as_ref()->set_id(stored->ref.id);
+      pb::MatrixRef* ref = s->as_ref();
+      ref->set_id(stored->ref.id);
+      // Gone from the store (and its quota) when the server reads it, before the operation
+      // runs: a job's outputs never wait on this client's DeleteMatrix.
+      ref->set_release(true);
       inline_bytes -= m.data.size();
     } else {
       to_proto(m, s->as_matrix());

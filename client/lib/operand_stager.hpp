@@ -18,7 +18,8 @@ class OperandStager {
  public:
   OperandStager(const TransferTarget& target, uint64_t inline_limit_bytes)
       : target_(target), inline_limit_bytes_(inline_limit_bytes) {}
-  /// Deletes the matrices place() uploaded: they served this request only.
+  /// Deletes the matrices place() uploaded, unless the server read (and so released) them:
+  /// they served this request only.
   ~OperandStager();
   OperandStager(const OperandStager&) = delete;
   OperandStager& operator=(const OperandStager&) = delete;
@@ -36,6 +37,9 @@ class OperandStager {
   /// Writes every registered operand, uploading the largest host matrices first while the
   /// inline bytes exceed the limit.
   absl::Status place();
+  /// The request succeeded, so the server has read every operand: the uploads, sent with
+  /// MatrixRef.release, are gone already.
+  void uploads_released() { uploaded_.clear(); }
 
  private:
   struct Slot {

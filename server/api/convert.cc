@@ -70,7 +70,7 @@ absl::StatusOr<ops::OperandInput> decode_operand(v1::Operand& op, const std::str
       return ops::OperandInput{std::move(m)};
     }
     case v1::Operand::kRef:
-      return ops::OperandInput{ops::RefInput{op.ref().id()}};
+      return ops::OperandInput{ops::RefInput{op.ref().id(), op.ref().release()}};
     case v1::Operand::SOURCE_NOT_SET:
       break;
   }
@@ -184,7 +184,7 @@ absl::StatusOr<ops::ApspRequest> decode(v1::ApspRequest& request, const std::str
       break;
     }
     case v1::ApspRequest::kDenseRef:
-      out.graph = ops::RefInput{request.dense_ref().id()};
+      out.graph = ops::RefInput{request.dense_ref().id(), request.dense_ref().release()};
       break;
     case v1::ApspRequest::kEdges: {
       v1::EdgeList& e = *request.mutable_edges();

@@ -140,8 +140,8 @@ absl::StatusOr<ApspSource> take_apsp_source(GraphInput graph, const std::string&
     return src;
   }
   if (auto* ref = std::get_if<RefInput>(&graph)) {
-    GC_ASSIGN_OR_RETURN(
-        Matrix m, env.matrices.get(caller.tenant, ref->id, (prefix + "dense_ref.id").c_str()));
+    GC_ASSIGN_OR_RETURN(Matrix m, env.matrices.read(caller.tenant, ref->id, ref->release,
+                                                    (prefix + "dense_ref.id").c_str()));
     GC_RETURN_IF_ERROR(check_square(m.desc, prefix + "dense_ref"));
     src.dense = std::move(m);
     return src;

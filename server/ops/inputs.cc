@@ -41,13 +41,13 @@ absl::StatusOr<Matrix> take_matrix(MatrixInput input, const std::string& field,
 }
 
 absl::StatusOr<Matrix> take_operand(OperandInput input, const std::string& field,
-                                    const MatrixStore& store, const Limits& limits,
+                                    MatrixStore& store, const Limits& limits,
                                     const Caller& caller) {
   if (auto* m = std::get_if<MatrixInput>(&input)) {
     return take_matrix(std::move(*m), field + ".inline", limits);
   }
   if (auto* ref = std::get_if<RefInput>(&input)) {
-    return store.get(caller.tenant, ref->id, (field + ".ref.id").c_str());
+    return store.read(caller.tenant, ref->id, ref->release, (field + ".ref.id").c_str());
   }
   return absl::InvalidArgumentError(
       absl::StrCat(field, " is missing: set ", field, ".inline or ", field, ".ref"));

@@ -24,11 +24,10 @@ absl::StatusOr<MatrixDesc> check_desc(std::int64_t batch, std::int64_t rows, std
 absl::StatusOr<Matrix> take_matrix(MatrixInput input, const std::string& field,
                                    const Limits& limits);
 
-/// An operand, inline or from the store (the caller's matrices only). INVALID_ARGUMENT when
-/// unset.
+/// An operand, inline or from the store (the caller's matrices only; a ref marked release
+/// leaves the store as it is read). INVALID_ARGUMENT when unset.
 absl::StatusOr<Matrix> take_operand(OperandInput input, const std::string& field,
-                                    const MatrixStore& store, const Limits& limits,
-                                    const Caller& caller);
+                                    MatrixStore& store, const Limits& limits, const Caller& caller);
 
 /// FAILED_PRECONDITION naming the first non-finite element of `m` ("a has a non-finite value
 /// at row 2, column 0; this operation needs finite input"), scanned where `m` lives.

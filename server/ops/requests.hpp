@@ -30,6 +30,7 @@ struct MatrixInput {
 /// The id of a stored matrix, as received.
 struct RefInput {
   std::string id;
+  bool release = false;  ///< delete it from the store as it is read
 };
 
 /// An operand: unset, inline or stored.

@@ -186,10 +186,11 @@ class FakeCompute final : public pb::Compute::Service {
       out = o.inline_();
       return grpc::Status::OK;
     }
-    operand_kinds.push_back("ref");
+    operand_kinds.push_back(o.ref().release() ? "released ref" : "ref");
     auto it = stored.find(o.ref().id());
     if (it == stored.end()) return not_found(o.ref().id());
     out = it->second;
+    if (o.ref().release()) stored.erase(it);  // as the server does: gone as it is read
     return grpc::Status::OK;
   }
   void put_result(pb::Matrix m, pb::MatrixResult* result) {

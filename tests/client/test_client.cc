@@ -97,14 +97,16 @@ TEST_F(ClientTest, LargeOperandsAreUploadedInChunksAndStoredResultsFetched) {
   absl::StatusOr<MatrixResultWithStats> r = client.transpose(a);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(fake_.uploads, 1);
-  EXPECT_EQ(fake_.operand_kinds, std::vector<std::string>{"ref"});
+  // Marked release: the server drops it as it reads it, so no DeleteMatrix is needed.
+  EXPECT_EQ(fake_.operand_kinds, std::vector<std::string>{"released ref"});
   ASSERT_EQ(fake_.upload_chunk_sizes.size(), 7u);  // ceil(1685204 / 262144)
   EXPECT_EQ(fake_.upload_chunk_sizes[0], 262144u);
   EXPECT_EQ(fake_.upload_chunk_sizes[6], 1685204u - 6 * 262144u);
   EXPECT_EQ(fake_.downloads, 1);
-  // Both the uploaded operand and the stored result were deleted afterwards.
+  // Both the uploaded operand (released by the call) and the stored result (deleted once
+  // fetched) are gone.
   EXPECT_TRUE(fake_.stored.empty());
-  EXPECT_EQ(fake_.deletes, 2);
+  EXPECT_EQ(fake_.deletes, 1);
   EXPECT_GT(calls, 7);
   EXPECT_EQ(last_done, last_total);
   ASSERT_EQ(r->matrix.rows, 701);
@@ -123,7 +125,7 @@ TEST_F(ClientTest, OnlyTheLargestOperandsAreUploaded) {
   absl::StatusOr<MatrixResultWithStats> r = client.matmul(a, b);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(fake_.uploads, 1);
-  EXPECT_EQ(fake_.operand_kinds, (std::vector<std::string>{"ref", "inline"}));
+  EXPECT_EQ(fake_.operand_kinds, (std::vector<std::string>{"released ref", "inline"}));
   EXPECT_TRUE(fake_.stored.empty());
   double sum = 0;
   for (int k = 0; k < 150; ++k) sum += double{at(a, 7, k)} * at(b, k, 3);

@@ -63,7 +63,9 @@ class FakeCompute(service_pb2_grpc.ComputeServicer):
 
     def Transpose(self, request, context):
         self._check("Transpose", context)
-        a = self.matrices[request.a.ref.id]
+        with self.lock:
+            # As the server does: a ref marked release leaves the store as it is read.
+            a = (self.matrices.pop if request.a.ref.release else self.matrices.get)(request.a.ref.id)
         response = operations_pb2.TransposeResponse()
         response.at.stored.CopyFrom(self._store(np.ascontiguousarray(a.T)))
         return response
@@ -119,13 +121,13 @@ def test_token_reaches_the_server_on_every_kind_of_call():
     try:
         with gcompute.Client(addr, token=TOKEN, timeout=30, inline_limit_bytes=16, chunk_bytes=64) as c:
             assert c.info().version == "fake"
-            chunked_transpose(c)  # upload (client stream), transpose, download (server stream), deletes
+            chunked_transpose(c)  # upload (client stream), transpose (releasing it), download, delete
             assert c.health() == {addr: "SERVING"}
         methods = [m for m, _ in fake.seen]
         assert methods == ["GetServerInfo", "UploadMatrix", "Transpose", "DownloadMatrix",
-                           "DeleteMatrix", "DeleteMatrix", "Health/Check"]
+                           "DeleteMatrix", "Health/Check"]
         assert all(auth == f"Bearer {TOKEN}" for _, auth in fake.seen), fake.seen
-        assert not fake.matrices  # the temporary upload and the stored result were deleted
+        assert not fake.matrices  # the temporary upload was released, the stored result deleted
     finally:
         server.stop(None)
 

@@ -869,6 +869,25 @@ grpc::Status download(v1::Compute::Stub& stub, const std::string& id, std::uint6
   return reader->Finish();
 }
 
+/// Transpose of the stored rows x cols f64 matrix `id` (holding `values`), checked element by
+/// element; `release` as MatrixRef.release.
+void check_transpose_of_ref(v1::Compute::Stub& stub, const std::string& id, bool release,
+                            std::int64_t rows, std::int64_t cols,
+                            const std::vector<double>& values) {
+  v1::TransposeRequest req;
+  req.mutable_a()->mutable_ref()->set_id(id);
+  req.mutable_a()->mutable_ref()->set_release(release);
+  v1::TransposeResponse resp;
+  grpc::ClientContext ctx;
+  deadline(ctx);
+  ASSERT_TRUE(is_ok(stub.Transpose(&ctx, req, &resp)));
+  const auto at = values_of<double>(resp.at().inline_());
+  ASSERT_EQ(at.size(), values.size());
+  for (std::int64_t i = 0; i < rows; ++i) {
+    for (std::int64_t j = 0; j < cols; ++j) ASSERT_EQ(at[j * rows + i], values[i * cols + j]);
+  }
+}
+
 TEST_F(ServiceOps, UploadOutOfOrderDownloadUseByRefDelete) {
   GC_SEEDED_RNG(rng);
   const std::int64_t rows = 37, cols = 29;
@@ -892,20 +911,7 @@ TEST_F(ServiceOps, UploadOutOfOrderDownloadUseByRefDelete) {
   EXPECT_EQ(chunks, static_cast<int>((m.data().size() + 776) / 777));
   EXPECT_EQ(data, m.data());
 
-  // Transpose by ref.
-  {
-    v1::TransposeRequest req;
-    req.mutable_a()->mutable_ref()->set_id(stored.ref().id());
-    v1::TransposeResponse resp;
-    grpc::ClientContext ctx;
-    deadline(ctx);
-    ASSERT_TRUE(is_ok(stub().Transpose(&ctx, req, &resp)));
-    const auto at = values_of<double>(resp.at().inline_());
-    ASSERT_EQ(at.size(), values.size());
-    for (std::int64_t i = 0; i < rows; ++i) {
-      for (std::int64_t j = 0; j < cols; ++j) ASSERT_EQ(at[j * rows + i], values[i * cols + j]);
-    }
-  }
+  check_transpose_of_ref(stub(), stored.ref().id(), /*release=*/false, rows, cols, values);
   // MatMul with both operands by ref: A^T A.
   {
     v1::MatMulRequest req;
@@ -953,6 +959,65 @@ TEST_F(ServiceOps, UploadOutOfOrderDownloadUseByRefDelete) {
     std::string d2;
     EXPECT_TRUE(has_status(download(stub(), stored.ref().id(), 0, &h2, &d2), grpc::NOT_FOUND,
                            {stored.ref().id()}));
+  }
+}
+
+TEST_F(ServiceOps, ReleasedRefsLeaveTheStoreAsTheyAreRead) {
+  GC_SEEDED_RNG(rng);
+  const std::int64_t rows = 23, cols = 17;
+  const auto values = gcompute::testing::random_normal<double>(rng, rows * cols);
+  auto upload_one = [&](const v1::Matrix& m) {
+    v1::UploadMatrixResponse up;
+    EXPECT_TRUE(is_ok(upload(stub(), m, 500, rng, &up, 60)));
+    return up.matrix().ref().id();
+  };
+  auto gone = [&](const std::string& id) {
+    v1::StoredMatrix h;
+    std::string d;
+    return has_status(download(stub(), id, 0, &h, &d), grpc::NOT_FOUND, {id});
+  };
+  // Transpose of a released ref: the right answer, and the matrix is gone afterwards.
+  {
+    const std::string id = upload_one(make_matrix(rows, cols, values));
+    check_transpose_of_ref(stub(), id, /*release=*/true, rows, cols, values);
+    EXPECT_TRUE(gone(id));
+  }
+  // APSP weights by a released dense_ref.
+  {
+    const std::int64_t n = 9;
+    const auto w = random_digraph(rng, n, 0.4, false, false);
+    const std::string id = upload_one(make_matrix(n, n, std::vector<float>(w.begin(), w.end())));
+    v1::ApspRequest req;
+    req.mutable_dense_ref()->set_id(id);
+    req.mutable_dense_ref()->set_release(true);
+    v1::ApspResponse resp;
+    grpc::ClientContext ctx;
+    deadline(ctx);
+    ASSERT_TRUE(is_ok(stub().Apsp(&ctx, req, &resp)));
+    check_apsp(w, n, result_values<float>(resp.distances()), nullptr, 1e-5);
+    EXPECT_TRUE(gone(id));
+  }
+  // Released whether the operation succeeds or not; a request cannot read it twice.
+  {
+    const std::string id = upload_one(make_matrix(rows, cols, values));
+    v1::MatMulRequest req;
+    req.mutable_a()->mutable_ref()->set_id(id);
+    req.mutable_a()->mutable_ref()->set_release(true);
+    req.mutable_b()->mutable_ref()->set_id(id);
+    req.set_transpose_a(true);
+    v1::MatMulResponse resp;
+    grpc::ClientContext ctx;
+    deadline(ctx);
+    EXPECT_TRUE(has_status(stub().MatMul(&ctx, req, &resp), grpc::NOT_FOUND, {"b.ref.id", id}));
+    EXPECT_TRUE(gone(id));
+  }
+  // Without release the ref stays for the next call.
+  {
+    const std::string id = upload_one(make_matrix(rows, cols, values));
+    check_transpose_of_ref(stub(), id, /*release=*/false, rows, cols, values);
+    v1::StoredMatrix h;
+    std::string d;
+    EXPECT_TRUE(is_ok(download(stub(), id, 0, &h, &d)));
   }
 }
 

@@ -116,6 +116,33 @@ TEST(MatrixStoreOwners, AnotherOwnersMatrixIsNotFoundLikeAMissingOne) {
   EXPECT_TRUE(store.remove("alice", mine->id).ok());
 }
 
+TEST(MatrixStoreRelease, AReleasedReadTakesTheEntryAndItsQuotaButKeepsTheData) {
+  MatrixStore store(small_store());
+  auto kept = put(store, host_matrix(4, 4, 'k'), absl::Hours(1), "alice");
+  auto temp = put(store, host_matrix(8, 8, 't'), absl::Hours(1), "alice");
+  ASSERT_TRUE(kept.ok() && temp.ok());
+  EXPECT_EQ(store.used_bytes("alice"), 64u + 256u);
+  // Not marked release: an ordinary read.
+  ASSERT_TRUE(store.read("alice", kept->id, false, "a.ref.id").ok());
+  EXPECT_EQ(store.used_bytes("alice"), 64u + 256u);
+  // Another owner's release neither reads nor takes it.
+  EXPECT_EQ(store.read("bob", temp->id, true, "a.ref.id").status().code(),
+            absl::StatusCode::kNotFound);
+  absl::StatusOr<Matrix> taken = store.read("alice", temp->id, true, "a.ref.id");
+  ASSERT_TRUE(taken.ok()) << taken.status();
+  EXPECT_EQ(store.used_bytes("alice"), 64u);
+  EXPECT_EQ(store.used_bytes(), 64u);
+  ASSERT_NE(taken->data, nullptr);
+  EXPECT_EQ(*taken->data, std::string(256, 't'));
+  // Gone: a second read (the same ref named twice) and a delete are NOT_FOUND, naming the field.
+  const absl::Status again = store.read("alice", temp->id, true, "b.ref.id").status();
+  EXPECT_EQ(again.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(std::string(again.message()).substr(0, 12), "b.ref.id = \"");
+  EXPECT_EQ(store.remove("alice", temp->id).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(store.evict_expired(), 0u);  // its expiry entry went with it
+  EXPECT_TRUE(store.get("alice", kept->id, "a.ref.id").ok());
+}
+
 TEST(MatrixStoreOwners, IdsAreUniqueFullLengthAndRandom) {
   MatrixStore::Options o;
   o.quota_bytes = 1ull << 40;

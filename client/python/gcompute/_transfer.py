@@ -151,8 +151,9 @@ def take_stored(t: Transfer, result, what: str) -> Ref:
 
 class OperandStager:
     """Places the operands of one request on one replica: inline, or, while the inline bytes
-    exceed the limit, uploaded (largest first) and referenced. The uploads are deleted when
-    the stager is closed (they served this request only)."""
+    exceed the limit, uploaded (largest first) and referenced with MatrixRef.release, so that
+    the server drops them as it reads them. They served this request only: when the call did
+    not succeed, closing the stager deletes them."""
 
     def __init__(self, t: Transfer, inline_limit_bytes: int) -> None:
         self._t = t
@@ -183,7 +184,9 @@ class OperandStager:
             if inline_bytes > self._limit:
                 ref = upload(self._t, array, name, 0)
                 self._uploaded.append(ref.id)
-                as_ref().id = ref.id
+                field = as_ref()
+                field.id = ref.id
+                field.release = True
                 inline_bytes -= array.nbytes
             else:
                 _arrays.to_matrix(array, name, as_matrix())
@@ -196,5 +199,7 @@ class OperandStager:
     def __enter__(self) -> "OperandStager":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, exc_type, *exc) -> None:
+        if exc_type is None:  # the call succeeded: the server has read, and released, them
+            self._uploaded.clear()
         self.close()

@@ -131,6 +131,19 @@ absl::StatusOr<Matrix> MatrixStore::get(const std::string& owner, const std::str
   return e->matrix;
 }
 
+absl::StatusOr<Matrix> MatrixStore::read(const std::string& owner, const std::string& id,
+                                         bool release, const char* field) {
+  if (!release) return get(owner, id, field);
+  std::lock_guard lock(mu_);
+  const Entry* e = find_locked(owner, id);
+  if (e == nullptr) return not_found(field, id);
+  Matrix m = e->matrix;  // shares the data: nothing is freed under the lock
+  charge_locked(owner, -static_cast<std::int64_t>(m.desc.bytes()));
+  by_expiry_.erase({e->expires_at, id});
+  entries_.erase(id);
+  return m;
+}
+
 absl::StatusOr<StoredMatrixInfo> MatrixStore::info(const std::string& owner, const std::string& id,
                                                    const char* field) const {
   std::lock_guard lock(mu_);

@@ -70,6 +70,10 @@ class MatrixStore {
   /// NOT_FOUND (naming `field` and the id) when absent, expired or another owner's.
   absl::StatusOr<Matrix> get(const std::string& owner, const std::string& id,
                              const char* field) const;
+  /// get() of a ref as the request asked: with `release`, the entry also leaves the store
+  /// (and its quota) in the same step; the caller's copy keeps the data alive.
+  absl::StatusOr<Matrix> read(const std::string& owner, const std::string& id, bool release,
+                              const char* field);
   absl::StatusOr<StoredMatrixInfo> info(const std::string& owner, const std::string& id,
                                         const char* field) const;
   absl::Status remove(const std::string& owner, const std::string& id);
