@@ -39,7 +39,8 @@ RUN cmake -S /src -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release \
 FROM ${RUNTIME_IMAGE}
 COPY --from=builder /opt/gcompute /opt/gcompute
 RUN useradd --system --uid 10001 --user-group --no-create-home --home-dir /nonexistent \
-      --shell /usr/sbin/nologin gcompute
+      --shell /usr/sbin/nologin gcompute \
+ && install -d -o 10001 -g 10001 -m 0750 /var/lib/gcompute
 ENV PATH=/opt/gcompute/bin:${PATH} \
     LD_LIBRARY_PATH=/opt/gcompute/lib \
     NVIDIA_VISIBLE_DEVICES=all \
@@ -48,6 +49,8 @@ ENV PATH=/opt/gcompute/bin:${PATH} \
 USER 10001:10001
 # gRPC and Prometheus /metrics.
 EXPOSE 50051 9464
+# For --data-dir (graphs and jobs that outlive the container): a new named volume mounted
+# here starts owned by the server's user.
 # grpc.health.v1 of the whole server: NOT_SERVING while it drains, so the probe fails then.
 # When the command listens elsewhere, set GCOMPUTE_HEALTH_ADDR to the same HOST:PORT; over
 # TLS set GCOMPUTE_HEALTH_FLAGS (e.g. --tls-ca=FILE; health needs no token).

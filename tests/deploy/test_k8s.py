@@ -1,16 +1,19 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""Offline checks of deploy/k8s (kustomize base) and deploy/compose.
+"""Offline checks of deploy/k8s and deploy/k8s/stateful (kustomize bases) and deploy/compose.
 
-Renders the base with `kubectl kustomize` when kubectl is on PATH (else loads the files the
-kustomization lists) and checks, with python3-yaml, what a cluster would only reveal at run
+Renders each base with `kubectl kustomize` when kubectl is on PATH (else loads the files and
+folders the kustomizations list) and checks, with python3-yaml, what a cluster would only reveal at run
 time: the GPU request, TLS and tokens from Secrets, health probes over TLS on the gRPC port,
 metrics on loopback behind the TLS sidecar, a grace period longer than the drain, Prometheus
 annotations, a headless Service whose selector matches the pods, a ServiceMonitor
-and PodDisruptionBudget that select them, a non-root pod. The compose file gets the same kind
-of checks (GPU reservation, mounts that exist, stop grace period).
+and PodDisruptionBudget that select them, a non-root pod. The StatefulSet must have the
+Deployment's pod template plus a claim mounted at --data-dir (owned by the pod's group), and
+name the headless Service. The compose file gets the same kind of checks (GPU reservation,
+mounts that exist, stop grace period, a named volume at --data-dir).
 """
 import argparse
+import copy
 import os
 import re
 import shutil
@@ -27,11 +30,19 @@ def render(k8s_dir):
             sys.exit(f"FAIL: kubectl kustomize: {out.stderr}")
         print("rendered with kubectl kustomize")
         return list(yaml.safe_load_all(out.stdout))
+    print("kubectl not found: checked the listed resources without kustomize")
+    return listed_resources(k8s_dir)
+
+
+def listed_resources(k8s_dir):
     kust = yaml.safe_load(open(os.path.join(k8s_dir, "kustomization.yaml")))
     docs = []
     for res in kust["resources"]:
-        docs += list(yaml.safe_load_all(open(os.path.join(k8s_dir, res))))
-    print("kubectl not found: checked the listed resources without kustomize")
+        path = os.path.join(k8s_dir, res)
+        if os.path.isdir(path):
+            docs += listed_resources(path)
+        else:
+            docs += list(yaml.safe_load_all(open(path)))
     return docs
 
 
@@ -47,20 +58,22 @@ def flag(args, name):
     return None
 
 
-def check_k8s(docs):
+def check_k8s(docs, workload_kind):
     by_kind = {}
     for d in docs:
         assert d and "kind" in d and "apiVersion" in d and d.get("metadata", {}).get("name"), d
         by_kind.setdefault(d["kind"], []).append(d)
-    for kind in ("Deployment", "Service", "ServiceMonitor", "PodDisruptionBudget"):
+    for kind in (workload_kind, "Service", "ServiceMonitor", "PodDisruptionBudget"):
         assert len(by_kind.get(kind, [])) == 1, f"expected one {kind}, got {len(by_kind.get(kind, []))}"
-    dep, svc = by_kind["Deployment"][0], by_kind["Service"][0]
+    other = {"Deployment": "StatefulSet", "StatefulSet": "Deployment"}[workload_kind]
+    assert other not in by_kind, f"both a {workload_kind} and a {other}"
+    dep, svc = by_kind[workload_kind][0], by_kind["Service"][0]
     mon, pdb = by_kind["ServiceMonitor"][0], by_kind["PodDisruptionBudget"][0]
     assert dep["apiVersion"] == "apps/v1" and pdb["apiVersion"] == "policy/v1"
     assert mon["apiVersion"] == "monitoring.coreos.com/v1"
     pod = dep["spec"]["template"]
     labels = pod["metadata"]["labels"]
-    assert matches(dep["spec"]["selector"]["matchLabels"], labels), "Deployment selector misses its pods"
+    assert matches(dep["spec"]["selector"]["matchLabels"], labels), f"{workload_kind} selector misses its pods"
     spec = pod["spec"]
     containers = {c["name"]: c for c in spec["containers"]}
     assert set(containers) == {"gcompute", "metrics-proxy"}, set(containers)
@@ -116,7 +129,33 @@ def check_k8s(docs):
     # PDB selects the pods and allows progress.
     assert matches(pdb["spec"]["selector"]["matchLabels"], labels)
     assert "maxUnavailable" in pdb["spec"] or "minAvailable" in pdb["spec"]
-    print(f"k8s: {len(docs)} objects OK (drain {drain} s, grace {grace} s)")
+    print(f"k8s {workload_kind}: {len(docs)} objects OK (drain {drain} s, grace {grace} s)")
+    return dep, svc
+
+
+def check_stateful(stateful, deployment, svc):
+    """The StatefulSet is the Deployment's pod template plus persistent --data-dir."""
+    spec = stateful["spec"]
+    assert spec["serviceName"] == svc["metadata"]["name"], "serviceName must be the headless Service"
+    (claim,) = spec["volumeClaimTemplates"]
+    assert claim["spec"]["accessModes"] == ["ReadWriteOnce"]
+    assert claim["spec"]["resources"]["requests"]["storage"]
+    pod = copy.deepcopy(spec["template"])
+    c = next(c for c in pod["spec"]["containers"] if c["name"] == "gcompute")
+    data_dir = flag(c["args"], "data-dir")
+    mount = next((m for m in c["volumeMounts"] if m["name"] == claim["metadata"]["name"]), None)
+    assert mount and mount["mountPath"] == data_dir and not mount.get("readOnly"), \
+        f"--data-dir {data_dir} must be the claim's mount, writable: {mount}"
+    run_as = pod["spec"]["securityContext"]
+    assert run_as["fsGroup"] == run_as["runAsGroup"], "the claim must be writable by the server"
+    # Without those additions, the pod templates are the same.
+    c["args"].remove(f"--data-dir={data_dir}")
+    c["volumeMounts"].remove(mount)
+    for key in ("fsGroup", "fsGroupChangePolicy"):
+        run_as.pop(key, None)
+    assert pod == deployment["spec"]["template"], "the StatefulSet's pod template drifted from the Deployment's"
+    assert deployment["spec"]["replicas"] == spec["replicas"]
+    print(f"k8s StatefulSet: the Deployment's pods plus a claim at {data_dir}")
 
 
 def check_compose(path):
@@ -139,6 +178,11 @@ def check_compose(path):
         assert value and value.startswith("/run/secrets/") and value.rsplit("/", 1)[1] in g["secrets"], name
     assert flag(g["command"], "metrics-listen").startswith("127.0.0.1:")
     assert svc["prometheus"]["network_mode"] == "service:gcompute"
+    # Graphs and jobs on a named volume at --data-dir.
+    data_dir = flag(g["command"], "data-dir")
+    assert data_dir, "gcompute runs without --data-dir: a restart loses every graph"
+    assert any(v.split(":")[0] in d.get("volumes", {}) and v.split(":")[1] == data_dir
+               for v in g.get("volumes", [])), f"no named volume at --data-dir {data_dir}"
     for name in ("prometheus", "grafana"):
         for v in svc[name].get("volumes", []):
             src = v.split(":")[0]
@@ -151,7 +195,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--source", required=True)
     a = ap.parse_args()
-    check_k8s(render(os.path.join(a.source, "deploy", "k8s")))
+    k8s = os.path.join(a.source, "deploy", "k8s")
+    deployment, _ = check_k8s(render(k8s), "Deployment")
+    stateful, svc = check_k8s(render(os.path.join(k8s, "stateful")), "StatefulSet")
+    check_stateful(stateful, deployment, svc)
     check_compose(os.path.join(a.source, "deploy", "compose", "docker-compose.yml"))
     print("PASS")
 
