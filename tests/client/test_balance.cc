@@ -222,7 +222,9 @@ TEST_F(ReplicaTest, AutomaticUploadsAndTheCallShareOneReplica) {
   }
   for (auto& f : fakes_) {
     EXPECT_EQ(f.uploads, f.transposes);
-    EXPECT_EQ(f.deletes, f.uploads);  // the temporary uploads are removed where they live
+    // The temporary uploads are released by the call, on the replica where they live.
+    EXPECT_EQ(f.deletes, 0);
+    EXPECT_TRUE(f.stored.empty());
     EXPECT_EQ(f.transposes, 2);
   }
 }

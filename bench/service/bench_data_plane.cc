@@ -1,0 +1,427 @@
+// SPDX-License-Identifier: Apache-2.0
+// The data plane against raw gRPC on the same machine, in one run (issue: per-call cost near
+// raw gRPC, transfers at the wire's speed). Two in-process servers on 127.0.0.1: gcompute (CPU
+// or CUDA backend) and a raw callback server of three generic methods that do nothing but
+// move bytes (Echo: unary; Sink: client stream; Source: server stream). One client process
+// measures, interleaved so that both see the same machine:
+//   - per call, in blocks of 100: Echo (empty), GetServerInfo, Transpose of a stored 64 x 64
+//     f32 (answered inline): p50 and p99;
+//   - bulk, for each size: Sink vs UploadMatrix and Source vs DownloadMatrix of the same
+//     bytes in the same chunks (4 MiB): median GB/s over the repetitions after a warm-up.
+// Raw messages are made by one copy of the chunk into the message, as any client building
+// its own message would; received raw chunks are copied into one buffer, as a download must.
+// Prints a table last; writes CSV to the path given.
+//
+//   bench_data_plane [--device cpu|cuda] [--sizes-mib 16,64,256] [--reps 5] [--calls 2000]
+//                    [--csv FILE]
+#include <grpcpp/generic/async_generic_service.h>
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gcompute/client/client.hpp"
+#include "server.hpp"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr std::uint64_t kMiB = 1ull << 20;
+constexpr std::uint64_t kChunk = 4 * kMiB;
+
+// ---- The raw server ---------------------------------------------------------------------
+
+/// One call of any of the three methods; lives until OnDone.
+class RawReactor final : public grpc::ServerGenericBidiReactor {
+ public:
+  RawReactor(const std::string& method, const std::string& payload)
+      : method_(method), payload_(payload) {
+    StartRead(&in_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (method_ == "/bench.Raw/Echo") {
+      if (ok) {
+        StartWriteAndFinish(&in_, {}, grpc::Status::OK);
+      } else {
+        Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "no request"));
+      }
+    } else if (method_ == "/bench.Raw/Sink") {
+      if (ok) {
+        received_ += in_.Length();
+        in_.Clear();
+        StartRead(&in_);
+        return;
+      }
+      grpc::Slice count(&received_, sizeof received_);
+      reply_ = grpc::ByteBuffer(&count, 1);
+      StartWriteAndFinish(&reply_, {}, grpc::Status::OK);
+    } else if (method_ == "/bench.Raw/Source") {
+      if (!ok || started_) return;  // the client's half-close after its one request
+      started_ = true;
+      std::vector<grpc::Slice> slices;
+      (void)in_.Dump(&slices);
+      std::string request;
+      for (const grpc::Slice& s : slices)
+        request.append(reinterpret_cast<const char*>(s.begin()), s.size());
+      if (request.size() != sizeof total_) {
+        Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "want an 8-byte size"));
+        return;
+      }
+      std::memcpy(&total_, request.data(), sizeof total_);
+      StartRead(&in_);  // sees the half-close
+      write_next();
+    } else {
+      Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED, method_));
+    }
+  }
+
+  void OnWriteDone(bool ok) override {
+    if (method_ != "/bench.Raw/Source") return;
+    if (!ok) {
+      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "write failed"));
+      return;
+    }
+    write_next();
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  void write_next() {
+    if (sent_ >= total_) {
+      Finish(grpc::Status::OK);
+      return;
+    }
+    const std::uint64_t n = std::min<std::uint64_t>(kChunk, total_ - sent_);
+    // The payload is made once; a server must still hand gRPC one buffer per message.
+    grpc::Slice slice(payload_.data(), n, grpc::Slice::STATIC_SLICE);
+    out_ = grpc::ByteBuffer(&slice, 1);
+    sent_ += n;
+    StartWrite(&out_);
+  }
+
+  std::string method_;
+  const std::string& payload_;
+  grpc::ByteBuffer in_, out_, reply_;
+  std::uint64_t received_ = 0, total_ = 0, sent_ = 0;
+  bool started_ = false;
+};
+
+class RawService final : public grpc::CallbackGenericService {
+ public:
+  RawService() : payload_(kChunk, '\x5a') {}
+  grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext* ctx) override {
+    return new RawReactor(ctx->method(), payload_);
+  }
+
+ private:
+  std::string payload_;
+};
+
+// ---- The raw client ---------------------------------------------------------------------
+
+class RawClient {
+ public:
+  explicit RawClient(const std::string& target) {
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(-1);
+    args.SetMaxSendMessageSize(-1);
+    stub_ = std::make_unique<grpc::GenericStub>(
+        grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args));
+  }
+
+  bool echo() {
+    grpc::ClientContext ctx;
+    grpc::Slice empty;
+    const grpc::ByteBuffer request(&empty, 1);
+    grpc::ByteBuffer reply;
+    grpc::CompletionQueue cq;
+    auto call = stub_->PrepareUnaryCall(&ctx, "/bench.Raw/Echo", request, &cq);
+    call->StartCall();
+    grpc::Status status;
+    call->Finish(&reply, &status, tag(1));
+    return wait(cq) && status.ok();
+  }
+
+  /// Streams `data` in kChunk messages, each copied into its message.
+  bool sink(const std::string& data) {
+    grpc::ClientContext ctx;
+    grpc::CompletionQueue cq;
+    auto call = stub_->PrepareCall(&ctx, "/bench.Raw/Sink", &cq);
+    call->StartCall(tag(1));
+    if (!wait(cq)) return false;
+    for (std::uint64_t off = 0; off < data.size(); off += kChunk) {
+      grpc::Slice slice(data.data() + off, std::min<std::uint64_t>(kChunk, data.size() - off));
+      grpc::ByteBuffer message(&slice, 1);
+      call->Write(message, tag(2));
+      if (!wait(cq)) return false;
+    }
+    call->WritesDone(tag(3));
+    if (!wait(cq)) return false;
+    grpc::ByteBuffer reply;
+    call->Read(&reply, tag(4));
+    (void)wait(cq);
+    grpc::Status status;
+    call->Finish(&status, tag(5));
+    return wait(cq) && status.ok() && reply.Length() == sizeof(std::uint64_t);
+  }
+
+  /// Receives `bytes` in kChunk messages into `out` (copied, as a download assembles them).
+  bool source(std::uint64_t bytes, std::string& out) {
+    out.resize(bytes);
+    grpc::ClientContext ctx;
+    grpc::CompletionQueue cq;
+    auto call = stub_->PrepareCall(&ctx, "/bench.Raw/Source", &cq);
+    call->StartCall(tag(1));
+    if (!wait(cq)) return false;
+    grpc::Slice size(&bytes, sizeof bytes);
+    const grpc::ByteBuffer request(&size, 1);
+    call->Write(request, tag(2));
+    if (!wait(cq)) return false;
+    call->WritesDone(tag(3));
+    if (!wait(cq)) return false;
+    std::uint64_t got = 0;
+    for (;;) {
+      grpc::ByteBuffer message;
+      call->Read(&message, tag(4));
+      if (!wait(cq)) break;
+      std::vector<grpc::Slice> slices;
+      (void)message.Dump(&slices);
+      for (const grpc::Slice& s : slices) {
+        if (got + s.size() > bytes) return false;
+        std::memcpy(out.data() + got, s.begin(), s.size());
+        got += s.size();
+      }
+    }
+    grpc::Status status;
+    call->Finish(&status, tag(5));
+    return wait(cq) && status.ok() && got == bytes;
+  }
+
+ private:
+  static void* tag(std::intptr_t i) { return reinterpret_cast<void*>(i); }
+  static bool wait(grpc::CompletionQueue& cq) {
+    void* t = nullptr;
+    bool ok = false;
+    return cq.Next(&t, &ok) && ok;
+  }
+  std::unique_ptr<grpc::GenericStub> stub_;
+};
+
+// ---- Measurement ------------------------------------------------------------------------
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<std::size_t>(p * static_cast<double>(v.size())))];
+}
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+[[noreturn]] void fail(const std::string& what) {
+  std::fprintf(stderr, "bench_data_plane: %s\n", what.c_str());
+  std::exit(1);
+}
+
+template <typename T>
+T ok_or_fail(absl::StatusOr<T> v, const char* what) {
+  if (!v.ok()) fail(std::string(what) + ": " + std::string(v.status().message()));
+  return *std::move(v);
+}
+
+struct Options {
+  std::string device = "cpu";
+  std::vector<std::uint64_t> sizes_mib = {16, 64, 256};
+  int reps = 5;
+  int calls = 2000;
+  std::string csv;
+};
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) fail(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--device") {
+      o.device = value();
+    } else if (a == "--sizes-mib") {
+      o.sizes_mib.clear();
+      std::stringstream list(value());
+      for (std::string s; std::getline(list, s, ',');) o.sizes_mib.push_back(std::stoull(s));
+    } else if (a == "--reps") {
+      o.reps = std::max(2, std::atoi(value().c_str()));
+    } else if (a == "--calls") {
+      o.calls = std::max(100, std::atoi(value().c_str()));
+    } else if (a == "--csv") {
+      o.csv = value();
+    } else {
+      fail("unknown argument " + a +
+           " (--device cpu|cuda --sizes-mib 16,64,256 --reps 5 --calls 2000 --csv FILE)");
+    }
+  }
+  return o;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options opt = parse(argc, argv);
+  const std::uint64_t largest = *std::max_element(opt.sizes_mib.begin(), opt.sizes_mib.end());
+
+  RawService raw_service;
+  grpc::ServerBuilder builder;
+  int raw_port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &raw_port);
+  builder.RegisterCallbackGenericService(&raw_service);
+  builder.SetMaxReceiveMessageSize(-1);
+  builder.SetMaxSendMessageSize(-1);
+  std::unique_ptr<grpc::Server> raw_server = builder.BuildAndStart();
+  if (!raw_server) fail("the raw server did not start");
+  RawClient raw("127.0.0.1:" + std::to_string(raw_port));
+
+  gcompute::server::ServerOptions so;
+  so.listen = "127.0.0.1:0";
+  so.metrics_listen = "";
+  so.device = opt.device;
+  so.stored_matrix_quota_bytes = 2 * largest * kMiB + 64 * kMiB;
+  auto server = gcompute::server::Server::create(so);
+  if (!server.ok()) fail(std::string(server.status().message()));
+  gcompute::client::ClientOptions co;
+  co.target = "127.0.0.1:" + std::to_string((*server)->port());
+  co.chunk_bytes = kChunk;
+  gcompute::client::Client client(co);
+
+  // ---- Per call.
+  gcompute::client::HostMatrix small;
+  small.rows = small.cols = 64;
+  small.dtype = gcompute::client::DType::kF32;
+  small.data.assign(small.expected_bytes(), '\x01');
+  const gcompute::client::MatrixRef small_ref =
+      ok_or_fail(client.upload_matrix(small), "upload 64 x 64").ref;
+  std::vector<double> echo_us, info_us, transpose_us;
+  auto timed = [](std::vector<double>& into, auto&& call) {
+    const auto t0 = Clock::now();
+    call();
+    into.push_back(seconds_since(t0) * 1e6);
+  };
+  for (int warm = 0; warm < 100; ++warm) {
+    if (!raw.echo()) fail("echo");
+    (void)ok_or_fail(client.server_info(), "GetServerInfo");
+    (void)ok_or_fail(client.transpose(small_ref), "Transpose");
+  }
+  constexpr int kBlock = 100;
+  for (int done = 0; done < opt.calls; done += kBlock) {
+    for (int i = 0; i < kBlock; ++i) {
+      timed(echo_us, [&] {
+        if (!raw.echo()) fail("echo");
+      });
+    }
+    for (int i = 0; i < kBlock; ++i) {
+      timed(info_us, [&] { (void)ok_or_fail(client.server_info(), "GetServerInfo"); });
+    }
+    for (int i = 0; i < kBlock; ++i) {
+      timed(transpose_us, [&] { (void)ok_or_fail(client.transpose(small_ref), "Transpose"); });
+    }
+  }
+
+  // ---- Bulk.
+  struct Bulk {
+    std::uint64_t mib;
+    std::vector<double> sink_s, upload_s, source_s, download_s;
+  };
+  std::vector<Bulk> bulk;
+  std::string received;
+  for (const std::uint64_t mib : opt.sizes_mib) {
+    Bulk b{mib, {}, {}, {}, {}};
+    gcompute::client::HostMatrix m;
+    m.rows = static_cast<std::int64_t>(mib * kMiB / 8 / 1024);
+    m.cols = 1024;
+    m.dtype = gcompute::client::DType::kF64;
+    m.data.assign(m.expected_bytes(), '\x5a');
+    for (int rep = 0; rep <= opt.reps; ++rep) {  // rep 0 warms buffers and connections
+      auto t0 = Clock::now();
+      if (!raw.sink(m.data)) fail("sink");
+      const double sink = seconds_since(t0);
+      t0 = Clock::now();
+      const auto stored = ok_or_fail(client.upload_matrix(m), "UploadMatrix");
+      const double upload = seconds_since(t0);
+      t0 = Clock::now();
+      if (!raw.source(m.data.size(), received)) fail("source");
+      const double source = seconds_since(t0);
+      t0 = Clock::now();
+      const auto back = ok_or_fail(client.download_matrix(stored.ref), "DownloadMatrix");
+      const double download = seconds_since(t0);
+      if (back.data != m.data) fail("DownloadMatrix returned other bytes");
+      if (auto st = client.delete_matrix(stored.ref); !st.ok()) fail("DeleteMatrix");
+      if (rep == 0) continue;
+      b.sink_s.push_back(sink);
+      b.upload_s.push_back(upload);
+      b.source_s.push_back(source);
+      b.download_s.push_back(download);
+    }
+    bulk.push_back(std::move(b));
+  }
+
+  // ---- Report.
+  const double echo50 = percentile(echo_us, 0.5);
+  std::string csv = "kind,name,size_mib,p50_us,p99_us,median_s,gb_per_s,vs_raw\n";
+  auto add_call = [&](const char* name, const std::vector<double>& us) {
+    csv += "call," + std::string(name) + ",0," + std::to_string(percentile(us, 0.5)) + "," +
+           std::to_string(percentile(us, 0.99)) + ",,," +
+           std::to_string(percentile(us, 0.5) / echo50) + "\n";
+  };
+  add_call("raw echo", echo_us);
+  add_call("GetServerInfo", info_us);
+  add_call("Transpose 64x64 f32 ref", transpose_us);
+  std::printf("bench_data_plane: %s backend, %d calls each, %d repetitions of each transfer\n\n",
+              opt.device.c_str(), opt.calls, opt.reps);
+  std::printf("| call | p50 us | p99 us | p50 vs raw echo |\n|---|---:|---:|---:|\n");
+  for (const auto& [name, us] :
+       {std::pair<const char*, const std::vector<double>*>{"raw echo (empty)", &echo_us},
+        {"GetServerInfo", &info_us},
+        {"Transpose of a stored 64x64 f32", &transpose_us}}) {
+    std::printf("| %s | %.1f | %.1f | %.2fx |\n", name, percentile(*us, 0.5), percentile(*us, 0.99),
+                percentile(*us, 0.5) / echo50);
+  }
+  std::printf(
+      "\n| size | raw stream in GB/s | UploadMatrix GB/s | ratio | raw stream out GB/s | "
+      "DownloadMatrix GB/s | ratio |\n|---:|---:|---:|---:|---:|---:|---:|\n");
+  for (const Bulk& b : bulk) {
+    const double bytes = static_cast<double>(b.mib * kMiB);
+    const double sink = bytes / percentile(b.sink_s, 0.5) / 1e9;
+    const double up = bytes / percentile(b.upload_s, 0.5) / 1e9;
+    const double source = bytes / percentile(b.source_s, 0.5) / 1e9;
+    const double down = bytes / percentile(b.download_s, 0.5) / 1e9;
+    std::printf("| %llu MiB | %.2f | %.2f | %.2fx | %.2f | %.2f | %.2fx |\n",
+                static_cast<unsigned long long>(b.mib), sink, up, up / sink, source, down,
+                down / source);
+    const std::string size = std::to_string(b.mib);
+    csv += "bulk,raw sink," + size + ",,," + std::to_string(percentile(b.sink_s, 0.5)) + "," +
+           std::to_string(sink) + ",1\n";
+    csv += "bulk,UploadMatrix," + size + ",,," + std::to_string(percentile(b.upload_s, 0.5)) + "," +
+           std::to_string(up) + "," + std::to_string(up / sink) + "\n";
+    csv += "bulk,raw source," + size + ",,," + std::to_string(percentile(b.source_s, 0.5)) + "," +
+           std::to_string(source) + ",1\n";
+    csv += "bulk,DownloadMatrix," + size + ",,," + std::to_string(percentile(b.download_s, 0.5)) +
+           "," + std::to_string(down) + "," + std::to_string(down / source) + "\n";
+  }
+  if (!opt.csv.empty()) std::ofstream(opt.csv) << csv;
+  raw_server->Shutdown();
+  return 0;
+}
