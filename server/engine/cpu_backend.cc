@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "engine/cpu_backend.hpp"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <new>
 
@@ -27,8 +30,21 @@ auto timed(JobContext& ctx, Fn&& fn) {
   return result;
 }
 
-/// Uploads land directly in the host matrix, which grows as chunks arrive (a header alone
-/// takes no memory; growth is geometric, so in-order chunks cost amortised O(1) per byte).
+/// Asks the kernel for transparent huge pages in [data, data + size) (the 2 MiB-aligned part):
+/// a fresh 256 MiB buffer then takes 128 page faults instead of 65,536, which were most of an
+/// upload's CPU time. Advice only: where THP is off, nothing changes.
+void advise_huge_pages(char* data, std::uint64_t size) {
+  constexpr std::uintptr_t kHuge = 2u << 20;
+  const auto begin = (reinterpret_cast<std::uintptr_t>(data) + kHuge - 1) & ~(kHuge - 1);
+  const auto end = (reinterpret_cast<std::uintptr_t>(data) + size) & ~(kHuge - 1);
+  if (end > begin) {
+    (void)::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+  }
+}
+
+/// Uploads land directly in the host matrix. The first chunk reserves the whole matrix's
+/// address space, once (no reallocation copies later); physical memory is still taken only as
+/// chunks are written, so a header alone, or a stalled stream, holds next to nothing.
 class HostUploadSink final : public UploadSink {
  public:
   explicit HostUploadSink(const MatrixDesc& desc)
@@ -36,6 +52,10 @@ class HostUploadSink final : public UploadSink {
   absl::Status write(std::uint64_t offset, const char* data, std::uint64_t size) override {
     std::string& bytes = *m_.data;
     try {
+      if (bytes.capacity() < m_.desc.bytes()) {
+        bytes.reserve(m_.desc.bytes());
+        advise_huge_pages(bytes.data(), bytes.capacity());
+      }
       if (bytes.size() < offset + size) bytes.resize(offset + size);
     } catch (const std::bad_alloc&) {
       return absl::ResourceExhaustedError(

@@ -210,6 +210,13 @@ TEST(ServiceUploads, AHeaderAloneTakesNoMemory) {
   ASSERT_TRUE(writer->Write(header_part(1 << 14, 24576, v1::DTYPE_F32)));  // 1.5 GiB
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   EXPECT_LT(rss_mib() - rss_before, 64.0);
+  // The first chunk reserves the matrix's address space; only what is written is memory.
+  v1::UploadMatrixRequest chunk;
+  chunk.mutable_chunk()->set_offset(0);
+  chunk.mutable_chunk()->set_data(std::string(1 << 20, '\x01'));
+  ASSERT_TRUE(writer->Write(chunk));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_LT(rss_mib() - rss_before, 64.0);
   ctx.TryCancel();
   writer->Finish();
 }
