@@ -1,10 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "matrix_transfer.hpp"
 
-#include <sys/mman.h>
-
 #include <algorithm>
-#include <cstdint>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "gcompute/client/grpc_status.hpp"
@@ -12,18 +10,6 @@
 #include "unary_rpc.hpp"
 
 namespace gcompute::client {
-
-namespace {
-
-/// Transparent huge pages for a large receive buffer: far fewer page faults as it fills
-/// (advice only; the server's upload sink does the same).
-void advise_huge_pages(char* data, std::size_t size) {
-  const std::uintptr_t huge = 2u << 20, at = reinterpret_cast<std::uintptr_t>(data);
-  const std::uintptr_t begin = (at + huge - 1) & ~(huge - 1), end = (at + size) & ~(huge - 1);
-  if (end > begin) (void)::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
-}
-
-}  // namespace
 
 absl::StatusOr<StoredMatrix> upload_in_chunks(const TransferTarget& target, const HostMatrix& m,
                                               int64_t ttl_seconds) {
@@ -92,24 +78,21 @@ absl::StatusOr<HostMatrix> download_in_chunks(const TransferTarget& target, cons
                          shape_string(out.batch, out.rows, out.cols, out.dtype)));
         break;
       }
-      // Chunks come in order (checked below) and are appended: the buffer is never
-      // zero-filled first, and huge pages spare most of its page faults.
-      out.data.reserve(out.expected_bytes());
-      advise_huge_pages(out.data.data(), out.data.capacity());
+      out.data.resize(out.expected_bytes());
       have_header = true;
-      if (progress) progress(0, out.expected_bytes());
+      if (progress) progress(0, out.data.size());
     } else if (part.has_chunk()) {
       const auto& chunk = part.chunk();
       if (!have_header || chunk.offset() != received ||
-          chunk.data().size() > out.expected_bytes() - received) {
+          chunk.data().size() > out.data.size() - received) {
         protocol_error = absl::InternalError(
             absl::StrCat("download chunk at offset ", chunk.offset(), " of ", chunk.data().size(),
-                         " bytes does not follow byte ", received, " of ", out.expected_bytes()));
+                         " bytes does not follow byte ", received, " of ", out.data.size()));
         break;
       }
-      out.data.append(chunk.data());
+      std::memcpy(out.data.data() + received, chunk.data().data(), chunk.data().size());
       received += chunk.data().size();
-      if (progress) progress(received, out.expected_bytes());
+      if (progress) progress(received, out.data.size());
     }
   }
   if (!protocol_error.ok()) {
@@ -120,9 +103,9 @@ absl::StatusOr<HostMatrix> download_in_chunks(const TransferTarget& target, cons
   absl::Status status = from_grpc_status(reader->Finish());
   if (!status.ok()) return status;
   if (!have_header) return absl::InternalError("download stream ended without a header");
-  if (received != out.expected_bytes()) {
-    return absl::InternalError(absl::StrCat("download stream ended after ", received, " of ",
-                                            out.expected_bytes(), " bytes"));
+  if (received != out.data.size()) {
+    return absl::InternalError(
+        absl::StrCat("download stream ended after ", received, " of ", out.data.size(), " bytes"));
   }
   return out;
 }
