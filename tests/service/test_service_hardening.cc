@@ -199,6 +199,18 @@ TEST(ServiceAdmission, DefaultLimitFollowsHostMemory) {
 
 // ---- uploads ----------------------------------------------------------------------------
 
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kAddressSanitizer = true;
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+
 TEST(ServiceUploads, AHeaderAloneTakesNoMemory) {
   auto ts = start_server();
   ASSERT_NE(ts, nullptr);
@@ -211,12 +223,15 @@ TEST(ServiceUploads, AHeaderAloneTakesNoMemory) {
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   EXPECT_LT(rss_mib() - rss_before, 64.0);
   // The first chunk reserves the matrix's address space; only what is written is memory.
+  // (Not under AddressSanitizer: its shadow of the reserved range is itself ~1/8 of it.)
   v1::UploadMatrixRequest chunk;
   chunk.mutable_chunk()->set_offset(0);
   chunk.mutable_chunk()->set_data(std::string(1 << 20, '\x01'));
   ASSERT_TRUE(writer->Write(chunk));
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  EXPECT_LT(rss_mib() - rss_before, 64.0);
+  if (!kAddressSanitizer) {
+    EXPECT_LT(rss_mib() - rss_before, 64.0);
+  }
   ctx.TryCancel();
   writer->Finish();
 }
