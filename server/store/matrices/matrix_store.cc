@@ -43,13 +43,17 @@ void MatrixStore::release(const std::string& owner, std::uint64_t bytes) {
   charge_locked(owner, -static_cast<std::int64_t>(bytes));
 }
 
+Matrix MatrixStore::take_locked(std::map<std::string, Entry>::iterator it) {
+  charge_locked(it->second.owner, -static_cast<std::int64_t>(it->second.matrix.desc.bytes()));
+  by_expiry_.erase({it->second.expires_at, it->first});
+  Matrix taken = std::move(it->second.matrix);
+  entries_.erase(it);
+  return taken;
+}
+
 void MatrixStore::evict_expired_locked(absl::Time now, std::vector<Matrix>& dropped) {
   while (!by_expiry_.empty() && by_expiry_.begin()->first <= now) {
-    auto it = entries_.find(by_expiry_.begin()->second);
-    by_expiry_.erase(by_expiry_.begin());
-    charge_locked(it->second.owner, -static_cast<std::int64_t>(it->second.matrix.desc.bytes()));
-    dropped.push_back(std::move(it->second.matrix));
-    entries_.erase(it);
+    dropped.push_back(take_locked(entries_.find(by_expiry_.begin()->second)));
   }
 }
 
@@ -135,13 +139,8 @@ absl::StatusOr<Matrix> MatrixStore::read(const std::string& owner, const std::st
                                          bool release, const char* field) {
   if (!release) return get(owner, id, field);
   std::lock_guard lock(mu_);
-  const Entry* e = find_locked(owner, id);
-  if (e == nullptr) return not_found(field, id);
-  Matrix m = e->matrix;  // shares the data: nothing is freed under the lock
-  charge_locked(owner, -static_cast<std::int64_t>(m.desc.bytes()));
-  by_expiry_.erase({e->expires_at, id});
-  entries_.erase(id);
-  return m;
+  if (find_locked(owner, id) == nullptr) return not_found(field, id);
+  return take_locked(entries_.find(id));  // the caller frees it, outside the lock
 }
 
 absl::StatusOr<StoredMatrixInfo> MatrixStore::info(const std::string& owner, const std::string& id,
@@ -157,10 +156,7 @@ absl::Status MatrixStore::remove(const std::string& owner, const std::string& id
   std::lock_guard lock(mu_);
   auto it = entries_.find(id);
   if (it == entries_.end() || it->second.owner != owner) return not_found("ref.id", id);
-  charge_locked(owner, -static_cast<std::int64_t>(it->second.matrix.desc.bytes()));
-  dropped = std::move(it->second.matrix);
-  by_expiry_.erase({it->second.expires_at, id});
-  entries_.erase(it);
+  dropped = take_locked(it);
   return absl::OkStatus();
 }
 

@@ -101,6 +101,9 @@ class MatrixStore {
   };
   /// The owner's live entry, or null.
   const Entry* find_locked(const std::string& owner, const std::string& id) const;
+  /// Removes the entry and its bytes from the quota; the caller destroys the matrix after
+  /// unlocking.
+  Matrix take_locked(std::map<std::string, Entry>::iterator it);
   /// Moves expired entries into `dropped`, which the caller destroys after unlocking.
   void evict_expired_locked(absl::Time now, std::vector<Matrix>& dropped);
   void charge_locked(const std::string& owner, std::int64_t bytes);
