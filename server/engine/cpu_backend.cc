@@ -65,8 +65,7 @@ class HostUploadSink final : public UploadSink {
     return absl::OkStatus();
   }
   absl::StatusOr<Matrix> finish() override {
-    m_.data->resize(m_.desc.bytes());  // every byte was written; also trims spare capacity
-    m_.data->shrink_to_fit();
+    m_.data->resize(m_.desc.bytes());  // every byte was written
     return std::move(m_);
   }
 
