@@ -34,66 +34,57 @@ auto encoder(UnaryCall& call, Response* response) {
 
 }  // namespace
 
+template <typename Result, typename Request, typename Response, typename... DecodeArgs>
+grpc::ServerUnaryReactor* ComputeService::run_op(const char* method,
+                                                 grpc::CallbackServerContext* ctx,
+                                                 const Request* request, Response* response,
+                                                 DecodeArgs... decode_args) {
+  return UnaryCall::start(svc_, method, ctx, *request, response, [&](UnaryCall& call) {
+    call.run<Result>(prepare(svc_.ops, call, request, std::move(decode_args)...),
+                     encoder(call, response));
+  });
+}
+
 grpc::ServerUnaryReactor* ComputeService::Transpose(grpc::CallbackServerContext* ctx,
                                                     const v1::TransposeRequest* request,
                                                     v1::TransposeResponse* response) {
-  return UnaryCall::start(svc_, "Transpose", ctx, *request, response, [&](UnaryCall& call) {
-    call.run<ops::TransposeResult>(prepare(svc_.ops, call, request), encoder(call, response));
-  });
+  return run_op<ops::TransposeResult>("Transpose", ctx, request, response);
 }
 
 grpc::ServerUnaryReactor* ComputeService::MatMul(grpc::CallbackServerContext* ctx,
                                                  const v1::MatMulRequest* request,
                                                  v1::MatMulResponse* response) {
-  return UnaryCall::start(svc_, "MatMul", ctx, *request, response, [&](UnaryCall& call) {
-    call.run<ops::MatMulResult>(prepare(svc_.ops, call, request), encoder(call, response));
-  });
+  return run_op<ops::MatMulResult>("MatMul", ctx, request, response);
 }
 
 grpc::ServerUnaryReactor* ComputeService::Svd(grpc::CallbackServerContext* ctx,
                                               const v1::SvdRequest* request,
                                               v1::SvdResponse* response) {
-  return svd_common("Svd", false, ctx, request, response);
+  return run_op<ops::SvdResult>("Svd", ctx, request, response, /*batched=*/false);
 }
 
 grpc::ServerUnaryReactor* ComputeService::BatchedSvd(grpc::CallbackServerContext* ctx,
                                                      const v1::SvdRequest* request,
                                                      v1::SvdResponse* response) {
-  return svd_common("BatchedSvd", true, ctx, request, response);
-}
-
-grpc::ServerUnaryReactor* ComputeService::svd_common(const char* method, bool batched,
-                                                     grpc::CallbackServerContext* ctx,
-                                                     const v1::SvdRequest* request,
-                                                     v1::SvdResponse* response) {
-  return UnaryCall::start(svc_, method, ctx, *request, response, [&](UnaryCall& call) {
-    call.run<ops::SvdResult>(prepare(svc_.ops, call, request, batched), encoder(call, response));
-  });
+  return run_op<ops::SvdResult>("BatchedSvd", ctx, request, response, /*batched=*/true);
 }
 
 grpc::ServerUnaryReactor* ComputeService::Eigh(grpc::CallbackServerContext* ctx,
                                                const v1::EighRequest* request,
                                                v1::EighResponse* response) {
-  return UnaryCall::start(svc_, "Eigh", ctx, *request, response, [&](UnaryCall& call) {
-    call.run<ops::EighResult>(prepare(svc_.ops, call, request), encoder(call, response));
-  });
+  return run_op<ops::EighResult>("Eigh", ctx, request, response);
 }
 
 grpc::ServerUnaryReactor* ComputeService::Apsp(grpc::CallbackServerContext* ctx,
                                                const v1::ApspRequest* request,
                                                v1::ApspResponse* response) {
-  return UnaryCall::start(svc_, "Apsp", ctx, *request, response, [&](UnaryCall& call) {
-    call.run<ops::ApspResult>(prepare(svc_.ops, call, request, std::string()),
-                              encoder(call, response));
-  });
+  return run_op<ops::ApspResult>("Apsp", ctx, request, response, std::string());
 }
 
 grpc::ServerUnaryReactor* ComputeService::ShortestPath(grpc::CallbackServerContext* ctx,
                                                        const v1::ShortestPathRequest* request,
                                                        v1::ShortestPathResponse* response) {
-  return UnaryCall::start(svc_, "ShortestPath", ctx, *request, response, [&](UnaryCall& call) {
-    call.run<ops::ShortestPathResult>(prepare(svc_.ops, call, request), encoder(call, response));
-  });
+  return run_op<ops::ShortestPathResult>("ShortestPath", ctx, request, response);
 }
 
 grpc::ServerUnaryReactor* ComputeService::GetServerInfo(grpc::CallbackServerContext* ctx,

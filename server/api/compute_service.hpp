@@ -74,9 +74,12 @@ class ComputeService final : public v1::Compute::CallbackService {
                                           v1::GetServerInfoResponse* response) override;
 
  private:
-  grpc::ServerUnaryReactor* svd_common(const char* method, bool batched,
-                                       grpc::CallbackServerContext* ctx,
-                                       const v1::SvdRequest* request, v1::SvdResponse* response);
+  /// An operation's call: decode(*request, decode_args...), run it on the engine, encode the
+  /// result into `response`.
+  template <typename Result, typename Request, typename Response, typename... DecodeArgs>
+  grpc::ServerUnaryReactor* run_op(const char* method, grpc::CallbackServerContext* ctx,
+                                   const Request* request, Response* response,
+                                   DecodeArgs... decode_args);
   ServiceContext& svc_;
 };
 
