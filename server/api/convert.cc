@@ -5,49 +5,63 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "api/enum_map.hpp"
 #include "common/quote.hpp"
 #include "gcompute/kernels/status_macros.hpp"
 
 namespace gcompute::server {
 namespace {
 
+constexpr auto kPrecisions = enum_map<kernels::Precision, v1::Precision>(
+    {{kernels::Precision::kDefault, v1::PRECISION_DEFAULT},
+     {kernels::Precision::kF32, v1::PRECISION_F32},
+     {kernels::Precision::kF64, v1::PRECISION_F64},
+     {kernels::Precision::kTF32, v1::PRECISION_TF32},
+     {kernels::Precision::kBF16, v1::PRECISION_BF16},
+     {kernels::Precision::kF16, v1::PRECISION_F16}});
+static_assert(kPrecisions.covers_through(kernels::Precision::kF16));
+
+using Placement = ops::OutputOptions::Placement;
+constexpr auto kPlacements = enum_map<Placement, v1::OutputOptions::Placement>(
+    {{Placement::kAuto, v1::OutputOptions::PLACEMENT_AUTO},
+     {Placement::kInline, v1::OutputOptions::PLACEMENT_INLINE},
+     {Placement::kStored, v1::OutputOptions::PLACEMENT_STORED}});
+static_assert(kPlacements.covers_through(Placement::kStored));
+
+constexpr auto kDTypes = enum_map<DType, v1::DType>({{DType::kF32, v1::DTYPE_F32},
+                                                     {DType::kF64, v1::DTYPE_F64},
+                                                     {DType::kF16, v1::DTYPE_F16},
+                                                     {DType::kBF16, v1::DTYPE_BF16},
+                                                     {DType::kI32, v1::DTYPE_I32}});
+static_assert(kDTypes.covers_through(DType::kI32));
+
+constexpr auto kJobStates =
+    enum_map<ops::JobState, v1::JobState>({{ops::JobState::kQueued, v1::JOB_STATE_QUEUED},
+                                           {ops::JobState::kRunning, v1::JOB_STATE_RUNNING},
+                                           {ops::JobState::kSucceeded, v1::JOB_STATE_SUCCEEDED},
+                                           {ops::JobState::kFailed, v1::JOB_STATE_FAILED},
+                                           {ops::JobState::kCancelled, v1::JOB_STATE_CANCELLED}});
+static_assert(kJobStates.covers_through(ops::JobState::kCancelled));
+
+constexpr auto kPriorities = enum_map<Priority, v1::JobPriority>(
+    {{Priority::kNormal, v1::JOB_PRIORITY_NORMAL}, {Priority::kHigh, v1::JOB_PRIORITY_HIGH}});
+static_assert(kPriorities.covers_through(Priority::kHigh));
+
 absl::StatusOr<kernels::Precision> decode_precision(v1::Precision p) {
-  switch (p) {
-    case v1::PRECISION_DEFAULT:
-      return kernels::Precision::kDefault;
-    case v1::PRECISION_F32:
-      return kernels::Precision::kF32;
-    case v1::PRECISION_F64:
-      return kernels::Precision::kF64;
-    case v1::PRECISION_TF32:
-      return kernels::Precision::kTF32;
-    case v1::PRECISION_BF16:
-      return kernels::Precision::kBF16;
-    case v1::PRECISION_F16:
-      return kernels::Precision::kF16;
-    default:
-      return absl::InvalidArgumentError(
-          absl::StrCat("precision = ", static_cast<int>(p), " is not a known Precision"));
-  }
+  if (std::optional<kernels::Precision> precision = kPrecisions.decode(p)) return *precision;
+  return absl::InvalidArgumentError(
+      absl::StrCat("precision = ", static_cast<int>(p), " is not a known Precision"));
 }
 
 absl::StatusOr<ops::OutputOptions> decode_output(const v1::OutputOptions& o) {
   ops::OutputOptions out;
-  switch (o.placement()) {
-    case v1::OutputOptions::PLACEMENT_AUTO:
-      out.placement = ops::OutputOptions::Placement::kAuto;
-      break;
-    case v1::OutputOptions::PLACEMENT_INLINE:
-      out.placement = ops::OutputOptions::Placement::kInline;
-      break;
-    case v1::OutputOptions::PLACEMENT_STORED:
-      out.placement = ops::OutputOptions::Placement::kStored;
-      break;
-    default:
-      return absl::InvalidArgumentError(absl::StrCat(
-          "output.placement = ", static_cast<int>(o.placement()),
-          " is not a known Placement (PLACEMENT_AUTO, PLACEMENT_INLINE or PLACEMENT_STORED)"));
+  std::optional<Placement> placement = kPlacements.decode(o.placement());
+  if (!placement) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("output.placement = ", static_cast<int>(o.placement()),
+                     " is not a known Placement (", kPlacements.wire_names(), ")"));
   }
+  out.placement = *placement;
   out.ttl_seconds = o.ttl_seconds();
   return out;
 }
@@ -80,39 +94,14 @@ absl::StatusOr<ops::OperandInput> decode_operand(v1::Operand& op, const std::str
 }  // namespace
 
 absl::StatusOr<DType> decode_dtype(v1::DType dtype, const std::string& field) {
-  switch (dtype) {
-    case v1::DTYPE_F32:
-      return DType::kF32;
-    case v1::DTYPE_F64:
-      return DType::kF64;
-    case v1::DTYPE_F16:
-      return DType::kF16;
-    case v1::DTYPE_BF16:
-      return DType::kBF16;
-    case v1::DTYPE_I32:
-      return DType::kI32;
-    default:
-      return absl::InvalidArgumentError(absl::StrCat(
-          field, " is ",
-          v1::DType_Name(dtype).empty() ? std::to_string(dtype) : v1::DType_Name(dtype),
-          "; expected DTYPE_F32, DTYPE_F64, DTYPE_F16, DTYPE_BF16 or DTYPE_I32"));
-  }
+  if (std::optional<DType> d = kDTypes.decode(dtype)) return *d;
+  return absl::InvalidArgumentError(absl::StrCat(
+      field, " is ", v1::DType_Name(dtype).empty() ? std::to_string(dtype) : v1::DType_Name(dtype),
+      "; expected ", kDTypes.wire_names()));
 }
 
 v1::DType encode_dtype(DType dtype) {
-  switch (dtype) {
-    case DType::kF32:
-      return v1::DTYPE_F32;
-    case DType::kF64:
-      return v1::DTYPE_F64;
-    case DType::kF16:
-      return v1::DTYPE_F16;
-    case DType::kBF16:
-      return v1::DTYPE_BF16;
-    case DType::kI32:
-      return v1::DTYPE_I32;
-  }
-  return v1::DTYPE_UNSPECIFIED;
+  return kDTypes.encode(dtype, v1::DTYPE_UNSPECIFIED);
 }
 
 absl::StatusOr<ops::TransposeRequest> decode(v1::TransposeRequest& request) {
@@ -280,18 +269,13 @@ absl::StatusOr<std::vector<Edit>> decode_edits(const v1::ApplyEditsRequest& requ
 
 absl::StatusOr<JobSubmission> decode(v1::SubmitJobRequest& request) {
   JobSubmission out;
-  switch (request.priority()) {
-    case v1::JOB_PRIORITY_NORMAL:
-      out.options.priority = Priority::kNormal;
-      break;
-    case v1::JOB_PRIORITY_HIGH:
-      out.options.priority = Priority::kHigh;
-      break;
-    default:
-      return absl::InvalidArgumentError(
-          absl::StrCat("priority = ", static_cast<int>(request.priority()),
-                       " is not a known JobPriority (JOB_PRIORITY_NORMAL or JOB_PRIORITY_HIGH)"));
+  std::optional<Priority> priority = kPriorities.decode(request.priority());
+  if (!priority) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("priority = ", static_cast<int>(request.priority()),
+                     " is not a known JobPriority (", kPriorities.wire_names(), ")"));
   }
+  out.options.priority = *priority;
   out.options.client_job_key = request.client_job_key();
   out.options.ttl_seconds = request.ttl_seconds();
   switch (request.op_case()) {
@@ -438,19 +422,11 @@ void encode(ops::ShortestPathResult r, const JobContext& job, double seconds,
 }
 
 v1::JobState encode_job_state(ops::JobState s) {
-  switch (s) {
-    case ops::JobState::kQueued:
-      return v1::JOB_STATE_QUEUED;
-    case ops::JobState::kRunning:
-      return v1::JOB_STATE_RUNNING;
-    case ops::JobState::kSucceeded:
-      return v1::JOB_STATE_SUCCEEDED;
-    case ops::JobState::kFailed:
-      return v1::JOB_STATE_FAILED;
-    case ops::JobState::kCancelled:
-      return v1::JOB_STATE_CANCELLED;
-  }
-  return v1::JOB_STATE_UNSPECIFIED;
+  return kJobStates.encode(s, v1::JOB_STATE_UNSPECIFIED);
+}
+
+std::optional<ops::JobState> decode_job_state(v1::JobState s) {
+  return kJobStates.decode(s);
 }
 
 namespace {

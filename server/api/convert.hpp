@@ -4,6 +4,7 @@
 // belongs to ops/. Encoding moves result bytes into responses without copying when possible.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -36,6 +37,8 @@ absl::StatusOr<std::vector<Edit>> decode_edits(const v1::ApplyEditsRequest& requ
 
 /// A job's state on the wire (GetJob, and the job records of --data-dir).
 v1::JobState encode_job_state(ops::JobState state);
+/// Empty for a value that is no job state.
+std::optional<ops::JobState> decode_job_state(v1::JobState state);
 
 /// A SubmitJob request: the operation (moved out as its unary RPC's decode does) and options.
 struct JobSubmission {

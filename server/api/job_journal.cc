@@ -31,23 +31,6 @@ absl::Time time_or_past(std::int64_t us) {
   return us == 0 ? absl::InfinitePast() : absl::FromUnixMicros(us);
 }
 
-std::optional<ops::JobState> decode_job_state(v1::JobState s) {
-  switch (s) {
-    case v1::JOB_STATE_QUEUED:
-      return ops::JobState::kQueued;
-    case v1::JOB_STATE_RUNNING:
-      return ops::JobState::kRunning;
-    case v1::JOB_STATE_SUCCEEDED:
-      return ops::JobState::kSucceeded;
-    case v1::JOB_STATE_FAILED:
-      return ops::JobState::kFailed;
-    case v1::JOB_STATE_CANCELLED:
-      return ops::JobState::kCancelled;
-    default:
-      return std::nullopt;
-  }
-}
-
 /// Names the damaged file and what to do about it.
 absl::Status damaged(const std::string& path, const std::string& what) {
   return absl::DataLossError(absl::StrCat("job record ", path, " is damaged: ", what,
