@@ -8,8 +8,9 @@ namespace gcompute::server {
 
 UnaryCall::UnaryCall(ServiceContext& svc, const char* method, grpc::CallbackServerContext* ctx,
                      const google::protobuf::Message& request, google::protobuf::Message* response)
-    : CallReactor(svc, method, *ctx), response_(response), job_(std::make_shared<JobContext>()) {
-  received_bytes_ = request.ByteSizeLong();
+    : CallReactor(svc, method, *ctx, request),
+      response_(response),
+      job_(std::make_shared<JobContext>()) {
   job_->deadline = absl::FromChrono(ctx->deadline());
   job_->tenant = caller_.tenant;
   // A call without a deadline (gRPC reports the far future) gets the server's bound.

@@ -53,6 +53,12 @@ class CallReactor : public GrpcReactor {
         start_(std::chrono::steady_clock::now()) {
     svc_.metrics.add_inflight(1);
   }
+  /// For a call whose request comes with it (unary, server-streaming): counts its bytes.
+  CallReactor(ServiceContext& svc, const char* method, const grpc::ServerContextBase& ctx,
+              const google::protobuf::Message& request)
+      : CallReactor(svc, method, ctx) {
+    received_bytes_ = request.ByteSizeLong();
+  }
 
   /// False (after finishing the call UNAVAILABLE) when the server is draining.
   bool accept() {

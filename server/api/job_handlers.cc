@@ -13,8 +13,7 @@ class WatchReactor final : public CallReactor<grpc::ServerWriteReactor<v1::Job>>
  public:
   WatchReactor(ServiceContext& svc, const grpc::CallbackServerContext& ctx,
                const v1::WatchJobRequest* request)
-      : CallReactor(svc, "WatchJob", ctx) {
-    received_bytes_ = request->ByteSizeLong();
+      : CallReactor(svc, "WatchJob", ctx, *request) {
     if (!accept()) return;
     std::lock_guard lock(mu_);
     auto watch = svc_.jobs.watch(caller_, request->job_id(),

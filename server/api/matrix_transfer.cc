@@ -121,8 +121,7 @@ class DownloadReactor final
  public:
   DownloadReactor(ServiceContext& svc, const grpc::CallbackServerContext& ctx,
                   const v1::DownloadMatrixRequest* request)
-      : CallReactor(svc, "DownloadMatrix", ctx) {
-    received_bytes_ = request->ByteSizeLong();
+      : CallReactor(svc, "DownloadMatrix", ctx, *request) {
     if (!accept()) return;
     auto download = svc_.ops.open_download(caller_, request->ref().id(), "ref.id");
     if (!download.ok()) {
