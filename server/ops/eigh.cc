@@ -27,16 +27,13 @@ absl::StatusOr<PreparedOp> prepare_eigh(EighRequest request, OpEnv& env, const C
   shape.dtype = a.desc.dtype;
   shape.compute_vectors = request.compute_vectors;
   shape.symmetry_tolerance = request.symmetry_tolerance;
-  if (absl::Status st = kernels::validate(shape); !st.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(st.message(), " (a is ", describe(a.desc), ")"));
-  }
+  GC_RETURN_IF_ERROR(invalid_for_operand(kernels::validate(shape), "a", a.desc));
   const EighOutputDescs descs = eigh_outputs(shape);
   std::vector<ResultPlan::Output> outputs = {{descs.w, "w"}};
   if (shape.compute_vectors) outputs.push_back({descs.v, "v"});
   // The input and the outputs; for one matrix at a time, LAPACK's working copy and the input
   // and outputs that a cancellable call owns (kernels/cpu/eigh.cc).
-  std::uint64_t results = 0;
-  for (const ResultPlan::Output& out : outputs) results += out.desc.bytes();
+  const std::uint64_t results = ResultPlan::total_bytes(outputs);
   const std::uint64_t batch = std::max<std::int64_t>(1, a.desc.batch);
   GC_RETURN_IF_ERROR(admit(a.desc.bytes() + results + (2 * a.desc.bytes() + results) / batch,
                            "Eigh", env.limits, /*on_device=*/true));

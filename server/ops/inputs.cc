@@ -65,6 +65,13 @@ absl::Status check_finite(Backend& backend, const Matrix& m, const std::string& 
       "row ", r, ", column ", c, "; this operation needs finite input"));
 }
 
+absl::Status invalid_for_operand(const absl::Status& check, const std::string& field,
+                                 const MatrixDesc& desc) {
+  if (check.ok()) return check;
+  return absl::InvalidArgumentError(
+      absl::StrCat(check.message(), " (", field, " is ", describe(desc), ")"));
+}
+
 absl::StatusOr<absl::Duration> output_ttl(const OutputOptions& output, const MatrixStore& store) {
   return store.ttl_from_seconds(output.ttl_seconds, "output.ttl_seconds");
 }

@@ -33,6 +33,11 @@ absl::StatusOr<Matrix> take_operand(OperandInput input, const std::string& field
 /// at row 2, column 0; this operation needs finite input"), scanned where `m` lives.
 absl::Status check_finite(Backend& backend, const Matrix& m, const std::string& field);
 
+/// INVALID_ARGUMENT with the message of a failed kernel shape check and the operand the shape
+/// came from ("... (a is 3x4 f32)"); OK when the check passed.
+absl::Status invalid_for_operand(const absl::Status& check, const std::string& field,
+                                 const MatrixDesc& desc);
+
 /// The TTL of stored results (0 selects the store's default).
 absl::StatusOr<absl::Duration> output_ttl(const OutputOptions& output, const MatrixStore& store);
 

@@ -7,6 +7,12 @@
 
 namespace gcompute::server::ops {
 
+std::uint64_t ResultPlan::total_bytes(const std::vector<Output>& outputs) {
+  std::uint64_t bytes = 0;
+  for (const Output& out : outputs) bytes += out.desc.bytes();
+  return bytes;
+}
+
 absl::StatusOr<ResultPlan> ResultPlan::make(const OutputOptions& options,
                                             std::vector<Output> outputs, MatrixStore& store,
                                             const Limits& limits, const Caller& caller) {

@@ -33,6 +33,9 @@ class ResultPlan {
                                          MatrixStore& store, const Limits& limits,
                                          const Caller& caller);
 
+  /// The bytes of all `outputs` together.
+  static std::uint64_t total_bytes(const std::vector<Output>& outputs);
+
   /// Whether any result is stored (the backend may then keep results on the device).
   bool keeps_any() const { return keeps_any_; }
 

@@ -49,9 +49,7 @@ absl::StatusOr<PreparedOp> prepare_svd(SvdRequest request, OpEnv& env, const Cal
   shape.method = request.method;
   shape.tolerance = request.tolerance;
   shape.max_sweeps = request.max_sweeps;
-  if (absl::Status st = kernels::validate(shape); !st.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(st.message(), " (a is ", describe(a.desc), ")"));
-  }
+  GC_RETURN_IF_ERROR(invalid_for_operand(kernels::validate(shape), "a", a.desc));
   const SvdOutputDescs descs = svd_outputs(shape);
   std::vector<ResultPlan::Output> outputs = {{descs.s, "s"}};
   if (shape.compute_uv) {
@@ -67,8 +65,7 @@ absl::StatusOr<PreparedOp> prepare_svd(SvdRequest request, OpEnv& env, const Cal
   }
   // The input, a working copy in f64 and the factors; and one matrix's input and factors again:
   // the copies that a cancellable LAPACK call owns on the host (kernels/cpu/svd.cc).
-  std::uint64_t factors = 0;
-  for (const ResultPlan::Output& out : outputs) factors += out.desc.bytes();
+  const std::uint64_t factors = ResultPlan::total_bytes(outputs);
   const std::uint64_t batch = std::max<std::int64_t>(1, a.desc.batch);
   const std::uint64_t estimate =
       a.desc.bytes() + 8 * a.desc.elements() + factors + (a.desc.bytes() + factors) / batch;
