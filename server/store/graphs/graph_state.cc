@@ -8,6 +8,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "gcompute/kernels/status_macros.hpp"
 
 namespace gcompute::server {
 
@@ -401,22 +402,23 @@ absl::Status GraphState::apply_edit(Batch& batch, std::size_t index, const AddEd
   return absl::OkStatus();
 }
 
+absl::Status GraphState::require_edge(std::uint64_t edge_id, const std::string& field) const {
+  if (!edges_.contains(edge_id)) {
+    return absl::NotFoundError(absl::StrCat(field, " = ", edge_id, ": no such edge"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status GraphState::apply_edit(Batch& batch, std::size_t index, const DeleteEdge& edit,
                                     const GraphLimits&, EditResult&) {
-  if (!edges_.contains(edit.edge_id)) {
-    return absl::NotFoundError(absl::StrCat(edit_field(index, "delete_edge.edge_id"), " = ",
-                                            edit.edge_id, ": no such edge"));
-  }
+  GC_RETURN_IF_ERROR(require_edge(edit.edge_id, edit_field(index, "delete_edge.edge_id")));
   erase_edge(batch, edit.edge_id);
   return absl::OkStatus();
 }
 
 absl::Status GraphState::apply_edit(Batch& batch, std::size_t index, const SetWeight& edit,
                                     const GraphLimits&, EditResult&) {
-  if (!edges_.contains(edit.edge_id)) {
-    return absl::NotFoundError(absl::StrCat(edit_field(index, "set_weight.edge_id"), " = ",
-                                            edit.edge_id, ": no such edge"));
-  }
+  GC_RETURN_IF_ERROR(require_edge(edit.edge_id, edit_field(index, "set_weight.edge_id")));
   if (absl::Status s = check_finite(edit.weight, edit_field(index, "set_weight.weight")); !s.ok()) {
     return s;
   }
@@ -435,10 +437,7 @@ absl::Status GraphState::apply_edit(Batch& batch, std::size_t index, const Decom
   const Vertex& vertex = vit->second;
   for (std::size_t j = 0; j < edit.move_edge_ids.size(); ++j) {
     const std::uint64_t e = edit.move_edge_ids[j];
-    if (!edges_.contains(e)) {
-      return absl::NotFoundError(
-          absl::StrCat(field, ".move_edge_ids[", j, "] = ", e, ": no such edge"));
-    }
+    GC_RETURN_IF_ERROR(require_edge(e, absl::StrCat(field, ".move_edge_ids[", j, "]")));
     if (!vertex.tail_of.contains(e) && !vertex.head_of.contains(e)) {
       return absl::InvalidArgumentError(absl::StrCat(
           field, ".move_edge_ids[", j, "] = ", e, ": edge ", e, " is not incident to vertex ", v));

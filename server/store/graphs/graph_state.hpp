@@ -142,6 +142,8 @@ class GraphState {
   /// The net effect of `batch`, read from its undo log and the graph as the batch left it.
   GraphDelta describe(const Batch& batch) const;
 
+  /// NOT_FOUND naming `field` and the id unless the edge exists.
+  absl::Status require_edge(std::uint64_t edge_id, const std::string& field) const;
   // One edit each; `index` is the edit's position in the batch, for messages.
   absl::Status apply_edit(Batch& batch, std::size_t index, const AddVertex& edit,
                           const GraphLimits& limits, EditResult& result);

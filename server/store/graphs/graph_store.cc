@@ -36,6 +36,11 @@ absl::Status not_found(const std::string& graph_id) {
   return absl::NotFoundError(absl::StrCat("graph ", quote_key(graph_id), " not found"));
 }
 
+/// `s` with the graph named first ("graph 'g': ..."), its code kept.
+absl::Status about_graph(const std::string& graph_id, const absl::Status& s) {
+  return absl::Status(s.code(), absl::StrCat("graph ", quote_key(graph_id), ": ", s.message()));
+}
+
 }  // namespace
 
 GraphStore::GraphStore(Options options) : options_(std::move(options)) {}
@@ -144,20 +149,23 @@ absl::StatusOr<std::shared_ptr<GraphStore::Entry>> GraphStore::find(
   return it->second;
 }
 
-absl::StatusOr<GraphSnapshot> GraphStore::get(const std::string& graph_id) const {
+template <typename Result, typename Read>
+absl::StatusOr<Result> GraphStore::read_state(const std::string& graph_id, Read read) const {
   absl::StatusOr<std::shared_ptr<Entry>> entry = find(graph_id);
   if (!entry.ok()) return entry.status();
   absl::ReaderMutexLock lock(&(*entry)->mu);
   if ((*entry)->removed) return not_found(graph_id);
-  return (*entry)->state.snapshot(graph_id);
+  return read((*entry)->state);
+}
+
+absl::StatusOr<GraphSnapshot> GraphStore::get(const std::string& graph_id) const {
+  return read_state<GraphSnapshot>(
+      graph_id, [&](const GraphState& state) { return state.snapshot(graph_id); });
 }
 
 absl::StatusOr<GraphInfo> GraphStore::info(const std::string& graph_id) const {
-  absl::StatusOr<std::shared_ptr<Entry>> entry = find(graph_id);
-  if (!entry.ok()) return entry.status();
-  absl::ReaderMutexLock lock(&(*entry)->mu);
-  if ((*entry)->removed) return not_found(graph_id);
-  return (*entry)->state.info(graph_id);
+  return read_state<GraphInfo>(graph_id,
+                               [&](const GraphState& state) { return state.info(graph_id); });
 }
 
 std::vector<GraphInfo> GraphStore::list(const std::string& ns) const {
@@ -229,26 +237,18 @@ void GraphStore::publish(const GraphChange& change) const {
 
 absl::StatusOr<DenseGraph> GraphStore::to_dense(const std::string& graph_id, kernels::DType dtype,
                                                 std::uint64_t max_elements) const {
-  absl::StatusOr<std::shared_ptr<Entry>> entry = find(graph_id);
-  if (!entry.ok()) return entry.status();
-  absl::ReaderMutexLock lock(&(*entry)->mu);
-  if ((*entry)->removed) return not_found(graph_id);
-  absl::StatusOr<DenseGraph> dense = (*entry)->state.to_dense(dtype, max_elements);
-  if (!dense.ok()) {
-    return absl::Status(dense.status().code(), absl::StrCat("graph ", quote_key(graph_id), ": ",
-                                                            dense.status().message()));
-  }
-  return dense;
+  return read_state<DenseGraph>(graph_id, [&](const GraphState& state) {
+    absl::StatusOr<DenseGraph> dense = state.to_dense(dtype, max_elements);
+    if (!dense.ok()) return absl::StatusOr<DenseGraph>(about_graph(graph_id, dense.status()));
+    return dense;
+  });
 }
 
 absl::Status GraphStore::restore(const GraphImage& image) {
   const std::string& graph_id = image.graph.info.graph_id;
   if (absl::Status s = validate_key(graph_id); !s.ok()) return s;
   absl::StatusOr<GraphState> state = GraphState::restore(image, options_.limits);
-  if (!state.ok()) {
-    return absl::Status(state.status().code(), absl::StrCat("graph ", quote_key(graph_id), ": ",
-                                                            state.status().message()));
-  }
+  if (!state.ok()) return about_graph(graph_id, state.status());
   absl::MutexLock lock(&mu_);
   if (graphs_.contains(graph_id)) {
     return absl::AlreadyExistsError(absl::StrCat("graph ", quote_key(graph_id), " already exists"));
@@ -289,9 +289,7 @@ absl::Status GraphStore::check_invariants() const {
   absl::ReaderMutexLock lock(&mu_);
   for (const auto& [id, entry] : graphs_) {
     absl::ReaderMutexLock entry_lock(&entry->mu);
-    if (absl::Status s = entry->state.check_invariants(); !s.ok()) {
-      return absl::Status(s.code(), absl::StrCat("graph ", quote_key(id), ": ", s.message()));
-    }
+    if (absl::Status s = entry->state.check_invariants(); !s.ok()) return about_graph(id, s);
   }
   return absl::OkStatus();
 }

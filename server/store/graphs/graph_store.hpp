@@ -138,6 +138,9 @@ class GraphStore {
 
   /// The entry, or NOT_FOUND. The caller locks it and checks `removed`.
   absl::StatusOr<std::shared_ptr<Entry>> find(const std::string& graph_id) const;
+  /// read(state) of a graph that exists, under its reader lock; else NOT_FOUND.
+  template <typename Result, typename Read>
+  absl::StatusOr<Result> read_state(const std::string& graph_id, Read read) const;
   /// Tells every subscriber of a committed change.
   void publish(const GraphChange& change) const;
 
