@@ -14,6 +14,18 @@ prometheus::ClientMetric gauge_metric(double value,
   return m;
 }
 
+/// A metric family in `registry`; `builder` is prometheus::BuildCounter(), BuildGauge() or
+/// BuildHistogram().
+template <typename Builder>
+auto& family(prometheus::Registry& registry, Builder builder, const char* name, const char* help) {
+  return builder.Name(name).Help(help).Register(registry);
+}
+
+/// A gauge without labels.
+prometheus::Gauge& gauge(prometheus::Registry& registry, const char* name, const char* help) {
+  return family(registry, prometheus::BuildGauge(), name, help).Add({});
+}
+
 /// Reads the backend's memory state when Prometheus scrapes.
 class BackendCollector final : public prometheus::Collectable {
  public:
@@ -79,67 +91,40 @@ std::vector<double> Metrics::duration_buckets() {
 
 Metrics::Metrics(const std::vector<std::string>& methods)
     : registry_(std::make_shared<prometheus::Registry>()),
-      duration_family_(prometheus::BuildHistogram()
-                           .Name("gcompute_request_duration_seconds")
-                           .Help("Time from a call's arrival to its response, by method")
-                           .Register(*registry_)),
-      phase_family_(prometheus::BuildHistogram()
-                        .Name("gcompute_phase_duration_seconds")
-                        .Help("Time spent per phase of a job (queue, h2d, compute, d2h)")
-                        .Register(*registry_)),
-      requests_family_(prometheus::BuildCounter()
-                           .Name("gcompute_requests_total")
-                           .Help("Finished calls by method and gRPC status code")
-                           .Register(*registry_)),
-      received_family_(prometheus::BuildCounter()
-                           .Name("gcompute_received_bytes_total")
-                           .Help("Request message bytes received, by method")
-                           .Register(*registry_)),
-      sent_family_(prometheus::BuildCounter()
-                       .Name("gcompute_sent_bytes_total")
-                       .Help("Response message bytes sent, by method")
-                       .Register(*registry_)),
-      unparsable_family_(prometheus::BuildCounter()
-                             .Name("gcompute_unparsable_requests_total")
-                             .Help("Requests whose message did not parse as the method's request "
-                                   "type, by method")
-                             .Register(*registry_)),
-      inflight_(prometheus::BuildGauge()
-                    .Name("gcompute_inflight_requests")
-                    .Help("Calls being handled (queued, running or streaming)")
-                    .Register(*registry_)
-                    .Add({})),
-      queued_(prometheus::BuildGauge()
-                  .Name("gcompute_queue_depth")
-                  .Help("Jobs waiting in the engine's queue")
-                  .Register(*registry_)
-                  .Add({})),
-      running_(prometheus::BuildGauge()
-                   .Name("gcompute_running_jobs")
-                   .Help("Jobs executing on a worker or lane")
-                   .Register(*registry_)
-                   .Add({})),
-      stored_bytes_(prometheus::BuildGauge()
-                        .Name("gcompute_stored_matrix_bytes")
-                        .Help("Bytes held by server-resident matrices (including reservations)")
-                        .Register(*registry_)
-                        .Add({})),
-      jobs_family_(prometheus::BuildGauge()
-                       .Name("gcompute_jobs")
-                       .Help("Jobs (SubmitJob) by state, until finished ones expire")
-                       .Register(*registry_)),
-      job_wait_family_(prometheus::BuildHistogram()
-                           .Name("gcompute_job_queue_wait_seconds")
-                           .Help("Time a job waited in the queue before it ran, by method")
-                           .Register(*registry_)),
-      job_duration_family_(prometheus::BuildHistogram()
-                               .Name("gcompute_job_duration_seconds")
-                               .Help("Time a job ran (from leaving the queue), by method")
-                               .Register(*registry_)),
+      duration_family_(family(*registry_, prometheus::BuildHistogram(),
+                              "gcompute_request_duration_seconds",
+                              "Time from a call's arrival to its response, by method")),
+      phase_family_(family(*registry_, prometheus::BuildHistogram(),
+                           "gcompute_phase_duration_seconds",
+                           "Time spent per phase of a job (queue, h2d, compute, d2h)")),
+      requests_family_(family(*registry_, prometheus::BuildCounter(), "gcompute_requests_total",
+                              "Finished calls by method and gRPC status code")),
+      received_family_(family(*registry_, prometheus::BuildCounter(),
+                              "gcompute_received_bytes_total",
+                              "Request message bytes received, by method")),
+      sent_family_(family(*registry_, prometheus::BuildCounter(), "gcompute_sent_bytes_total",
+                          "Response message bytes sent, by method")),
+      unparsable_family_(
+          family(*registry_, prometheus::BuildCounter(), "gcompute_unparsable_requests_total",
+                 "Requests whose message did not parse as the method's request type, by method")),
+      inflight_(gauge(*registry_, "gcompute_inflight_requests",
+                      "Calls being handled (queued, running or streaming)")),
+      queued_(gauge(*registry_, "gcompute_queue_depth", "Jobs waiting in the engine's queue")),
+      running_(gauge(*registry_, "gcompute_running_jobs", "Jobs executing on a worker or lane")),
+      stored_bytes_(gauge(*registry_, "gcompute_stored_matrix_bytes",
+                          "Bytes held by server-resident matrices (including reservations)")),
+      jobs_family_(family(*registry_, prometheus::BuildGauge(), "gcompute_jobs",
+                          "Jobs (SubmitJob) by state, until finished ones expire")),
+      job_wait_family_(family(*registry_, prometheus::BuildHistogram(),
+                              "gcompute_job_queue_wait_seconds",
+                              "Time a job waited in the queue before it ran, by method")),
+      job_duration_family_(family(*registry_, prometheus::BuildHistogram(),
+                                  "gcompute_job_duration_seconds",
+                                  "Time a job ran (from leaving the queue), by method")),
       tenants_(std::make_unique<TenantMetrics>(*registry_)) {
   for (const auto& m : methods) {
     series(m);
-    requests_[{m, "OK"}] = &requests_family_.Add({{"method", m}, {"code", "OK"}});
+    request_counter(m, "OK");
   }
 }
 
@@ -177,25 +162,23 @@ void Metrics::observe_request(const std::string& method, const std::string& code
   s.duration->Observe(seconds);
   s.received->Increment(static_cast<double>(bytes_received));
   s.sent->Increment(static_cast<double>(bytes_sent));
-  auto key = std::make_pair(method, code);
-  auto it = requests_.find(key);
-  if (it == requests_.end()) {
-    it = requests_.emplace(key, &requests_family_.Add({{"method", method}, {"code", code}})).first;
-  }
-  it->second->Increment();
+  request_counter(method, code).Increment();
 }
 
 void Metrics::count_unparsable(const std::string& method) {
   std::lock_guard lock(mu_);
   // Method names come from our own service's paths: a bounded label set.
   unparsable_family_.Add({{"method", method}}).Increment();
-  auto key = std::make_pair(method, std::string("INVALID_ARGUMENT"));
+  request_counter(method, "INVALID_ARGUMENT").Increment();
+}
+
+prometheus::Counter& Metrics::request_counter(const std::string& method, const std::string& code) {
+  auto key = std::make_pair(method, code);
   auto it = requests_.find(key);
   if (it == requests_.end()) {
-    it = requests_.emplace(key, &requests_family_.Add({{"method", method}, {"code", key.second}}))
-             .first;
+    it = requests_.emplace(key, &requests_family_.Add({{"method", method}, {"code", code}})).first;
   }
-  it->second->Increment();
+  return *it->second;
 }
 
 void Metrics::observe_phase(const std::string& method, const char* phase, double seconds) {

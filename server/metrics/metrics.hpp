@@ -71,6 +71,9 @@ class Metrics {
     std::map<std::string, prometheus::Histogram*> phases;
   };
   MethodSeries& series(const std::string& method);
+  /// gcompute_requests_total of one method and code, made at first use (under mu_ once
+  /// constructed).
+  prometheus::Counter& request_counter(const std::string& method, const std::string& code);
 
   std::shared_ptr<prometheus::Registry> registry_;
   std::shared_ptr<prometheus::Collectable> backend_collector_;
