@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "client_impl.hpp"
+#include "gcompute/kernels/status_macros.hpp"
 #include "proto_convert.hpp"
 #include "results.hpp"
 
@@ -80,21 +81,16 @@ absl::StatusOr<Route> route_for(ReplicaSet& replicas, const ApspGraph& graph) {
 absl::StatusOr<MatrixResultWithStats> matrix_with_stats(const Attempt& attempt,
                                                         pb::MatrixResult* result, const char* what,
                                                         const pb::ExecutionStats& stats) {
-  absl::StatusOr<HostMatrix> m = take_result_matrix(attempt.transfer, result, what);
-  if (!m.ok()) return m.status();
-  return MatrixResultWithStats{*std::move(m), from_proto(stats)};
+  GC_ASSIGN_OR_RETURN(HostMatrix m, take_result_matrix(attempt.transfer, result, what));
+  return MatrixResultWithStats{std::move(m), from_proto(stats)};
 }
 
 absl::StatusOr<EighResult> eigh_result_from(pb::EighResponse& response, const Attempt& attempt,
                                             bool vectors) {
   EighResult out;
-  absl::StatusOr<HostMatrix> w = take_result_matrix(attempt.transfer, response.mutable_w(), "w");
-  if (!w.ok()) return w.status();
-  out.w = *std::move(w);
+  GC_ASSIGN_OR_RETURN(out.w, take_result_matrix(attempt.transfer, response.mutable_w(), "w"));
   if (vectors) {
-    absl::StatusOr<HostMatrix> v = take_result_matrix(attempt.transfer, response.mutable_v(), "v");
-    if (!v.ok()) return v.status();
-    out.v = *std::move(v);
+    GC_ASSIGN_OR_RETURN(out.v, take_result_matrix(attempt.transfer, response.mutable_v(), "v"));
   }
   out.converged = response.converged();
   out.stats = from_proto(response.stats());
@@ -104,17 +100,10 @@ absl::StatusOr<EighResult> eigh_result_from(pb::EighResponse& response, const At
 absl::StatusOr<SvdResult> svd_result_from(pb::SvdResponse& response, const Attempt& attempt,
                                           bool compute_uv) {
   SvdResult out;
-  absl::StatusOr<HostMatrix> s = take_result_matrix(attempt.transfer, response.mutable_s(), "s");
-  if (!s.ok()) return s.status();
-  out.s = *std::move(s);
+  GC_ASSIGN_OR_RETURN(out.s, take_result_matrix(attempt.transfer, response.mutable_s(), "s"));
   if (compute_uv) {
-    absl::StatusOr<HostMatrix> u = take_result_matrix(attempt.transfer, response.mutable_u(), "u");
-    if (!u.ok()) return u.status();
-    absl::StatusOr<HostMatrix> vt =
-        take_result_matrix(attempt.transfer, response.mutable_vt(), "vt");
-    if (!vt.ok()) return vt.status();
-    out.u = *std::move(u);
-    out.vt = *std::move(vt);
+    GC_ASSIGN_OR_RETURN(out.u, take_result_matrix(attempt.transfer, response.mutable_u(), "u"));
+    GC_ASSIGN_OR_RETURN(out.vt, take_result_matrix(attempt.transfer, response.mutable_vt(), "vt"));
   }
   out.sweeps = response.sweeps();
   out.converged = response.converged();
@@ -125,15 +114,11 @@ absl::StatusOr<SvdResult> svd_result_from(pb::SvdResponse& response, const Attem
 absl::StatusOr<ApspResult> apsp_result_from(pb::ApspResponse& response, const Attempt& attempt,
                                             bool next_hop) {
   ApspResult out;
-  absl::StatusOr<HostMatrix> d =
-      take_result_matrix(attempt.transfer, response.mutable_distances(), "distances");
-  if (!d.ok()) return d.status();
-  out.distances = *std::move(d);
+  GC_ASSIGN_OR_RETURN(out.distances, take_result_matrix(attempt.transfer,
+                                                        response.mutable_distances(), "distances"));
   if (next_hop) {
-    absl::StatusOr<HostMatrix> n =
-        take_result_matrix(attempt.transfer, response.mutable_next_hop(), "next_hop");
-    if (!n.ok()) return n.status();
-    out.next_hop = *std::move(n);
+    GC_ASSIGN_OR_RETURN(out.next_hop, take_result_matrix(attempt.transfer,
+                                                         response.mutable_next_hop(), "next_hop"));
   }
   out.stats = from_proto(response.stats());
   return out;

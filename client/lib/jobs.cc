@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "client_impl.hpp"
 #include "gcompute/client/client.hpp"
+#include "gcompute/kernels/status_macros.hpp"
 #include "proto_convert.hpp"
 #include "results.hpp"
 
@@ -218,34 +219,27 @@ absl::StatusOr<JobResults> Client::job_results(const std::string& job_id, const 
   pb::JobResult& r = *job->mutable_result();
   switch (r.result_case()) {
     case pb::JobResult::kTranspose: {
-      auto m = matrix_with_stats(attempt, r.mutable_transpose()->mutable_at(), "at",
-                                 r.transpose().stats());
-      if (!m.ok()) return m.status();
-      out.matrix = *std::move(m);
+      GC_ASSIGN_OR_RETURN(out.matrix,
+                          matrix_with_stats(attempt, r.mutable_transpose()->mutable_at(), "at",
+                                            r.transpose().stats()));
       break;
     }
     case pb::JobResult::kMatmul: {
-      auto m = matrix_with_stats(attempt, r.mutable_matmul()->mutable_c(), "c", r.matmul().stats());
-      if (!m.ok()) return m.status();
-      out.matrix = *std::move(m);
+      GC_ASSIGN_OR_RETURN(out.matrix, matrix_with_stats(attempt, r.mutable_matmul()->mutable_c(),
+                                                        "c", r.matmul().stats()));
       break;
     }
     case pb::JobResult::kSvd: {
-      auto s = svd_result_from(*r.mutable_svd(), attempt, r.svd().has_u());
-      if (!s.ok()) return s.status();
-      out.svd = *std::move(s);
+      GC_ASSIGN_OR_RETURN(out.svd, svd_result_from(*r.mutable_svd(), attempt, r.svd().has_u()));
       break;
     }
     case pb::JobResult::kEigh: {
-      auto e = eigh_result_from(*r.mutable_eigh(), attempt, r.eigh().has_v());
-      if (!e.ok()) return e.status();
-      out.eigh = *std::move(e);
+      GC_ASSIGN_OR_RETURN(out.eigh, eigh_result_from(*r.mutable_eigh(), attempt, r.eigh().has_v()));
       break;
     }
     case pb::JobResult::kApsp: {
-      auto a = apsp_result_from(*r.mutable_apsp(), attempt, r.apsp().has_next_hop());
-      if (!a.ok()) return a.status();
-      out.apsp = *std::move(a);
+      GC_ASSIGN_OR_RETURN(out.apsp,
+                          apsp_result_from(*r.mutable_apsp(), attempt, r.apsp().has_next_hop()));
       break;
     }
     case pb::JobResult::kShortestPath:
