@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <set>
+#include <string_view>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -28,6 +29,10 @@ class JsonParser {
 
  private:
   static constexpr int kMaxDepth = 64;
+  // The one-letter escapes of a string and the characters they stand for, position by position.
+  static constexpr std::string_view kEscapeLetters = "\"\\/bfnrt";
+  static constexpr std::string_view kEscapedChars = "\"\\/\b\f\n\r\t";
+  static_assert(kEscapeLetters.size() == kEscapedChars.size());
 
   absl::Status error(const std::string& what) const {
     return absl::InvalidArgumentError(absl::StrCat("column ", pos_ + 1, ": ", what));
@@ -77,58 +82,43 @@ class JsonParser {
 
   absl::Status object(JsonValue& out, int depth) {
     out.kind = JsonValue::Kind::kObject;
-    ++pos_;  // '{'
-    ws();
-    if (pos_ < s_.size() && s_[pos_] == '}') {
-      ++pos_;
-      return absl::OkStatus();
-    }
-    while (true) {
+    return elements("}", [&]() -> absl::Status {
       ws();
       if (pos_ >= s_.size() || s_[pos_] != '"') return error("expected a quoted key");
       std::string key;
       if (absl::Status st = string(key); !st.ok()) return st;
       ws();
-      if (pos_ >= s_.size() || s_[pos_] != ':') return error("expected ':'");
-      ++pos_;
+      if (!literal(":")) return error("expected ':'");
       JsonValue v;
       if (absl::Status st = value(v, depth + 1); !st.ok()) return st;
       out.object.emplace_back(std::move(key), std::move(v));
-      ws();
-      if (pos_ < s_.size() && s_[pos_] == ',') {
-        ++pos_;
-        continue;
-      }
-      if (pos_ < s_.size() && s_[pos_] == '}') {
-        ++pos_;
-        return absl::OkStatus();
-      }
-      return error("expected ',' or '}'");
-    }
+      return absl::OkStatus();
+    });
   }
 
   absl::Status array(JsonValue& out, int depth) {
     out.kind = JsonValue::Kind::kArray;
-    ++pos_;  // '['
-    ws();
-    if (pos_ < s_.size() && s_[pos_] == ']') {
-      ++pos_;
-      return absl::OkStatus();
-    }
-    while (true) {
+    return elements("]", [&]() -> absl::Status {
       JsonValue v;
       if (absl::Status st = value(v, depth + 1); !st.ok()) return st;
       out.array.push_back(std::move(v));
+      return absl::OkStatus();
+    });
+  }
+
+  /// The comma-separated elements of an object or array, from its opening bracket (at pos_)
+  /// through `close`; `element` parses one.
+  template <typename Element>
+  absl::Status elements(const char* close, Element element) {
+    ++pos_;
+    ws();
+    if (literal(close)) return absl::OkStatus();
+    while (true) {
+      if (absl::Status st = element(); !st.ok()) return st;
       ws();
-      if (pos_ < s_.size() && s_[pos_] == ',') {
-        ++pos_;
-        continue;
-      }
-      if (pos_ < s_.size() && s_[pos_] == ']') {
-        ++pos_;
-        return absl::OkStatus();
-      }
-      return error("expected ',' or ']'");
+      if (literal(",")) continue;
+      if (literal(close)) return absl::OkStatus();
+      return error(absl::StrCat("expected ',' or '", close, "'"));
     }
   }
 
@@ -183,43 +173,21 @@ class JsonParser {
       }
       if (pos_ >= s_.size()) return error("unterminated escape");
       const char e = s_[pos_++];
-      switch (e) {
-        case '"':
-        case '\\':
-        case '/':
-          out.push_back(e);
-          break;
-        case 'b':
-          out.push_back('\b');
-          break;
-        case 'f':
-          out.push_back('\f');
-          break;
-        case 'n':
-          out.push_back('\n');
-          break;
-        case 'r':
-          out.push_back('\r');
-          break;
-        case 't':
-          out.push_back('\t');
-          break;
-        case 'u': {
-          uint32_t cp = 0;
-          if (absl::Status st = hex4(cp); !st.ok()) return st;
-          if (cp >= 0xD800 && cp < 0xDC00 && s_.compare(pos_, 2, "\\u") == 0) {
-            pos_ += 2;
-            uint32_t low = 0;
-            if (absl::Status st = hex4(low); !st.ok()) return st;
-            if (low < 0xDC00 || low >= 0xE000) return error("bad surrogate pair");
-            cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
-          }
-          append_utf8(out, cp);
-          break;
-        }
-        default:
-          return error(absl::StrCat("bad escape '\\", std::string(1, e), "'"));
+      if (const std::size_t i = kEscapeLetters.find(e); i != std::string_view::npos) {
+        out.push_back(kEscapedChars[i]);
+        continue;
       }
+      if (e != 'u') return error(absl::StrCat("bad escape '\\", std::string(1, e), "'"));
+      uint32_t cp = 0;
+      if (absl::Status st = hex4(cp); !st.ok()) return st;
+      if (cp >= 0xD800 && cp < 0xDC00 && s_.compare(pos_, 2, "\\u") == 0) {
+        pos_ += 2;
+        uint32_t low = 0;
+        if (absl::Status st = hex4(low); !st.ok()) return st;
+        if (low < 0xDC00 || low >= 0xE000) return error("bad surrogate pair");
+        cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+      }
+      append_utf8(out, cp);
     }
   }
 
