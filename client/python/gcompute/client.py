@@ -163,11 +163,7 @@ class Client:
         op = self._operand(a, "a", accept=("f32", "f64", "f16", "i32"))
         batched = _is_batched(op)
 
-        def fill(stager: OperandStager) -> Any:
-            request = _pb.ops.TransposeRequest()
-            stager.add_operand(op, request.a)
-            _output(request.output, store, ttl_seconds)
-            return request
+        fill = _one_operand_fill(op, store, ttl_seconds, _pb.ops.TransposeRequest)
 
         def convert(response, t: Transfer):
             return self._result(t, response.at, "at", store, batched)
@@ -254,12 +250,10 @@ class Client:
         op = self._operand(a, "a", accept=("f32", "f64"), convert_ints_to="f64")
         batched = _is_batched(op)
 
-        def fill(stager: OperandStager) -> Any:
-            request = _pb.ops.EighRequest(compute_vectors=compute_vectors,
-                                          symmetry_tolerance=symmetry_tolerance)
-            stager.add_operand(op, request.a)
-            _output(request.output, store, ttl_seconds)
-            return request
+        fill = _one_operand_fill(
+            op, store, ttl_seconds,
+            lambda: _pb.ops.EighRequest(compute_vectors=compute_vectors,
+                                        symmetry_tolerance=symmetry_tolerance))
 
         def convert(response, t: Transfer):
             if store:
@@ -566,13 +560,11 @@ class Client:
         if method not in _SVD_METHODS:
             raise InvalidArgument(f"method must be one of {sorted(_SVD_METHODS)}; got {method!r}")
 
-        def fill(stager: OperandStager) -> Any:
-            request = _pb.ops.SvdRequest(compute_uv=compute_uv, full_matrices=full_matrices,
-                                         tolerance=tolerance, max_sweeps=max_sweeps,
-                                         method=_SVD_METHODS[method])
-            stager.add_operand(op, request.a)
-            _output(request.output, store, ttl_seconds)
-            return request
+        fill = _one_operand_fill(
+            op, store, ttl_seconds,
+            lambda: _pb.ops.SvdRequest(compute_uv=compute_uv, full_matrices=full_matrices,
+                                       tolerance=tolerance, max_sweeps=max_sweeps,
+                                       method=_SVD_METHODS[method]))
 
         def convert(response, t: Transfer):
             if store:
@@ -625,6 +617,17 @@ def _output(output, store: bool, ttl_seconds: int) -> None:
     if store:
         output.placement = _pb.types.OutputOptions.PLACEMENT_STORED
         output.ttl_seconds = int(ttl_seconds)
+
+
+def _one_operand_fill(op, store: bool, ttl_seconds: int,
+                      new_request: Callable[[], Any]) -> Callable[[OperandStager], Any]:
+    """The fill of an operation whose one operand is `a`: a new request with op staged."""
+    def fill(stager: OperandStager) -> Any:
+        request = new_request()
+        stager.add_operand(op, request.a)
+        _output(request.output, store, ttl_seconds)
+        return request
+    return fill
 
 
 def _encode_health_request(service: str) -> bytes:
