@@ -34,6 +34,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <limits>
 #include <map>
 #include <memory>
@@ -235,19 +236,12 @@ grpc::Status raw_unary(grpc::GenericStub& stub, const std::string& method,
                        const std::string& request, double deadline_seconds, std::string* reply) {
   grpc::Slice slice(request);
   grpc::ByteBuffer request_buffer(&slice, 1);
-  auto ctx = context(deadline_seconds);
-  grpc::CompletionQueue cq;
-  auto call = stub.PrepareUnaryCall(ctx.get(), method, request_buffer, &cq);
-  call->StartCall();
   grpc::ByteBuffer reply_buffer;
-  grpc::Status status;
-  call->Finish(&reply_buffer, &status, reinterpret_cast<void*>(1));
-  void* tag = nullptr;
-  bool ok = false;
-  cq.Next(&tag, &ok);
-  cq.Shutdown();
-  while (cq.Next(&tag, &ok)) {
-  }
+  auto ctx = context(deadline_seconds);
+  std::promise<grpc::Status> done;
+  stub.UnaryCall(ctx.get(), method, grpc::StubOptions(), &request_buffer, &reply_buffer,
+                 [&done](grpc::Status s) { done.set_value(std::move(s)); });
+  const grpc::Status status = done.get_future().get();
   if (status.ok() && reply != nullptr) {
     std::vector<grpc::Slice> slices;
     (void)reply_buffer.Dump(&slices);
@@ -395,9 +389,7 @@ class Client {
     *req.mutable_a()->mutable_inline_() =
         random_matrix(rng_, size(16, 96), size(16, 96), v1::DTYPE_F32);
     v1::TransposeResponse resp;
-    auto ctx = context(kCallSeconds);
-    const grpc::Status s = stub_->Transpose(ctx.get(), req, &resp);
-    if (!s.ok()) return Outcome::of(s);
+    if (Outcome o = call(&v1::Compute::Stub::Transpose, req, &resp); o.code != 0) return o;
     if (!is_transpose(req.a().inline_(), resp.at().inline_(), sizeof(float))) {
       return Outcome::mismatch("Transpose: the result is not the operand transposed");
     }
@@ -410,9 +402,7 @@ class Client {
     *req.mutable_a()->mutable_inline_() = random_matrix(rng_, m, k, v1::DTYPE_F32);
     *req.mutable_b()->mutable_inline_() = random_matrix(rng_, k, n, v1::DTYPE_F32);
     v1::MatMulResponse resp;
-    auto ctx = context(kCallSeconds);
-    const grpc::Status s = stub_->MatMul(ctx.get(), req, &resp);
-    if (!s.ok()) return Outcome::of(s);
+    if (Outcome o = call(&v1::Compute::Stub::MatMul, req, &resp); o.code != 0) return o;
     const v1::Matrix& c = resp.c().inline_();
     if (c.rows() != m || c.cols() != n || c.data().size() != static_cast<std::size_t>(m * n * 4)) {
       return Outcome::mismatch("MatMul: result of the wrong shape");
@@ -425,9 +415,7 @@ class Client {
     *req.mutable_a()->mutable_inline_() =
         random_matrix(rng_, size(8, 48), size(8, 48), v1::DTYPE_F64);
     v1::SvdResponse resp;
-    auto ctx = context(kCallSeconds);
-    const grpc::Status s = stub_->Svd(ctx.get(), req, &resp);
-    if (!s.ok()) return Outcome::of(s);
+    if (Outcome o = call(&v1::Compute::Stub::Svd, req, &resp); o.code != 0) return o;
     if (!resp.converged() || !resp.u().has_inline_()) return Outcome::mismatch("Svd: no U");
     return {};
   }
@@ -436,9 +424,7 @@ class Client {
     v1::EighRequest req;
     *req.mutable_a()->mutable_inline_() = symmetric_matrix(rng_, size(4, 48));
     v1::EighResponse resp;
-    auto ctx = context(kCallSeconds);
-    const grpc::Status s = stub_->Eigh(ctx.get(), req, &resp);
-    if (!s.ok()) return Outcome::of(s);
+    if (Outcome o = call(&v1::Compute::Stub::Eigh, req, &resp); o.code != 0) return o;
     if (!resp.converged() || !resp.v().has_inline_()) return Outcome::mismatch("Eigh: no V");
     return {};
   }
@@ -448,9 +434,7 @@ class Client {
     *req.mutable_dense() = random_graph_dense(rng_, size(8, 64));
     req.set_next_hop(true);
     v1::ApspResponse resp;
-    auto ctx = context(kCallSeconds);
-    const grpc::Status s = stub_->Apsp(ctx.get(), req, &resp);
-    if (!s.ok()) return Outcome::of(s);
+    if (Outcome o = call(&v1::Compute::Stub::Apsp, req, &resp); o.code != 0) return o;
     if (resp.distances().inline_().rows() != req.dense().rows()) {
       return Outcome::mismatch("Apsp: distances of the wrong shape");
     }
@@ -496,13 +480,8 @@ class Client {
       req.mutable_output()->set_placement(v1::OutputOptions::PLACEMENT_STORED);
       req.mutable_output()->set_ttl_seconds(120);
       v1::TransposeResponse resp;
-      auto ctx = context(kCallSeconds);
-      const grpc::Status s = stub_->Transpose(ctx.get(), req, &resp);
-      if (!s.ok()) {
-        outcome = Outcome::of(s);
-      } else {
-        transposed = resp.at().stored().ref().id();
-      }
+      outcome = call(&v1::Compute::Stub::Transpose, req, &resp);
+      if (outcome.code == 0) transposed = resp.at().stored().ref().id();
     }
     if (outcome.code == 0) {
       v1::DownloadMatrixRequest req;
@@ -533,10 +512,8 @@ class Client {
       if (id.empty()) continue;
       v1::DeleteMatrixRequest req;
       req.mutable_ref()->set_id(id);
-      v1::DeleteMatrixResponse resp;
-      auto ctx = context(kCallSeconds);
-      const grpc::Status s = stub_->DeleteMatrix(ctx.get(), req, &resp);
-      if (!s.ok() && outcome.code == 0) outcome = Outcome::of(s);
+      Outcome deleted = call(&v1::Compute::Stub::DeleteMatrix, req);
+      if (outcome.code == 0) outcome = deleted;
     }
     return outcome;
   }
@@ -557,20 +534,13 @@ class Client {
       h->add_heads(vertex(rng_));
       h->set_weight(1 + static_cast<double>(vertex(rng_)));
     }
-    {
-      v1::CreateGraphResponse resp;
-      auto ctx = context(kCallSeconds);
-      const grpc::Status s = stub_->CreateGraph(ctx.get(), create, &resp);
-      if (!s.ok()) return Outcome::of(s);
-    }
+    if (Outcome o = call(&v1::Compute::Stub::CreateGraph, create); o.code != 0) return o;
     Outcome outcome = [&]() -> Outcome {
       auto graph_apsp = [&]() -> Outcome {
         v1::ApspRequest req;
         req.set_graph_id(id);
         v1::ApspResponse resp;
-        auto ctx = context(kCallSeconds);
-        const grpc::Status s = stub_->Apsp(ctx.get(), req, &resp);
-        if (!s.ok()) return Outcome::of(s);
+        if (Outcome o = call(&v1::Compute::Stub::Apsp, req, &resp); o.code != 0) return o;
         if (resp.distances().inline_().rows() != static_cast<std::int64_t>(n + 1)) {
           return Outcome::mismatch("Apsp on a graph: distances of the wrong shape");
         }
@@ -590,9 +560,7 @@ class Client {
         set->set_weight(0.5);
         req.add_edits()->mutable_delete_edge()->set_edge_id(1);
         v1::ApplyEditsResponse resp;
-        auto ctx = context(kCallSeconds);
-        const grpc::Status s = stub_->ApplyEdits(ctx.get(), req, &resp);
-        if (!s.ok()) return Outcome::of(s);
+        if (Outcome o = call(&v1::Compute::Stub::ApplyEdits, req, &resp); o.code != 0) return o;
         if (resp.version() != 2) return Outcome::mismatch("ApplyEdits: version is not 2");
       }
       if (Outcome o = graph_apsp(); o.code != 0) return o;
@@ -605,9 +573,7 @@ class Client {
         req.set_page_size(16);
         req.set_page_token(token);
         v1::GetGraphResponse resp;
-        auto ctx = context(kCallSeconds);
-        const grpc::Status s = stub_->GetGraph(ctx.get(), req, &resp);
-        if (!s.ok()) return Outcome::of(s);
+        if (Outcome o = call(&v1::Compute::Stub::GetGraph, req, &resp); o.code != 0) return o;
         vertices += static_cast<std::uint64_t>(resp.vertices_size());
         edges_seen += static_cast<std::uint64_t>(resp.edges_size());
         token = resp.next_page_token();
@@ -621,10 +587,8 @@ class Client {
     }();
     v1::DeleteGraphRequest req;
     req.set_graph_id(id);
-    v1::DeleteGraphResponse resp;
-    auto ctx = context(kCallSeconds);
-    const grpc::Status s = stub_->DeleteGraph(ctx.get(), req, &resp);
-    if (!s.ok() && outcome.code == 0) outcome = Outcome::of(s);
+    Outcome deleted = call(&v1::Compute::Stub::DeleteGraph, req);
+    if (outcome.code == 0) outcome = deleted;
     return outcome;
   }
 
@@ -643,9 +607,7 @@ class Client {
     v1::GetJobRequest get;
     get.set_job_id(job_id);
     v1::Job job;
-    auto ctx = context(kCallSeconds);
-    const grpc::Status s = stub_->GetJob(ctx.get(), get, &job);
-    if (!s.ok()) return Outcome::of(s);
+    if (Outcome o = call(&v1::Compute::Stub::GetJob, get, &job); o.code != 0) return o;
     if (job.state() != v1::JOB_STATE_SUCCEEDED || !job.result().has_svd()) {
       return Outcome::mismatch("GetJob: state " + v1::JobState_Name(job.state()) +
                                " without an SVD result");
@@ -668,9 +630,7 @@ class Client {
     v1::CancelJobRequest cancel;
     cancel.set_job_id(job_id);
     v1::CancelJobResponse cancelled;
-    auto ctx = context(kCallSeconds);
-    const grpc::Status s = stub_->CancelJob(ctx.get(), cancel, &cancelled);
-    if (!s.ok()) return Outcome::of(s);
+    if (Outcome o = call(&v1::Compute::Stub::CancelJob, cancel, &cancelled); o.code != 0) return o;
     v1::Job last;
     if (Outcome o = watch(job_id, &last); o.code != 0) return o;
     switch (last.state()) {
@@ -685,76 +645,51 @@ class Client {
   }
 
   Outcome bad_shape() {
-    grpc::Status s;
     switch (pick(3)) {
       case 0: {  // inner dimensions differ
         v1::MatMulRequest req;
         *req.mutable_a()->mutable_inline_() = random_matrix(rng_, 3, 4, v1::DTYPE_F32);
         *req.mutable_b()->mutable_inline_() = random_matrix(rng_, 5, 2, v1::DTYPE_F32);
-        v1::MatMulResponse resp;
-        auto ctx = context(kCallSeconds);
-        s = stub_->MatMul(ctx.get(), req, &resp);
-        break;
+        return call(&v1::Compute::Stub::MatMul, req);
       }
       case 1: {  // data shorter than the shape says
         v1::TransposeRequest req;
         *req.mutable_a()->mutable_inline_() = random_matrix(rng_, 7, 9, v1::DTYPE_F32);
         req.mutable_a()->mutable_inline_()->mutable_data()->resize(7 * 9 * 4 - 4);
-        v1::TransposeResponse resp;
-        auto ctx = context(kCallSeconds);
-        s = stub_->Transpose(ctx.get(), req, &resp);
-        break;
+        return call(&v1::Compute::Stub::Transpose, req);
       }
       default: {  // Eigh of a non-square matrix
         v1::EighRequest req;
         *req.mutable_a()->mutable_inline_() = random_matrix(rng_, 6, 5, v1::DTYPE_F64);
-        v1::EighResponse resp;
-        auto ctx = context(kCallSeconds);
-        s = stub_->Eigh(ctx.get(), req, &resp);
-        break;
+        return call(&v1::Compute::Stub::Eigh, req);
       }
     }
-    return Outcome::of(s);
   }
 
   Outcome not_found() {
-    grpc::Status s;
     switch (pick(4)) {
       case 0: {
         v1::TransposeRequest req;
         req.mutable_a()->mutable_ref()->set_id("soak-no-such-matrix");
-        v1::TransposeResponse resp;
-        auto ctx = context(kCallSeconds);
-        s = stub_->Transpose(ctx.get(), req, &resp);
-        break;
+        return call(&v1::Compute::Stub::Transpose, req);
       }
       case 1: {
         v1::GetGraphRequest req;
         req.set_graph_id("soak-no-such-graph");
-        v1::GetGraphResponse resp;
-        auto ctx = context(kCallSeconds);
-        s = stub_->GetGraph(ctx.get(), req, &resp);
-        break;
+        return call(&v1::Compute::Stub::GetGraph, req);
       }
       case 2: {
         v1::GetJobRequest req;
         req.set_job_id("j-" + std::string(32, '0'));
-        v1::Job resp;
-        auto ctx = context(kCallSeconds);
-        s = stub_->GetJob(ctx.get(), req, &resp);
-        break;
+        return call(&v1::Compute::Stub::GetJob, req);
       }
       default: {
         v1::ApplyEditsRequest req;
         req.set_graph_id("soak-no-such-graph");
         req.add_edits()->mutable_add_vertex();
-        v1::ApplyEditsResponse resp;
-        auto ctx = context(kCallSeconds);
-        s = stub_->ApplyEdits(ctx.get(), req, &resp);
-        break;
+        return call(&v1::Compute::Stub::ApplyEdits, req);
       }
     }
-    return Outcome::of(s);
   }
 
   /// A matrix one row over --max-matrix-elements, as read from GetServerInfo (no data needed:
@@ -765,9 +700,7 @@ class Client {
     m->set_rows(static_cast<std::int64_t>(limits_.max_matrix_elements / 2 + 1));
     m->set_cols(2);
     m->set_dtype(v1::DTYPE_F32);
-    v1::TransposeResponse resp;
-    auto ctx = context(kCallSeconds);
-    return Outcome::of(stub_->Transpose(ctx.get(), req, &resp));
+    return call(&v1::Compute::Stub::Transpose, req);
   }
 
   /// An SVD of a 256 x 256 f64 matrix (512 KiB to send, milliseconds to tens of milliseconds of
@@ -814,11 +747,20 @@ class Client {
     return true;
   }
 
+  /// A unary call of `method` under the per-call deadline; `resp` may be left out where the
+  /// response is not checked.
+  template <typename Request, typename Response>
+  Outcome call(grpc::Status (v1::Compute::Stub::*method)(grpc::ClientContext*, const Request&,
+                                                         Response*),
+               const Request& req, Response* resp = nullptr) {
+    Response unchecked;
+    auto ctx = context(kCallSeconds);
+    return Outcome::of((stub_.get()->*method)(ctx.get(), req, resp != nullptr ? resp : &unchecked));
+  }
+
   Outcome submit(const v1::SubmitJobRequest& req, std::string* job_id) {
     v1::SubmitJobResponse resp;
-    auto ctx = context(kCallSeconds);
-    const grpc::Status s = stub_->SubmitJob(ctx.get(), req, &resp);
-    if (!s.ok()) return Outcome::of(s);
+    if (Outcome o = call(&v1::Compute::Stub::SubmitJob, req, &resp); o.code != 0) return o;
     *job_id = resp.job_id();
     return {};
   }
