@@ -5,6 +5,8 @@
 #include <bit>
 #include <cstring>
 #include <type_traits>
+#include <variant>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "store/graphs/byte_codec.hpp"
@@ -32,6 +34,66 @@ enum Tag : std::uint8_t {
   kSetWeight = 5,
   kDecomposeVertex = 6,
 };
+
+/// Calls fields(tag, field...) with an edit's tag and its fields in their order on disk: the
+/// one list that encode_edit and decode_edit both follow.
+template <typename E, typename Fields>
+auto with_fields(E& e, Fields&& fields) {
+  using T = std::remove_const_t<E>;
+  if constexpr (std::is_same_v<T, AddVertex>) {
+    return fields(kAddVertex);
+  } else if constexpr (std::is_same_v<T, DeleteVertex>) {
+    return fields(kDeleteVertex, e.vertex_id);
+  } else if constexpr (std::is_same_v<T, AddEdge>) {
+    return fields(kAddEdge, e.tails, e.heads, e.weight);
+  } else if constexpr (std::is_same_v<T, DeleteEdge>) {
+    return fields(kDeleteEdge, e.edge_id);
+  } else if constexpr (std::is_same_v<T, SetWeight>) {
+    return fields(kSetWeight, e.edge_id, e.weight);
+  } else {
+    static_assert(std::is_same_v<T, DecomposeVertex>);
+    return fields(kDecomposeVertex, e.vertex_id, e.move_edge_ids, e.joining_weight);
+  }
+}
+
+// How each type of field is written and read.
+void write_field(Writer& w, std::uint64_t v) {
+  w.varint(v);
+}
+void write_field(Writer& w, const std::vector<std::uint64_t>& ids) {
+  w.ids(ids);
+}
+void write_field(Writer& w, double v) {
+  w.f64(v);
+}
+absl::Status read_field(Reader& r, std::uint64_t& v) {
+  return r.varint(v);
+}
+absl::Status read_field(Reader& r, std::vector<std::uint64_t>& ids) {
+  return r.ids(ids);
+}
+absl::Status read_field(Reader& r, double& v) {
+  return r.f64(v);
+}
+
+/// The edit whose tag is `tag`, read from `r`: tried against Edit's alternatives from index I on.
+template <std::size_t I = 0>
+absl::StatusOr<Edit> decode_tagged(std::uint8_t tag, Reader& r) {
+  if constexpr (I == std::variant_size_v<Edit>) {
+    return absl::DataLossError(absl::StrCat("unknown edit tag ", tag, " at offset ", r.pos() - 1));
+  } else {
+    std::variant_alternative_t<I, Edit> e;
+    absl::Status read;
+    const bool matched = with_fields(e, [&](Tag t, auto&... field) {
+      if (t != tag) return false;
+      (void)((read = read_field(r, field)).ok() && ...);
+      return true;
+    });
+    if (!matched) return decode_tagged<I + 1>(tag, r);
+    if (!read.ok()) return read;
+    return Edit{std::move(e)};
+  }
+}
 
 }  // namespace
 
@@ -154,31 +216,10 @@ absl::Status decode_edge_body(Reader& r, Hyperedge& e) {
 void encode_edit(Writer& w, const Edit& edit) {
   std::visit(
       [&w](const auto& e) {
-        using T = std::decay_t<decltype(e)>;
-        if constexpr (std::is_same_v<T, AddVertex>) {
-          w.u8(kAddVertex);
-        } else if constexpr (std::is_same_v<T, DeleteVertex>) {
-          w.u8(kDeleteVertex);
-          w.varint(e.vertex_id);
-        } else if constexpr (std::is_same_v<T, AddEdge>) {
-          w.u8(kAddEdge);
-          w.ids(e.tails);
-          w.ids(e.heads);
-          w.f64(e.weight);
-        } else if constexpr (std::is_same_v<T, DeleteEdge>) {
-          w.u8(kDeleteEdge);
-          w.varint(e.edge_id);
-        } else if constexpr (std::is_same_v<T, SetWeight>) {
-          w.u8(kSetWeight);
-          w.varint(e.edge_id);
-          w.f64(e.weight);
-        } else {
-          static_assert(std::is_same_v<T, DecomposeVertex>);
-          w.u8(kDecomposeVertex);
-          w.varint(e.vertex_id);
-          w.ids(e.move_edge_ids);
-          w.f64(e.joining_weight);
-        }
+        with_fields(e, [&w](Tag tag, const auto&... field) {
+          w.u8(tag);
+          (write_field(w, field), ...);
+        });
       },
       edit);
 }
@@ -186,44 +227,7 @@ void encode_edit(Writer& w, const Edit& edit) {
 absl::StatusOr<Edit> decode_edit(Reader& r) {
   std::uint8_t tag = 0;
   if (absl::Status s = r.u8(tag); !s.ok()) return s;
-  absl::Status s;
-  switch (tag) {
-    case kAddVertex:
-      return Edit{AddVertex{}};
-    case kDeleteVertex: {
-      DeleteVertex e;
-      if (s = r.varint(e.vertex_id); !s.ok()) return s;
-      return Edit{e};
-    }
-    case kAddEdge: {
-      AddEdge e;
-      if (s = r.ids(e.tails); !s.ok()) return s;
-      if (s = r.ids(e.heads); !s.ok()) return s;
-      if (s = r.f64(e.weight); !s.ok()) return s;
-      return Edit{std::move(e)};
-    }
-    case kDeleteEdge: {
-      DeleteEdge e;
-      if (s = r.varint(e.edge_id); !s.ok()) return s;
-      return Edit{e};
-    }
-    case kSetWeight: {
-      SetWeight e;
-      if (s = r.varint(e.edge_id); !s.ok()) return s;
-      if (s = r.f64(e.weight); !s.ok()) return s;
-      return Edit{e};
-    }
-    case kDecomposeVertex: {
-      DecomposeVertex e;
-      if (s = r.varint(e.vertex_id); !s.ok()) return s;
-      if (s = r.ids(e.move_edge_ids); !s.ok()) return s;
-      if (s = r.f64(e.joining_weight); !s.ok()) return s;
-      return Edit{std::move(e)};
-    }
-    default:
-      break;
-  }
-  return absl::DataLossError(absl::StrCat("unknown edit tag ", tag, " at offset ", r.pos() - 1));
+  return decode_tagged(tag, r);
 }
 
 void encode_edits(Writer& w, std::span<const Edit> edits) {
