@@ -3,13 +3,14 @@
 // and encoding both read, and that messages name the accepted wire values from.
 #pragma once
 
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/generated_enum_reflection.h>
+
 #include <cstddef>
 #include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
-
-#include <google/protobuf/generated_enum_reflection.h>
 
 namespace gcompute::server {
 
