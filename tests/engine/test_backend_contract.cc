@@ -23,6 +23,7 @@
 #include "absl/strings/match.h"
 #include "absl/time/clock.h"
 #include "engine/backend_factory.hpp"
+#include "kernels/cpu/matmul_shape.hpp"
 #include "kernels/cpu/svd_check.hpp"
 #include "support/oracle.hpp"
 #include "support/random.hpp"
@@ -225,18 +226,9 @@ class BackendMatmul : public BackendContract {
                  << dtype_name(dtype_of<T>()) << " batch " << g.a_batch << "/" << g.b_batch
                  << " m=" << g.m << " n=" << g.n << " k=" << g.k << " ta=" << ta << " tb=" << tb
                  << " alpha=" << g.alpha << " beta=" << g.beta);
-    kernels::MatmulShape s;
-    s.batch = std::max(g.a_batch, g.b_batch);
-    s.a_batch = g.a_batch;
-    s.b_batch = g.b_batch;
-    s.m = g.m;
-    s.n = g.n;
-    s.k = g.k;
-    s.transpose_a = ta;
-    s.transpose_b = tb;
-    s.dtype = dtype_of<T>();
-    s.alpha = g.alpha;
-    s.beta = g.beta;
+    const kernels::MatmulShape s = kernels::matmul_test::make_shape(
+        {g.m, g.n, g.k}, {std::max(g.a_batch, g.b_batch), g.a_batch, g.b_batch}, ta, tb,
+        {g.alpha, g.beta}, dtype_of<T>(), kernels::Precision::kDefault);
     ASSERT_TRUE(kernels::validate(s).ok());
     // Away from zero, so that no true product element is zero-filled memory's value.
     auto draw = [&](std::int64_t count) {

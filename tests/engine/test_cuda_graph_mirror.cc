@@ -6,7 +6,6 @@
 // GraphStore::get (and, for finite f32 weights, GraphStore::to_dense).
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -29,28 +28,11 @@ namespace {
 using testing::expect_mirror_matches;
 using testing::RandomEdits;
 
-/// A write-ahead log stand-in that refuses a change on demand.
-class RefusingLog : public GraphJournal {
- public:
-  absl::Status on_create(const GraphSnapshot&) override { return take(); }
-  absl::Status on_apply(const std::string&, std::span<const Edit>, const ApplyResult&) override {
-    return take();
-  }
-  absl::Status on_remove(const std::string&) override { return take(); }
-  std::atomic<bool> refuse_next{false};
-
- private:
-  absl::Status take() {
-    if (refuse_next.exchange(false)) return absl::InternalError("log write failed");
-    return absl::OkStatus();
-  }
-};
-
 struct Fixture {
   std::unique_ptr<cuda::CudaBackend> backend;
   std::unique_ptr<MirrorTargetFactory> targets;
   std::unique_ptr<DeviceGraphMirror> mirror;
-  RefusingLog log;
+  testing::RefusingJournal log;
   std::unique_ptr<GraphStore> store;
 
   explicit Fixture(std::size_t min_device_batch) {

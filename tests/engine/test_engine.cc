@@ -5,7 +5,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
+#include <memory>
 #include <thread>
+#include <utility>
 
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
@@ -19,6 +22,36 @@ std::shared_ptr<JobContext> job(absl::Duration timeout = absl::Seconds(30)) {
   auto ctx = std::make_shared<JobContext>();
   ctx->deadline = absl::Now() + timeout;
   return ctx;
+}
+
+/// The status a task was started with, and a notification when it was.
+struct Outcome {
+  absl::Status status;
+  absl::Notification done;
+  /// A task that records its status here.
+  auto record() {
+    return [this](absl::Status s) {
+      status = s;
+      done.Notify();
+    };
+  }
+};
+
+/// Queues a task of `ctx` behind one that holds the engine's only worker, calls `while_queued`,
+/// frees the worker and returns the status the queued task was started with.
+absl::Status start_after_queueing(Engine& engine, std::shared_ptr<JobContext> ctx,
+                                  const std::function<void()>& while_queued) {
+  absl::Notification release;
+  const absl::Status holder =
+      engine.submit("t", job(), [&](absl::Status) { release.WaitForNotification(); });
+  EXPECT_TRUE(holder.ok()) << holder;
+  Outcome queued;
+  const absl::Status submitted = engine.submit("t", std::move(ctx), queued.record());
+  EXPECT_TRUE(submitted.ok()) << submitted;
+  while_queued();
+  release.Notify();
+  if (submitted.ok()) queued.done.WaitForNotification();
+  return queued.status;
 }
 
 TEST(Engine, QueueFullIsResourceExhaustedAndRecovers) {
@@ -59,41 +92,18 @@ TEST(Engine, ExpiredDeadlineIsRefusedAtSubmitAndInQueue) {
   EXPECT_EQ(engine.submit("t", expired, [](absl::Status) {}).code(),
             absl::StatusCode::kDeadlineExceeded);
 
-  absl::Notification release;
-  ASSERT_TRUE(engine.submit("t", job(), [&](absl::Status) { release.WaitForNotification(); }).ok());
-  absl::Status seen;
-  absl::Notification done;
-  ASSERT_TRUE(engine
-                  .submit("t", job(absl::Milliseconds(20)),
-                          [&](absl::Status s) {
-                            seen = s;
-                            done.Notify();
-                          })
-                  .ok());
-  absl::SleepFor(absl::Milliseconds(60));  // the queued task's deadline passes while it waits
-  release.Notify();
-  done.WaitForNotification();
-  EXPECT_EQ(seen.code(), absl::StatusCode::kDeadlineExceeded) << seen;
+  const absl::Status queued = start_after_queueing(engine, job(absl::Milliseconds(20)), [] {
+    absl::SleepFor(absl::Milliseconds(60));  // the queued task's deadline passes while it waits
+  });
+  EXPECT_EQ(queued.code(), absl::StatusCode::kDeadlineExceeded) << queued;
 }
 
 TEST(Engine, CancelledWhileQueuedIsNotRun) {
   Engine engine(std::make_unique<CpuBackend>(1), EngineOptions{.queue_depth = 4});
-  absl::Notification release;
-  ASSERT_TRUE(engine.submit("t", job(), [&](absl::Status) { release.WaitForNotification(); }).ok());
   auto ctx = job();
-  absl::Status seen;
-  absl::Notification done;
-  ASSERT_TRUE(engine
-                  .submit("t", ctx,
-                          [&](absl::Status s) {
-                            seen = s;
-                            done.Notify();
-                          })
-                  .ok());
-  ctx->cancelled.store(true);
-  release.Notify();
-  done.WaitForNotification();
-  EXPECT_EQ(seen.code(), absl::StatusCode::kCancelled) << seen;
+  const absl::Status queued =
+      start_after_queueing(engine, ctx, [&] { ctx->cancelled.store(true); });
+  EXPECT_EQ(queued.code(), absl::StatusCode::kCancelled) << queued;
 }
 
 TEST(Engine, CancelledQueuedCallsFreeTheirSlots) {
@@ -101,22 +111,15 @@ TEST(Engine, CancelledQueuedCallsFreeTheirSlots) {
   absl::Notification release;
   ASSERT_TRUE(engine.submit("t", job(), [&](absl::Status) { release.WaitForNotification(); }).ok());
   auto waiting = job();
-  absl::Status seen;
-  absl::Notification done;
-  while (!engine
-              .submit("t", waiting,
-                      [&](absl::Status s) {
-                        seen = s;
-                        done.Notify();
-                      })
-              .ok()) {
+  Outcome queued;
+  while (!engine.submit("t", waiting, queued.record()).ok()) {
     absl::SleepFor(absl::Milliseconds(5));
   }
   waiting->cancelled.store(true);
   // The queue is full of a cancelled call: a new call takes its slot, the cancelled one ends.
   EXPECT_TRUE(engine.submit("t", job(), [](absl::Status) {}).ok());
-  ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(5)));
-  EXPECT_EQ(seen.code(), absl::StatusCode::kCancelled) << seen;
+  ASSERT_TRUE(queued.done.WaitForNotificationWithTimeout(absl::Seconds(5)));
+  EXPECT_EQ(queued.status.code(), absl::StatusCode::kCancelled) << queued.status;
   release.Notify();
   engine.drain();
 }

@@ -1,17 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
-// Helpers of the graph mirror tests (tests/store/test_graph_mirror.cc on the host,
-// tests/engine/test_cuda_graph_mirror.cc on the GPU): random batches of every edit kind that
-// stay valid (a model tracks ids within the batch), and the independent oracle: the pairwise
-// least-weight edge set of a GraphStore snapshot, compared with a mirror's exported CSR.
+// Helpers of the graph mirror tests (tests/ops/test_graph_mirror.cc on the host,
+// tests/engine/test_cuda_graph_mirror.cc on the GPU): a journal that refuses on demand, random
+// batches of every edit kind that stay valid (a model tracks ids within the batch), and the
+// independent oracle: the pairwise least-weight edge set of a GraphStore snapshot, compared
+// with a mirror's exported CSR.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <random>
 #include <set>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,6 +27,25 @@ namespace gcompute::testing {
 
 using server::Edit;
 using server::GraphSnapshot;
+
+/// A write-ahead log stand-in that refuses the next change when asked to (the store must then
+/// roll the change back and announce nothing).
+class RefusingJournal : public server::GraphJournal {
+ public:
+  absl::Status on_create(const GraphSnapshot&) override { return take(); }
+  absl::Status on_apply(const std::string&, std::span<const Edit>,
+                        const server::ApplyResult&) override {
+    return take();
+  }
+  absl::Status on_remove(const std::string&) override { return take(); }
+  std::atomic<bool> refuse_next{false};
+
+ private:
+  absl::Status take() {
+    if (refuse_next.exchange(false)) return absl::DataLossError("journal write refused");
+    return absl::OkStatus();
+  }
+};
 
 /// (tail id, head id) -> least weight as f32.
 using PairMap = std::map<std::pair<std::uint64_t, std::uint64_t>, float>;

@@ -12,43 +12,42 @@
 
 namespace gcompute::testing {
 
-std::vector<long double> reference_gemm(const double* a, const double* b, const double* c,
-                                        std::int64_t m, std::int64_t n, std::int64_t k, bool ta,
-                                        bool tb, double alpha, double beta) {
+namespace {
+
+// alpha op(A) op(B) + beta C in long double or, with `magnitudes`, the same sum over the
+// terms' absolute values.
+std::vector<long double> gemm_terms(const double* a, const double* b, const double* c,
+                                    std::int64_t m, std::int64_t n, std::int64_t k, bool ta,
+                                    bool tb, double alpha, double beta, bool magnitudes) {
+  const auto term = [magnitudes](long double x) { return magnitudes ? std::fabs(x) : x; };
   const std::int64_t lda = ta ? m : k, ldb = tb ? k : n;
   std::vector<long double> out(static_cast<std::size_t>(m * n));
   for (std::int64_t i = 0; i < m; ++i) {
     for (std::int64_t j = 0; j < n; ++j) {
       long double acc = 0;
       for (std::int64_t p = 0; p < k; ++p) {
-        acc += static_cast<long double>(op_at(a, lda, ta, i, p)) * op_at(b, ldb, tb, p, j);
+        acc += term(static_cast<long double>(op_at(a, lda, ta, i, p)) * op_at(b, ldb, tb, p, j));
       }
-      long double v = static_cast<long double>(alpha) * acc;
-      if (beta != 0) v += static_cast<long double>(beta) * c[i * n + j];
+      long double v = term(static_cast<long double>(alpha)) * acc;
+      if (beta != 0) v += term(static_cast<long double>(beta) * c[i * n + j]);
       out[i * n + j] = v;
     }
   }
   return out;
 }
 
+}  // namespace
+
+std::vector<long double> reference_gemm(const double* a, const double* b, const double* c,
+                                        std::int64_t m, std::int64_t n, std::int64_t k, bool ta,
+                                        bool tb, double alpha, double beta) {
+  return gemm_terms(a, b, c, m, n, k, ta, tb, alpha, beta, false);
+}
+
 std::vector<long double> reference_gemm_abs(const double* a, const double* b, const double* c,
                                             std::int64_t m, std::int64_t n, std::int64_t k, bool ta,
                                             bool tb, double alpha, double beta) {
-  const std::int64_t lda = ta ? m : k, ldb = tb ? k : n;
-  std::vector<long double> out(static_cast<std::size_t>(m * n));
-  for (std::int64_t i = 0; i < m; ++i) {
-    for (std::int64_t j = 0; j < n; ++j) {
-      long double acc = 0;
-      for (std::int64_t p = 0; p < k; ++p) {
-        acc +=
-            std::fabs(static_cast<long double>(op_at(a, lda, ta, i, p)) * op_at(b, ldb, tb, p, j));
-      }
-      long double v = std::fabs(static_cast<long double>(alpha)) * acc;
-      if (beta != 0) v += std::fabs(static_cast<long double>(beta) * c[i * n + j]);
-      out[i * n + j] = v;
-    }
-  }
-  return out;
+  return gemm_terms(a, b, c, m, n, k, ta, tb, alpha, beta, true);
 }
 
 LapackSvd lapack_svd(const std::vector<double>& a, std::int64_t m, std::int64_t n, bool vectors) {
@@ -139,13 +138,19 @@ double frobenius(const double* x, std::int64_t count) {
   return static_cast<double>(std::sqrt(s));
 }
 
-double orthonormal_columns_error(const double* q, std::int64_t rows, std::int64_t cols) {
+namespace {
+
+// max |<q_a, q_b> - delta_ab| over `count` vectors of `length` elements, element i of vector a
+// at q[a * vector_stride + i * element_stride]; NaN counts as infinite.
+double orthonormal_error(const double* q, std::int64_t count, std::int64_t length,
+                         std::int64_t vector_stride, std::int64_t element_stride) {
   double worst = 0;
-  for (std::int64_t a = 0; a < cols; ++a) {
-    for (std::int64_t b = a; b < cols; ++b) {
+  for (std::int64_t a = 0; a < count; ++a) {
+    for (std::int64_t b = a; b < count; ++b) {
       long double dot = 0;
-      for (std::int64_t i = 0; i < rows; ++i) {
-        dot += static_cast<long double>(q[i * cols + a]) * q[i * cols + b];
+      for (std::int64_t i = 0; i < length; ++i) {
+        dot += static_cast<long double>(q[a * vector_stride + i * element_stride]) *
+               q[b * vector_stride + i * element_stride];
       }
       const double err = static_cast<double>(std::fabs(dot - (a == b ? 1.0L : 0.0L)));
       worst = std::max(worst, std::isnan(err) ? kInf : err);
@@ -154,19 +159,14 @@ double orthonormal_columns_error(const double* q, std::int64_t rows, std::int64_
   return worst;
 }
 
+}  // namespace
+
+double orthonormal_columns_error(const double* q, std::int64_t rows, std::int64_t cols) {
+  return orthonormal_error(q, cols, rows, 1, cols);
+}
+
 double orthonormal_rows_error(const double* q, std::int64_t rows, std::int64_t cols) {
-  double worst = 0;
-  for (std::int64_t a = 0; a < rows; ++a) {
-    for (std::int64_t b = a; b < rows; ++b) {
-      long double dot = 0;
-      for (std::int64_t j = 0; j < cols; ++j) {
-        dot += static_cast<long double>(q[a * cols + j]) * q[b * cols + j];
-      }
-      const double err = static_cast<double>(std::fabs(dot - (a == b ? 1.0L : 0.0L)));
-      worst = std::max(worst, std::isnan(err) ? kInf : err);
-    }
-  }
-  return worst;
+  return orthonormal_error(q, rows, cols, cols, 1);
 }
 
 double reconstruction_error(const double* a, const double* u, const double* s, const double* vt,

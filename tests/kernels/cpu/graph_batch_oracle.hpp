@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <random>
 #include <span>
@@ -21,6 +22,16 @@ namespace gcompute::testing {
 
 enum class GraphOp { kInsert, kDelete, kUpdate };
 
+/// The member of GraphBatchResult that counts the elements of status `s` (any but kInvalid).
+inline std::uint64_t kernels::GraphBatchResult::*count_of(kernels::EdgeStatus s) {
+  using Result = kernels::GraphBatchResult;
+  // In the order of EdgeStatus's values.
+  static constexpr std::uint64_t Result::*kCounts[] = {
+      &Result::inserted, &Result::updated, &Result::superseded, &Result::removed, &Result::missing};
+  static_assert(std::size(kCounts) == static_cast<std::size_t>(kernels::EdgeStatus::kMissing) + 1);
+  return kCounts[static_cast<std::size_t>(s)];
+}
+
 class GraphOracle {
  public:
   explicit GraphOracle(std::uint32_t n) : n_(n) {}
@@ -28,52 +39,15 @@ class GraphOracle {
   /// Applies a valid batch; fills the expected per-element statuses and counts.
   kernels::GraphBatchResult apply(GraphOp op, std::span<const kernels::GraphEdge> edges,
                                   std::vector<kernels::EdgeStatus>& status) {
-    using kernels::EdgeStatus;
     std::map<std::pair<std::uint32_t, std::uint32_t>, std::size_t> last;
     for (std::size_t i = 0; i < edges.size(); ++i) last[{edges[i].src, edges[i].dst}] = i;
-    status.assign(edges.size(), EdgeStatus::kInvalid);
+    status.assign(edges.size(), kernels::EdgeStatus::kInvalid);
     kernels::GraphBatchResult r;
     for (std::size_t i = 0; i < edges.size(); ++i) {
       const auto key = std::make_pair(edges[i].src, edges[i].dst);
-      if (last[key] != i) {
-        status[i] = EdgeStatus::kSuperseded;
-        ++r.superseded;
-        continue;
-      }
-      auto it = edges_.find(key);
-      switch (op) {
-        case GraphOp::kInsert:
-          if (it != edges_.end()) {
-            it->second = edges[i].weight;
-            status[i] = EdgeStatus::kUpdated;
-            ++r.updated;
-          } else {
-            edges_[key] = edges[i].weight;
-            status[i] = EdgeStatus::kInserted;
-            ++r.inserted;
-          }
-          break;
-        case GraphOp::kUpdate:
-          if (it != edges_.end()) {
-            it->second = edges[i].weight;
-            status[i] = EdgeStatus::kUpdated;
-            ++r.updated;
-          } else {
-            status[i] = EdgeStatus::kMissing;
-            ++r.missing;
-          }
-          break;
-        case GraphOp::kDelete:
-          if (it != edges_.end()) {
-            edges_.erase(it);
-            status[i] = EdgeStatus::kRemoved;
-            ++r.removed;
-          } else {
-            status[i] = EdgeStatus::kMissing;
-            ++r.missing;
-          }
-          break;
-      }
+      status[i] =
+          last[key] != i ? kernels::EdgeStatus::kSuperseded : apply_one(op, key, edges[i].weight);
+      ++(r.*count_of(status[i]));
     }
     return r;
   }
@@ -91,9 +65,41 @@ class GraphOracle {
   }
 
  private:
+  // One element that no later element of its batch supersedes.
+  kernels::EdgeStatus apply_one(GraphOp op, std::pair<std::uint32_t, std::uint32_t> key,
+                                float weight) {
+    using kernels::EdgeStatus;
+    const auto it = edges_.find(key);
+    const bool present = it != edges_.end();
+    switch (op) {
+      case GraphOp::kInsert:
+        edges_[key] = weight;
+        return present ? EdgeStatus::kUpdated : EdgeStatus::kInserted;
+      case GraphOp::kUpdate:
+        if (!present) return EdgeStatus::kMissing;
+        it->second = weight;
+        return EdgeStatus::kUpdated;
+      case GraphOp::kDelete:
+        if (!present) return EdgeStatus::kMissing;
+        edges_.erase(it);
+        return EdgeStatus::kRemoved;
+    }
+    return EdgeStatus::kInvalid;
+  }
+
   std::uint32_t n_;
   std::map<std::pair<std::uint32_t, std::uint32_t>, float> edges_;
 };
+
+/// Expects the same counts of each outcome (the diagnostics are backend-specific).
+inline void expect_result(const kernels::GraphBatchResult& got,
+                          const kernels::GraphBatchResult& want) {
+  EXPECT_EQ(got.inserted, want.inserted);
+  EXPECT_EQ(got.updated, want.updated);
+  EXPECT_EQ(got.removed, want.removed);
+  EXPECT_EQ(got.missing, want.missing);
+  EXPECT_EQ(got.superseded, want.superseded);
+}
 
 /// Asserts the CSR holds exactly the oracle's edges with bit-identical weights.
 inline void expect_csr_equals(const kernels::HostCsr& csr, const GraphOracle& oracle) {

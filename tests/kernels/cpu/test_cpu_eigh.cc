@@ -12,14 +12,14 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include <string>
-#include <thread>
 #include <vector>
 
 #include "gcompute/kernels/cpu/eigh.hpp"
 #include "kernels/cpu/lapack_cancel.hpp"
+#include "support/dtype_param.hpp"
 #include "support/oracle.hpp"
 #include "support/random.hpp"
+#include "support/status_checks.hpp"
 
 namespace gcompute::kernels {
 namespace {
@@ -137,9 +137,7 @@ Typed typed(DType t, const std::vector<double>& x) {
 class CpuEigh : public ::testing::TestWithParam<DType> {};
 
 INSTANTIATE_TEST_SUITE_P(Types, CpuEigh, ::testing::Values(DType::kF32, DType::kF64),
-                         [](const ::testing::TestParamInfo<DType>& i) {
-                           return std::string(dtype_name(i.param));
-                         });
+                         ::gcompute::testing::dtype_param_name);
 
 TEST_P(CpuEigh, RandomSymmetricAgainstDsyev) {
   GC_SEEDED_RNG(rng);
@@ -289,27 +287,18 @@ TEST_P(CpuEigh, RejectsInvalidInput) {
   const DType t = GetParam();
   double buf[16] = {};
   const EighShape s = make_shape(t, 2);
-  auto code = [&](EighShape sh) { return cpu::eigh(buf, buf, buf, sh).status().code(); };
-  EighShape bad = s;
-  bad.n = -1;
-  EXPECT_EQ(code(bad), absl::StatusCode::kInvalidArgument);
-  bad = s;
-  bad.dtype = DType::kI32;
-  EXPECT_EQ(code(bad), absl::StatusCode::kInvalidArgument);
-  bad = s;
-  bad.symmetry_tolerance = 1.0;
-  EXPECT_EQ(code(bad), absl::StatusCode::kInvalidArgument);
-  bad = s;
-  bad.symmetry_tolerance = -0.1;
-  EXPECT_EQ(code(bad), absl::StatusCode::kInvalidArgument);
+  ::gcompute::testing::expect_each_change_invalid(
+      s,
+      {[](EighShape& bad) { bad.n = -1; }, [](EighShape& bad) { bad.dtype = DType::kI32; },
+       [](EighShape& bad) { bad.symmetry_tolerance = 1.0; },
+       [](EighShape& bad) { bad.symmetry_tolerance = -0.1; }},
+      [&](const EighShape& bad) { return cpu::eigh(buf, buf, buf, bad).status(); });
   EXPECT_EQ(cpu::eigh(nullptr, buf, buf, s).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(cpu::eigh(buf, buf, nullptr, s).status().code(), absl::StatusCode::kInvalidArgument);
   std::vector<double> nan_input = {1, 0, 0, 1, 1, 2, 2, std::numeric_limits<double>::infinity()};
-  const Result r = run(nan_input, make_shape(t, 2, 2));
-  EXPECT_EQ(r.status.code(), absl::StatusCode::kFailedPrecondition) << r.status;
-  EXPECT_NE(r.status.message().find("matrix 1 has a non-finite element at (1, 1)"),
-            absl::string_view::npos)
-      << r.status;
+  ::gcompute::testing::expect_status(run(nan_input, make_shape(t, 2, 2)).status,
+                                     absl::StatusCode::kFailedPrecondition,
+                                     "matrix 1 has a non-finite element at (1, 1)");
 }
 
 TEST_P(CpuEigh, Cancelled) {
@@ -322,15 +311,9 @@ TEST_P(CpuEigh, Cancelled) {
   std::vector<double> a;
   const auto m = random_symmetric(rng, 140);
   for (int b = 0; b < 300; ++b) a.insert(a.end(), m.begin(), m.end());
-  flag = false;
-  std::thread canceller([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    flag = true;
+  ::gcompute::testing::expect_cancelled_midway(std::chrono::milliseconds(20), [&](StopToken stop) {
+    return run(a, make_shape(t, 140, 300), stop).status;
   });
-  r = run(a, make_shape(t, 140, 300), StopToken(&flag));
-  canceller.join();
-  EXPECT_EQ(r.status.code(), absl::StatusCode::kCancelled) << r.status;
-  EXPECT_NE(r.status.message().find("cancelled"), absl::string_view::npos) << r.status;
 }
 
 // ?syevd of a large matrix cannot be interrupted: the caller still gets CANCELLED at once.
@@ -338,15 +321,8 @@ TEST(CpuEighCancel, ALargeLapackCallAnswersACancelAtOnce) {
   GC_SEEDED_RNG(rng);
   const std::int64_t n = 1800;  // about a second or more on two cores
   const auto a = random_symmetric(rng, n);
-  Result r;
-  const auto late = ::gcompute::testing::cancel_during_lapack(
-      [&](StopToken stop) { r = run(a, make_shape(DType::kF64, n), stop); });
-  ASSERT_EQ(r.status.code(), absl::StatusCode::kCancelled) << r.status;
-  EXPECT_NE(r.status.message().find("finishes in the background"), absl::string_view::npos)
-      << r.status;
-  // The uninterrupted call would take another second or more; the bound leaves room for a
-  // loaded machine (CI runs two tests at once, sanitizers included).
-  EXPECT_LT(late.count(), 750.0) << late.count() << " ms";
+  ::gcompute::testing::expect_lapack_cancel_answered_at_once(
+      [&](StopToken stop) { return run(a, make_shape(DType::kF64, n), stop).status; });
 }
 
 }  // namespace

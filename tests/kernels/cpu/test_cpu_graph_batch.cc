@@ -13,16 +13,9 @@
 namespace gcompute::kernels::cpu {
 namespace {
 
+using testing::expect_result;
 using testing::GraphOp;
 using testing::GraphOracle;
-
-void expect_result(const GraphBatchResult& got, const GraphBatchResult& want) {
-  EXPECT_EQ(got.inserted, want.inserted);
-  EXPECT_EQ(got.updated, want.updated);
-  EXPECT_EQ(got.removed, want.removed);
-  EXPECT_EQ(got.missing, want.missing);
-  EXPECT_EQ(got.superseded, want.superseded);
-}
 
 absl::StatusOr<GraphBatchResult> run(DynamicGraph& g, GraphOp op,
                                      const std::vector<GraphEdge>& batch,
@@ -104,18 +97,14 @@ TEST(CpuGraphBatch, DuplicatesLastOneWins) {
   EXPECT_EQ(csr.weights[0], 3.0f);
   // Insert of an existing edge updates it; delete then re-insert reuses the deleted slot.
   std::vector<GraphEdge> again = {{1, 2, 7.0f}};
-  r = g->insert_edges(again);
-  ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->updated, 1u);
-  r = g->delete_edges(again);
-  ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->removed, 1u);
-  r = g->delete_edges(again);
-  ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->missing, 1u);
-  r = g->insert_edges(again);
-  ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->inserted, 1u);
+  for (const auto& [op, outcome] : {std::pair{GraphOp::kInsert, EdgeStatus::kUpdated},
+                                    {GraphOp::kDelete, EdgeStatus::kRemoved},
+                                    {GraphOp::kDelete, EdgeStatus::kMissing},
+                                    {GraphOp::kInsert, EdgeStatus::kInserted}}) {
+    r = op == GraphOp::kInsert ? g->insert_edges(again) : g->delete_edges(again);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ((*r).*testing::count_of(outcome), 1u) << static_cast<int>(outcome);
+  }
   EXPECT_EQ(r->grown_vertices, 0u);
   EXPECT_EQ(g->num_edges(), 2u);
 }

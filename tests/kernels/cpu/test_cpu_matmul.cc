@@ -14,26 +14,17 @@
 #include <vector>
 
 #include "gcompute/kernels/cpu/matmul.hpp"
+#include "kernels/cpu/matmul_shape.hpp"
 #include "support/oracle.hpp"
 #include "support/random.hpp"
 
-namespace gcompute::kernels {
+namespace gcompute::kernels::matmul_test {
 namespace {
 
 using ::gcompute::testing::poison;
 using ::gcompute::testing::reference_gemm;
 using ::gcompute::testing::reference_gemm_abs;
 using ::gcompute::testing::Rng;
-
-struct Dims {
-  std::int64_t m, n, k;
-};
-struct Batch {
-  std::int64_t batch, a_batch, b_batch;
-};
-struct Scale {
-  double alpha, beta;
-};
 
 const std::vector<Dims> kDims = {{1, 1, 1},    {1, 7, 1},     {7, 1, 3},    {1, 1, 13},
                                  {3, 5, 0},    {0, 4, 3},     {4, 0, 3},    {17, 19, 23},
@@ -73,22 +64,20 @@ std::string describe(const MatmulShape& s) {
          " precision=" + precision_name(s.precision) + " dtype=" + dtype_name(s.dtype);
 }
 
-MatmulShape make_shape(const Dims& d, const Batch& b, bool ta, bool tb, const Scale& sc,
-                       DType dtype, Precision p) {
-  MatmulShape s;
-  s.batch = b.batch;
-  s.a_batch = b.a_batch;
-  s.b_batch = b.b_batch;
-  s.m = d.m;
-  s.n = d.n;
-  s.k = d.k;
-  s.transpose_a = ta;
-  s.transpose_b = tb;
-  s.alpha = sc.alpha;
-  s.beta = sc.beta;
-  s.dtype = dtype;
-  s.precision = p;
-  return s;
+// Every shape and transpose pair in `dtype` and `p`, with the batch layouts and the scales
+// taken in turn (the scale moving on every `scale_period` cases), up to the first fatal failure.
+template <typename Run>
+void run_cycling_batches_and_scales(DType dtype, Precision p, std::size_t scale_period, Run run) {
+  std::size_t idx = 0;
+  for (const Dims& d : kDims)
+    for (const bool ta : {false, true})
+      for (const bool tb : {false, true}) {
+        const Batch& b = kBatches[idx % kBatches.size()];
+        const Scale& sc = kScales[(idx / scale_period) % kScales.size()];
+        ++idx;
+        run(make_shape(d, b, ta, tb, sc, dtype, p));
+        if (::testing::Test::HasFatalFailure()) return;
+      }
 }
 
 // Checks C (as doubles) against the long double reference computed from the double images
@@ -134,28 +123,26 @@ void run_native(Rng& rng, const MatmulShape& s) {
                           std::numeric_limits<T>::min());
 }
 
-TEST(CpuMatmul, F64AllShapesTransposesBatches) {
+// Every shape, batch layout, transpose pair and scale in T, up to the first fatal failure.
+template <typename T>
+void run_native_everywhere(DType dtype, Precision precision) {
   GC_SEEDED_RNG(rng);
   for (const Dims& d : kDims)
     for (const Batch& b : kBatches)
       for (const bool ta : {false, true})
         for (const bool tb : {false, true})
           for (const Scale& sc : kScales) {
-            run_native<double>(rng, make_shape(d, b, ta, tb, sc, DType::kF64, Precision::kDefault));
-            if (HasFatalFailure()) return;
+            run_native<T>(rng, make_shape(d, b, ta, tb, sc, dtype, precision));
+            if (::testing::Test::HasFatalFailure()) return;
           }
 }
 
+TEST(CpuMatmul, F64AllShapesTransposesBatches) {
+  run_native_everywhere<double>(DType::kF64, Precision::kDefault);
+}
+
 TEST(CpuMatmul, F32AllShapesTransposesBatches) {
-  GC_SEEDED_RNG(rng);
-  for (const Dims& d : kDims)
-    for (const Batch& b : kBatches)
-      for (const bool ta : {false, true})
-        for (const bool tb : {false, true})
-          for (const Scale& sc : kScales) {
-            run_native<float>(rng, make_shape(d, b, ta, tb, sc, DType::kF32, Precision::kF32));
-            if (HasFatalFailure()) return;
-          }
+  run_native_everywhere<float>(DType::kF32, Precision::kF32);
 }
 
 // f32 operands with tf32 / bf16 / f16 arithmetic.
@@ -199,16 +186,10 @@ void run_emulated_f32(Rng& rng, const MatmulShape& s, std::int64_t& differs_from
 TEST(CpuMatmul, F32OperandsReducedPrecision) {
   GC_SEEDED_RNG(rng);
   for (const Precision p : {Precision::kTF32, Precision::kBF16, Precision::kF16}) {
-    std::int64_t differs = 0, idx = 0;
-    for (const Dims& d : kDims)
-      for (const bool ta : {false, true})
-        for (const bool tb : {false, true}) {
-          const Batch& b = kBatches[idx % kBatches.size()];
-          const Scale& sc = kScales[(idx / 2) % kScales.size()];
-          ++idx;
-          run_emulated_f32(rng, make_shape(d, b, ta, tb, sc, DType::kF32, p), differs);
-          if (HasFatalFailure()) return;
-        }
+    std::int64_t differs = 0;
+    run_cycling_batches_and_scales(
+        DType::kF32, p, 2, [&](const MatmulShape& s) { run_emulated_f32(rng, s, differs); });
+    if (HasFatalFailure()) return;
     EXPECT_GT(differs, 100) << precision_name(p) << " looks like plain f32 arithmetic";
   }
 }
@@ -255,16 +236,9 @@ void run_narrow(Rng& rng, const MatmulShape& s) {
 TEST(CpuMatmul, F16AndBf16Operands) {
   GC_SEEDED_RNG(rng);
   for (const DType t : {DType::kF16, DType::kBF16}) {
-    std::int64_t idx = 0;
-    for (const Dims& d : kDims)
-      for (const bool ta : {false, true})
-        for (const bool tb : {false, true}) {
-          const Batch& b = kBatches[idx % kBatches.size()];
-          const Scale& sc = kScales[(idx / 3) % kScales.size()];
-          ++idx;
-          run_narrow(rng, make_shape(d, b, ta, tb, sc, t, Precision::kDefault));
-          if (HasFatalFailure()) return;
-        }
+    run_cycling_batches_and_scales(t, Precision::kDefault, 3,
+                                   [&](const MatmulShape& s) { run_narrow(rng, s); });
+    if (HasFatalFailure()) return;
   }
 }
 
@@ -389,4 +363,4 @@ TEST(CpuMatmul, StopsBetweenPanels) {
 }
 
 }  // namespace
-}  // namespace gcompute::kernels
+}  // namespace gcompute::kernels::matmul_test

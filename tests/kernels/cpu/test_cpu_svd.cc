@@ -18,6 +18,7 @@
 
 #include "kernels/cpu/lapack_cancel.hpp"
 #include "kernels/cpu/svd_check.hpp"
+#include "support/status_checks.hpp"
 
 namespace gcompute::kernels::svd_test {
 namespace {
@@ -219,17 +220,9 @@ TEST_P(CpuSvd, CancelledBeforeStartAndBetweenMatrices) {
   // cancelled after 20 ms it stops between two of them or during one.
   shape = make_shape(GetParam(), 140, 140, 200);
   const auto a = ::gcompute::testing::random_uniform<double>(rng, 200 * 140 * 140);
-  flag = false;
-  std::thread canceller([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    flag = true;
-  });
-  const auto start = std::chrono::steady_clock::now();
-  r = run(a, shape, StopToken(&flag));
-  canceller.join();
-  EXPECT_EQ(r.status.code(), absl::StatusCode::kCancelled) << r.status;
-  EXPECT_NE(r.status.message().find("cancelled"), absl::string_view::npos) << r.status;
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+  const auto took = ::gcompute::testing::expect_cancelled_midway(
+      std::chrono::milliseconds(20), [&](StopToken stop) { return run(a, shape, stop).status; });
+  EXPECT_LT(took, std::chrono::seconds(30));
 }
 
 // One LAPACK call of a large matrix takes seconds and cannot be interrupted: the caller still
@@ -239,15 +232,8 @@ TEST(CpuSvdCancel, ALargeLapackCallAnswersACancelAtOnce) {
   const Case gesdd{DType::kF64, SvdMethod::kAuto};
   const std::int64_t n = 1500;  // ?gesdd: about 2 s on two cores
   const auto a = ::gcompute::testing::random_uniform<double>(rng, n * n);
-  Result r;
-  const auto late = ::gcompute::testing::cancel_during_lapack(
-      [&](StopToken stop) { r = run(a, make_shape(gesdd, n, n), stop); });
-  ASSERT_EQ(r.status.code(), absl::StatusCode::kCancelled) << r.status;
-  EXPECT_NE(r.status.message().find("finishes in the background"), absl::string_view::npos)
-      << r.status;
-  // The uninterrupted call would take another second or more; the bound leaves room for a
-  // loaded machine (CI runs two tests at once, sanitizers included).
-  EXPECT_LT(late.count(), 750.0) << late.count() << " ms";
+  ASSERT_NO_FATAL_FAILURE(::gcompute::testing::expect_lapack_cancel_answered_at_once(
+      [&](StopToken stop) { return run(a, make_shape(gesdd, n, n), stop).status; }));
   // The next call still gets right answers (it may wait for the abandoned one's core).
   const auto small = ::gcompute::testing::random_uniform<double>(rng, 300 * 200);
   const Result ok = run(small, make_shape(gesdd, 300, 200));
@@ -262,27 +248,16 @@ TEST(CpuSvdCancel, ALargeLapackCallAnswersACancelAtOnce) {
 TEST_P(CpuSvd, RejectsInvalidInput) {
   double buf[16] = {};
   const SvdShape s = make_shape(GetParam(), 2, 2);
-  auto code = [&](SvdShape sh) { return cpu::svd(buf, buf, buf, buf, sh).status().code(); };
+  ::gcompute::testing::expect_each_change_invalid(
+      s,
+      {[](SvdShape& bad) { bad.m = -1; }, [](SvdShape& bad) { bad.dtype = DType::kF16; },
+       [](SvdShape& bad) { bad.tolerance = 1.0; }, [](SvdShape& bad) { bad.max_sweeps = -1; },
+       [](SvdShape& bad) { bad.m = bad.n = std::int64_t{1} << 31; }},
+      [&](const SvdShape& bad) { return cpu::svd(buf, buf, buf, buf, bad).status(); });
   SvdShape bad = s;
-  bad.m = -1;
-  EXPECT_EQ(code(bad), absl::StatusCode::kInvalidArgument);
-  bad = s;
-  bad.dtype = DType::kF16;
-  EXPECT_EQ(code(bad), absl::StatusCode::kInvalidArgument);
-  bad = s;
-  bad.tolerance = 1.0;
-  EXPECT_EQ(code(bad), absl::StatusCode::kInvalidArgument);
-  bad = s;
-  bad.max_sweeps = -1;
-  EXPECT_EQ(code(bad), absl::StatusCode::kInvalidArgument);
-  bad = s;
   bad.method = static_cast<SvdMethod>(7);
-  const absl::Status method = cpu::svd(buf, buf, buf, buf, bad).status();
-  EXPECT_EQ(method.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(method.message().find("auto, jacobi or polar"), absl::string_view::npos) << method;
-  bad = s;
-  bad.m = bad.n = std::int64_t{1} << 31;
-  EXPECT_EQ(code(bad), absl::StatusCode::kInvalidArgument);
+  ::gcompute::testing::expect_status(cpu::svd(buf, buf, buf, buf, bad).status(),
+                                     absl::StatusCode::kInvalidArgument, "auto, jacobi or polar");
   EXPECT_EQ(cpu::svd(nullptr, buf, buf, buf, s).status().code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(cpu::svd(buf, buf, nullptr, buf, s).status().code(),
@@ -291,11 +266,9 @@ TEST_P(CpuSvd, RejectsInvalidInput) {
   std::vector<double> nan_input = {1, 2, std::numeric_limits<double>::quiet_NaN(), 4};
   SvdShape two = make_shape(GetParam(), 2, 2, 2);
   nan_input.insert(nan_input.begin(), {1, 0, 0, 1});  // matrix 1 has the NaN
-  const Result r = run(nan_input, two);
-  EXPECT_EQ(r.status.code(), absl::StatusCode::kFailedPrecondition) << r.status;
-  EXPECT_NE(r.status.message().find("matrix 1 has a non-finite element at (1, 0)"),
-            absl::string_view::npos)
-      << r.status;
+  ::gcompute::testing::expect_status(run(nan_input, two).status,
+                                     absl::StatusCode::kFailedPrecondition,
+                                     "matrix 1 has a non-finite element at (1, 0)");
 }
 
 // The iteration count: LAPACK's drivers report none (0); QDWH reports its iterations (at least

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "kernels/cpu/svd_check.hpp"
+#include "support/dtype_param.hpp"
 
 namespace gcompute::kernels::svd_test {
 namespace {
@@ -80,27 +81,27 @@ long double log_abs_det(const std::vector<double>& a, std::int64_t n) {
 
 std::vector<Graded> graded_matrices(Rng& rng, DType t, double cond) {
   std::vector<Graded> out;
-  // Column grading, tall and square: A = Q D.
-  for (const auto& [m, n] :
-       std::vector<std::pair<std::int64_t, std::int64_t>>{{70, 40}, {50, 50}}) {
-    const auto q = random_orthonormal_columns(rng, m, n);
-    const auto d = graded_diagonal(rng, n, cond);
+  // Column grading, tall and square: A = Q D (Q m x n); row grading, wide and square: A = D Q^T
+  // (Q n x m).
+  struct OneSided {
+    const char* name;
+    std::int64_t m, n;
+    bool columns;
+  };
+  for (const OneSided& g : {OneSided{"columns graded", 70, 40, true},
+                            {"columns graded", 50, 50, true},
+                            {"rows graded", 40, 70, false},
+                            {"rows graded", 50, 50, false}}) {
+    const std::int64_t m = g.m, n = g.n, p = g.columns ? n : m;
+    const auto q = random_orthonormal_columns(rng, g.columns ? m : n, p);
+    const auto d = graded_diagonal(rng, p, cond);
     std::vector<double> a(static_cast<std::size_t>(m * n));
     for (std::int64_t i = 0; i < m; ++i) {
-      for (std::int64_t j = 0; j < n; ++j) a[i * n + j] = q[i * n + j] * d[j];
+      for (std::int64_t j = 0; j < n; ++j) {
+        a[i * n + j] = g.columns ? q[i * n + j] * d[j] : d[i] * q[j * m + i];
+      }
     }
-    out.push_back({"columns graded", m, n, round_to(t, a), sorted_descending(d)});
-  }
-  // Row grading, wide and square: A = D Q^T.
-  for (const auto& [m, n] :
-       std::vector<std::pair<std::int64_t, std::int64_t>>{{40, 70}, {50, 50}}) {
-    const auto q = random_orthonormal_columns(rng, n, m);
-    const auto d = graded_diagonal(rng, m, cond);
-    std::vector<double> a(static_cast<std::size_t>(m * n));
-    for (std::int64_t i = 0; i < m; ++i) {
-      for (std::int64_t j = 0; j < n; ++j) a[i * n + j] = d[i] * q[j * m + i];
-    }
-    out.push_back({"rows graded", m, n, round_to(t, a), sorted_descending(d)});
+    out.push_back({g.name, m, n, round_to(t, a), sorted_descending(d)});
   }
   // Both: A = D1 Q D2, each diagonal spanning sqrt(cond).
   const std::int64_t n = 40;
@@ -119,9 +120,7 @@ std::vector<Graded> graded_matrices(Rng& rng, DType t, double cond) {
 class CpuSvdGraded : public ::testing::TestWithParam<DType> {};
 
 INSTANTIATE_TEST_SUITE_P(Types, CpuSvdGraded, ::testing::Values(DType::kF32, DType::kF64),
-                         [](const ::testing::TestParamInfo<DType>& i) {
-                           return std::string(dtype_name(i.param));
-                         });
+                         ::gcompute::testing::dtype_param_name);
 
 TEST_P(CpuSvdGraded, JacobiKeepsSmallSingularValuesAccurate) {
   GC_SEEDED_RNG(rng);

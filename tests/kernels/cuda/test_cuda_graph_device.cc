@@ -18,6 +18,7 @@
 namespace gcompute::kernels::cuda {
 namespace {
 
+using testing::expect_result;
 using testing::GraphOp;
 using testing::GraphOracle;
 
@@ -63,14 +64,6 @@ class DeviceBatch {
   std::size_t size_ = 0;
 };
 
-void expect_result(const GraphBatchResult& got, const GraphBatchResult& want) {
-  EXPECT_EQ(got.inserted, want.inserted);
-  EXPECT_EQ(got.updated, want.updated);
-  EXPECT_EQ(got.removed, want.removed);
-  EXPECT_EQ(got.missing, want.missing);
-  EXPECT_EQ(got.superseded, want.superseded);
-}
-
 absl::StatusOr<GraphBatchResult> run(DeviceGraph& g, const Context& ctx, GraphOp op,
                                      DeviceBatch& b) {
   switch (op) {
@@ -84,16 +77,9 @@ absl::StatusOr<GraphBatchResult> run(DeviceGraph& g, const Context& ctx, GraphOp
   return absl::InternalError("unreachable");
 }
 
-class CudaGraphDevice : public ::testing::Test {
+class CudaGraphDevice : public testing::DeviceTest {
  protected:
-  void SetUp() override {
-    GC_REQUIRE_GPU();
-    absl::StatusOr<::gcompute::testing::TestDevice> device =
-        ::gcompute::testing::TestDevice::create(false, false);
-    ASSERT_TRUE(device.ok()) << device.status();
-    device_ = *std::move(device);
-    ctx_ = device_.context();
-  }
+  CudaGraphDevice() : DeviceTest(/*priority_stream=*/false, /*libraries=*/false) {}
 
   absl::StatusOr<DeviceGraph> make_graph(std::uint32_t n, GraphOptions options = {}) {
     return DeviceGraph::create(ctx_, device_.memory(), n, options);
@@ -149,9 +135,6 @@ class CudaGraphDevice : public ::testing::Test {
       EXPECT_GT(rebuilds, 1u);
     }
   }
-
-  ::gcompute::testing::TestDevice device_;  // before every buffer: they are freed on its stream
-  Context ctx_;
 };
 
 TEST_F(CudaGraphDevice, SmallGraphManyRebuilds) {

@@ -131,15 +131,9 @@ double tolerance(DType dtype, Precision p, std::int64_t k) {
   return input + kk * std::ldexp(1.0, -24) * 2 + output;
 }
 
-class CudaMatmulTest : public ::testing::Test {
+class CudaMatmulTest : public testing::DeviceTest {
  protected:
-  void SetUp() override {
-    GC_REQUIRE_GPU();
-    absl::StatusOr<testing::TestDevice> device = testing::TestDevice::create(false, true);
-    ASSERT_TRUE(device.ok()) << device.status();
-    device_ = *std::move(device);
-    ctx_ = device_.context();
-  }
+  CudaMatmulTest() : DeviceTest(/*priority_stream=*/false, /*libraries=*/true) {}
 
   /// `bytes` of device memory kept until the test ends.
   void* scratch(std::size_t bytes) {
@@ -220,8 +214,6 @@ class CudaMatmulTest : public ::testing::Test {
     RecordProperty("worst_error_over_bound", std::to_string(worst));
   }
 
-  testing::TestDevice device_;  // before every buffer: they are freed on its stream
-  Context ctx_;
   std::vector<DeviceBuffer> buffers_;
 };
 
@@ -234,6 +226,20 @@ const Combo kCombos[] = {{DType::kF32, Precision::kDefault}, {DType::kF32, Preci
                          {DType::kF64, Precision::kDefault}, {DType::kF16, Precision::kDefault},
                          {DType::kBF16, Precision::kDefault}};
 
+/// `s` with operands and arithmetic of `combo`.
+MatmulShape with_combo(MatmulShape s, const Combo& combo) {
+  s.dtype = combo.dtype;
+  s.precision = combo.precision;
+  return s;
+}
+
+/// `s` with the transposes of `flags`: bit 0 for A, bit 1 for B, so 0 to 3 give every pair.
+MatmulShape with_transposes(MatmulShape s, int flags) {
+  s.transpose_a = (flags & 1) != 0;
+  s.transpose_b = (flags & 2) != 0;
+  return s;
+}
+
 struct Mnk {
   std::int64_t m, n, k;
 };
@@ -244,84 +250,30 @@ TEST_F(CudaMatmulTest, EveryPrecisionTransposeAndShape) {
   for (const Combo& c : kCombos) {
     for (const Mnk& d : kShapes) {
       for (int flags = 0; flags < 4; ++flags) {
-        check({.m = d.m,
-               .n = d.n,
-               .k = d.k,
-               .transpose_a = (flags & 1) != 0,
-               .transpose_b = (flags & 2) != 0,
-               .dtype = c.dtype,
-               .precision = c.precision,
-               .alpha = 1.0,
-               .beta = 0.0});
+        check(with_transposes(with_combo({.m = d.m, .n = d.n, .k = d.k}, c), flags));
       }
     }
   }
 }
 
 TEST_F(CudaMatmulTest, AlphaBeta) {
+  const MatmulShape scaled[] = {
+      {.m = 31, .n = 47, .k = 19, .alpha = -1.5, .beta = 0.75},
+      {.m = 16, .n = 8, .k = 24, .transpose_a = true, .alpha = 0.5, .beta = 1.0},
+      {.m = 5, .n = 6, .k = 7, .alpha = 0.0, .beta = -2.0}};
   for (const Combo& c : kCombos) {
-    check({.m = 31,
-           .n = 47,
-           .k = 19,
-           .dtype = c.dtype,
-           .precision = c.precision,
-           .alpha = -1.5,
-           .beta = 0.75});
-    check({.m = 16,
-           .n = 8,
-           .k = 24,
-           .transpose_a = true,
-           .dtype = c.dtype,
-           .precision = c.precision,
-           .alpha = 0.5,
-           .beta = 1.0});
-    check({.m = 5,
-           .n = 6,
-           .k = 7,
-           .dtype = c.dtype,
-           .precision = c.precision,
-           .alpha = 0.0,
-           .beta = -2.0});
+    for (const MatmulShape& s : scaled) check(with_combo(s, c));
   }
 }
 
 TEST_F(CudaMatmulTest, BatchesAndBroadcast) {
+  const MatmulShape batched[] = {
+      {.batch = 3, .a_batch = 3, .b_batch = 3, .m = 19, .n = 23, .k = 11, .beta = 0.5},
+      {.batch = 4, .a_batch = 1, .b_batch = 4, .m = 9, .n = 33, .k = 17},
+      {.batch = 5, .a_batch = 5, .b_batch = 1, .m = 33, .n = 7, .k = 13, .alpha = 2.0}};
   for (const Combo& c : kCombos) {
     for (int flags = 0; flags < 4; ++flags) {
-      const bool ta = (flags & 1) != 0;
-      const bool tb = (flags & 2) != 0;
-      check({.batch = 3,
-             .a_batch = 3,
-             .b_batch = 3,
-             .m = 19,
-             .n = 23,
-             .k = 11,
-             .transpose_a = ta,
-             .transpose_b = tb,
-             .dtype = c.dtype,
-             .precision = c.precision,
-             .beta = 0.5});
-      check({.batch = 4,
-             .a_batch = 1,
-             .b_batch = 4,
-             .m = 9,
-             .n = 33,
-             .k = 17,
-             .transpose_a = ta,
-             .transpose_b = tb,
-             .dtype = c.dtype,
-             .precision = c.precision});
-      check({.batch = 5,
-             .a_batch = 5,
-             .b_batch = 1,
-             .m = 33,
-             .n = 7,
-             .k = 13,
-             .transpose_a = ta,
-             .transpose_b = tb,
-             .dtype = c.dtype,
-             .precision = c.precision,
-             .alpha = 2.0});
+      for (const MatmulShape& s : batched) check(with_transposes(with_combo(s, c), flags));
     }
   }
   check({.batch = 64, .a_batch = 64, .b_batch = 1, .m = 8, .n = 8, .k = 8});
@@ -341,44 +293,31 @@ TEST_F(CudaMatmulTest, LargerF32AndF64) {
 TEST_F(CudaMatmulTest, PanelsMatchTheOracle) {
   // Panels of 128 rows: bands 128, 128 and a ragged 45 of each matrix, for every transpose
   // and both broadcasts; then groups of two whole matrices (the last one alone).
+  const MatmulShape banded[] = {
+      {.batch = 2,
+       .a_batch = 2,
+       .b_batch = 1,
+       .m = 301,
+       .n = 67,
+       .k = 45,
+       .alpha = 1.5,
+       .beta = 0.5},
+      {.batch = 2, .a_batch = 1, .b_batch = 2, .m = 301, .n = 67, .k = 45}};
+  const MatmulShape grouped = {.batch = 7,
+                               .a_batch = 7,
+                               .b_batch = 1,
+                               .m = 13,
+                               .n = 29,
+                               .k = 31,
+                               .dtype = DType::kF32,
+                               .beta = 2.0};
   for (int flags = 0; flags < 4; ++flags) {
-    const bool ta = (flags & 1) != 0;
-    const bool tb = (flags & 2) != 0;
     for (const DType t : {DType::kF64, DType::kF16}) {
-      check({.batch = 2,
-             .a_batch = 2,
-             .b_batch = 1,
-             .m = 301,
-             .n = 67,
-             .k = 45,
-             .transpose_a = ta,
-             .transpose_b = tb,
-             .dtype = t,
-             .alpha = 1.5,
-             .beta = 0.5},
-            128.0 * 67 * 45);
-      check({.batch = 2,
-             .a_batch = 1,
-             .b_batch = 2,
-             .m = 301,
-             .n = 67,
-             .k = 45,
-             .transpose_a = ta,
-             .transpose_b = tb,
-             .dtype = t},
-            128.0 * 67 * 45);
+      for (const MatmulShape& s : banded) {
+        check(with_transposes(with_combo(s, {t, Precision::kDefault}), flags), 128.0 * 67 * 45);
+      }
     }
-    check({.batch = 7,
-           .a_batch = 7,
-           .b_batch = 1,
-           .m = 13,
-           .n = 29,
-           .k = 31,
-           .transpose_a = ta,
-           .transpose_b = tb,
-           .dtype = DType::kF32,
-           .beta = 2.0},
-          2.5 * 13 * 29 * 31);
+    check(with_transposes(grouped, flags), 2.5 * 13 * 29 * 31);
   }
 }
 
@@ -416,15 +355,8 @@ TEST_F(CudaMatmulTest, CancelStopsWithinTwoPanels) {
 TEST_F(CudaMatmulTest, KZeroScalesC) {
   for (const Combo& c : kCombos) {
     for (double beta : {0.0, 1.0, 2.5}) {
-      check({.batch = 2,
-             .a_batch = 2,
-             .b_batch = 1,
-             .m = 7,
-             .n = 9,
-             .k = 0,
-             .dtype = c.dtype,
-             .precision = c.precision,
-             .beta = beta});
+      check(with_combo(
+          {.batch = 2, .a_batch = 2, .b_batch = 1, .m = 7, .n = 9, .k = 0, .beta = beta}, c));
     }
   }
 }

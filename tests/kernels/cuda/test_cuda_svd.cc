@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <random>
 #include <string>
@@ -117,30 +118,15 @@ enum class Kind {
   kOnesWithZeroColumns
 };
 
+/// The kinds' names, in the order of Kind.
+constexpr const char* kKindNames[] = {
+    "gaussian", "ill-conditioned", "rank-deficient", "zero",           "zero column",
+    "ones",     "integer rank 1",  "repeated row",   "integer rank 2", "ones with zero columns"};
+static_assert(std::size(kKindNames) == static_cast<std::size_t>(Kind::kOnesWithZeroColumns) + 1,
+              "one name a kind");
+
 const char* kind_name(Kind kind) {
-  switch (kind) {
-    case Kind::kGaussian:
-      return "gaussian";
-    case Kind::kIllConditioned:
-      return "ill-conditioned";
-    case Kind::kRankDeficient:
-      return "rank-deficient";
-    case Kind::kZero:
-      return "zero";
-    case Kind::kZeroColumn:
-      return "zero column";
-    case Kind::kOnes:
-      return "ones";
-    case Kind::kIntegerRankOne:
-      return "integer rank 1";
-    case Kind::kRepeatedRow:
-      return "repeated row";
-    case Kind::kIntegerRankTwo:
-      return "integer rank 2";
-    case Kind::kOnesWithZeroColumns:
-      return "ones with zero columns";
-  }
-  return "?";
+  return kKindNames[static_cast<std::size_t>(kind)];
 }
 
 std::vector<double> make_matrix(Kind kind, int m, int n, int rank, std::mt19937_64& rng) {
@@ -225,20 +211,34 @@ std::vector<double> lapack_singular_values(const double* a, int m, int n) {
   return s;
 }
 
+/// |Q^T Q - I|_F over `count` vectors of `length` elements, element i of vector x at
+/// q[x * vector_stride + i * element_stride]: U's columns or Vt's rows.
+template <typename T>
+double orthogonality_error(const T* q, std::int64_t count, std::int64_t length,
+                           std::int64_t vector_stride, std::int64_t element_stride) {
+  double sum = 0;
+  for (std::int64_t x = 0; x < count; ++x) {
+    for (std::int64_t y = 0; y < count; ++y) {
+      double acc = 0;
+      for (std::int64_t i = 0; i < length; ++i) {
+        acc += static_cast<double>(q[x * vector_stride + i * element_stride]) *
+               q[y * vector_stride + i * element_stride];
+      }
+      const double d = acc - (x == y ? 1.0 : 0.0);
+      sum += d * d;
+    }
+  }
+  return std::sqrt(sum);
+}
+
 struct Checks {
   bool compare_values = true;
   bool per_value_relative = false;  // well-conditioned input: each value to rtol relative
 };
 
-class CudaSvdTest : public ::testing::Test {
+class CudaSvdTest : public testing::DeviceTest {
  public:
-  void SetUp() override {
-    GC_REQUIRE_GPU();
-    absl::StatusOr<testing::TestDevice> device = testing::TestDevice::create();
-    ASSERT_TRUE(device.ok()) << device.status();
-    device_ = *std::move(device);
-    ctx_ = device_.context();
-  }
+  CudaSvdTest() : DeviceTest(/*priority_stream=*/true, /*libraries=*/true) {}
 
   /// Runs the GPU SVD on `a` (batch of row-major double matrices, converted to T) and checks it.
   template <typename T>
@@ -332,30 +332,8 @@ class CudaSvdTest : public ::testing::Test {
       const double resid = std::sqrt(num) / (den > 0 ? std::sqrt(den) : 1.0);
       EXPECT_LE(resid, bound) << "residual";
       // |U^T U - I|_F over all ucols columns, |Vt Vt^T - I|_F over all vtrows rows.
-      double ou = 0;
-      for (std::int64_t x = 0; x < ucols; ++x) {
-        for (std::int64_t y = 0; y < ucols; ++y) {
-          double acc = 0;
-          for (std::int64_t i = 0; i < m; ++i) {
-            acc += static_cast<double>(ub[i * ucols + x]) * ub[i * ucols + y];
-          }
-          const double d = acc - (x == y ? 1.0 : 0.0);
-          ou += d * d;
-        }
-      }
-      EXPECT_LE(std::sqrt(ou), bound) << "U orthogonality";
-      double ov = 0;
-      for (std::int64_t x = 0; x < vtrows; ++x) {
-        for (std::int64_t y = 0; y < vtrows; ++y) {
-          double acc = 0;
-          for (std::int64_t j = 0; j < n; ++j) {
-            acc += static_cast<double>(vb[x * n + j]) * vb[y * n + j];
-          }
-          const double d = acc - (x == y ? 1.0 : 0.0);
-          ov += d * d;
-        }
-      }
-      EXPECT_LE(std::sqrt(ov), bound) << "Vt orthogonality";
+      EXPECT_LE(orthogonality_error(ub, ucols, m, 1, ucols), bound) << "U orthogonality";
+      EXPECT_LE(orthogonality_error(vb, vtrows, n, n, 1), bound) << "Vt orthogonality";
     }
   }
 
@@ -387,8 +365,6 @@ class CudaSvdTest : public ::testing::Test {
     run_and_check<T>(shape, a, checks);
   }
 
-  testing::TestDevice device_;  // before every buffer: they are freed on its stream
-  cuda::Context ctx_;
   SvdTuning tuning_;
 };
 
@@ -587,11 +563,12 @@ TEST_F(CudaSvdTest, SweepCapReportsNotConverged) {
   }
 }
 
-/// Runs `shape` on random input with a flag raised `after` into the call; returns the status
-/// and how long after the flag the call returned.
-std::pair<absl::Status, double> cancel_midway(const testing::TestDevice& device,
-                                              const SvdShape& shape,
-                                              std::chrono::milliseconds after) {
+/// Runs `shape` (f32) on random input with a flag raised `after` into the call, which must
+/// return CANCELLED within 50 ms of the flag, naming `stopped_between` in its message; the
+/// latency is recorded as the test property `latency_property`.
+void expect_prompt_cancel(const testing::TestDevice& device, const SvdShape& shape,
+                          std::chrono::milliseconds after, const char* stopped_between,
+                          const char* latency_property) {
   const std::size_t elems = static_cast<std::size_t>(shape.batch * shape.m * shape.n);
   // Random values, repeated past 2^24 of them (only the timing is checked).
   std::vector<float> ha(elems);
@@ -618,37 +595,27 @@ std::pair<absl::Status, double> cancel_midway(const testing::TestDevice& device,
   const auto returned = std::chrono::steady_clock::now();
   canceller.join();
   EXPECT_EQ(cudaStreamQuery(device.context().stream), cudaSuccess) << "work left on the stream";
-  return {r.status(), std::chrono::duration<double, std::milli>(returned - raised).count()};
+  const absl::Status st = r.status();
+  const double late_ms = std::chrono::duration<double, std::milli>(returned - raised).count();
+  ASSERT_EQ(st.code(), absl::StatusCode::kCancelled) << st;
+  ::testing::Test::RecordProperty(latency_property, std::to_string(late_ms));
+  EXPECT_LT(late_ms, 50.0) << st;
+  EXPECT_NE(st.message().find(stopped_between), std::string::npos) << st;
 }
 
 TEST_F(CudaSvdTest, CancelStopsWithinRoundsNotSweeps) {
   GC_REQUIRE_GPU();
   // 8192^2 f32: a sweep is several hundred ms on an H100, so a check per sweep would answer
   // late; the blocked driver checks every few ms of rounds.
-  SvdShape shape;
-  shape.m = 8192;
-  shape.n = 8192;
-  shape.dtype = DType::kF32;
-  const auto [st, late_ms] = cancel_midway(device_, shape, std::chrono::milliseconds(700));
-  ASSERT_EQ(st.code(), absl::StatusCode::kCancelled) << st;
-  RecordProperty("blocked_cancel_latency_ms", std::to_string(late_ms));
-  EXPECT_LT(late_ms, 50.0) << st;
-  EXPECT_NE(st.message().find("round"), std::string::npos) << st;
+  expect_prompt_cancel(device_, {.m = 8192, .n = 8192, .dtype = DType::kF32},
+                       std::chrono::milliseconds(700), "round", "blocked_cancel_latency_ms");
 }
 
 TEST_F(CudaSvdTest, CancelStopsABatchOfSmallMatricesBetweenLaunches) {
   GC_REQUIRE_GPU();
   // 200,000 matrices of 64x64 (the shared-memory driver): launches of a few ms each.
-  SvdShape shape;
-  shape.batch = 200000;
-  shape.m = 64;
-  shape.n = 64;
-  shape.dtype = DType::kF32;
-  const auto [st, late_ms] = cancel_midway(device_, shape, std::chrono::milliseconds(20));
-  ASSERT_EQ(st.code(), absl::StatusCode::kCancelled) << st;
-  RecordProperty("small_cancel_latency_ms", std::to_string(late_ms));
-  EXPECT_LT(late_ms, 50.0) << st;
-  EXPECT_NE(st.message().find("matrices"), std::string::npos) << st;
+  expect_prompt_cancel(device_, {.batch = 200000, .m = 64, .n = 64, .dtype = DType::kF32},
+                       std::chrono::milliseconds(20), "matrices", "small_cancel_latency_ms");
 }
 
 TEST_F(CudaSvdTest, EmptyShapes) {

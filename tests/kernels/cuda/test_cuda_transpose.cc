@@ -60,15 +60,9 @@ std::vector<std::uint8_t> oracle(const std::vector<std::uint8_t>& in, const Tran
   return out;
 }
 
-class CudaTransposeTest : public ::testing::Test {
+class CudaTransposeTest : public testing::DeviceTest {
  protected:
-  void SetUp() override {
-    GC_REQUIRE_GPU();
-    absl::StatusOr<testing::TestDevice> device = testing::TestDevice::create(false, false);
-    ASSERT_TRUE(device.ok()) << device.status();
-    device_ = *std::move(device);
-    ctx_ = device_.context();
-  }
+  CudaTransposeTest() : DeviceTest(/*priority_stream=*/false, /*libraries=*/false) {}
 
   /// Transposes fresh random input placed `in_offset` / `out_offset` bytes past the base of an
   /// allocation (256-byte aligned, to force narrower paths) and compares every byte with the
@@ -101,9 +95,6 @@ class CudaTransposeTest : public ::testing::Test {
     for (std::size_t i = 0; i < out_offset; ++i) ASSERT_EQ(got[i], 0xFF) << "before output";
     EXPECT_EQ(got[out_offset + bytes], 0xFF) << "past the output";
   }
-
-  testing::TestDevice device_;  // before every buffer: they are freed on its stream
-  Context ctx_;
 };
 
 struct Dims {

@@ -16,6 +16,23 @@ constexpr const char* kVariables[] = {"GCOMPUTE_SVD_BLOCK",        "GCOMPUTE_SVD
                                       "GCOMPUTE_SVD_INNER_DOUBLE", "GCOMPUTE_SVD_SORT",
                                       "GCOMPUTE_SVD_PROFILE",      "GCOMPUTE_APSP_DEPTH"};
 
+/// The value of every knob of kVariables, in that order.
+struct Knobs {
+  int block, inner_sweeps;
+  bool inner_double, sort_columns, profile;
+  int apsp_depth;
+};
+constexpr Knobs kDefaults = {0, 1, false, true, false, 0};
+
+void expect_knobs(const Tuning& t, const Knobs& want) {
+  EXPECT_EQ(t.svd.block, want.block);
+  EXPECT_EQ(t.svd.inner_sweeps, want.inner_sweeps);
+  EXPECT_EQ(t.svd.inner_double, want.inner_double);
+  EXPECT_EQ(t.svd.sort_columns, want.sort_columns);
+  EXPECT_EQ(t.svd.profile, want.profile);
+  EXPECT_EQ(t.apsp.depth, want.apsp_depth);
+}
+
 /// Clears every knob before and after each test, so that the process environment does not leak
 /// into the expectations.
 class TuningFromEnvironment : public ::testing::Test {
@@ -31,13 +48,8 @@ class TuningFromEnvironment : public ::testing::Test {
 TEST_F(TuningFromEnvironment, UnsetGivesTheDefaults) {
   const Tuning t = tuning_from_environment();
   const SvdTuning svd;
-  EXPECT_EQ(t.svd.block, 0);
+  expect_knobs(t, kDefaults);
   EXPECT_EQ(t.svd.block, svd.block);
-  EXPECT_EQ(t.svd.inner_sweeps, 1);
-  EXPECT_FALSE(t.svd.inner_double);
-  EXPECT_TRUE(t.svd.sort_columns);
-  EXPECT_FALSE(t.svd.profile);
-  EXPECT_EQ(t.apsp.depth, 0);
   EXPECT_TRUE(validate(t.svd).ok());
   EXPECT_TRUE(validate(t.apsp).ok());
 }
@@ -49,13 +61,7 @@ TEST_F(TuningFromEnvironment, ValuesInRangeAreTaken) {
   set("GCOMPUTE_SVD_SORT", "0");
   set("GCOMPUTE_SVD_PROFILE", "1");
   set("GCOMPUTE_APSP_DEPTH", "2");
-  const Tuning t = tuning_from_environment();
-  EXPECT_EQ(t.svd.block, 24);
-  EXPECT_EQ(t.svd.inner_sweeps, 30);
-  EXPECT_TRUE(t.svd.inner_double);
-  EXPECT_FALSE(t.svd.sort_columns);
-  EXPECT_TRUE(t.svd.profile);
-  EXPECT_EQ(t.apsp.depth, 2);
+  expect_knobs(tuning_from_environment(), {24, 30, true, false, true, 2});
   set("GCOMPUTE_APSP_DEPTH", "1");
   EXPECT_EQ(tuning_from_environment().apsp.depth, 1);
 }
@@ -77,17 +83,11 @@ TEST_F(TuningFromEnvironment, OutOfRangeKeepsTheDefault) {
   set("GCOMPUTE_SVD_SORT", "-1");
   set("GCOMPUTE_SVD_PROFILE", "5");
   set("GCOMPUTE_APSP_DEPTH", "3");
-  Tuning t = tuning_from_environment();
-  EXPECT_EQ(t.svd.block, 0);
-  EXPECT_EQ(t.svd.inner_sweeps, 1);
-  EXPECT_FALSE(t.svd.inner_double);
-  EXPECT_TRUE(t.svd.sort_columns);
-  EXPECT_FALSE(t.svd.profile);
-  EXPECT_EQ(t.apsp.depth, 0);
+  expect_knobs(tuning_from_environment(), kDefaults);
   set("GCOMPUTE_SVD_BLOCK", "65");
   set("GCOMPUTE_SVD_INNER_SWEEPS", "0");
   set("GCOMPUTE_APSP_DEPTH", "2 ");  // only exactly "1" or "2"
-  t = tuning_from_environment();
+  const Tuning t = tuning_from_environment();
   EXPECT_EQ(t.svd.block, 0);
   EXPECT_EQ(t.svd.inner_sweeps, 1);
   EXPECT_EQ(t.apsp.depth, 0);

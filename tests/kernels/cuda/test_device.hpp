@@ -15,6 +15,7 @@
 #include "gcompute/kernels/cuda/context.hpp"
 #include "gcompute/kernels/cuda/memory.hpp"
 #include "gcompute/kernels/cuda/resources.hpp"
+#include "support/gpu.hpp"
 
 namespace gcompute::testing {
 
@@ -60,6 +61,30 @@ class TestDevice {
       : resources_(std::move(resources)), memory_(memory) {}
   kernels::cuda::Resources resources_;
   kernels::cuda::MemoryResource memory_;
+};
+
+/// A kernel test's fixture: skips where no GPU is usable, else holds a TestDevice made with
+/// the given options and its context. Members of a derived fixture (device buffers) are
+/// destroyed before the device.
+class DeviceTest : public ::testing::Test {
+ protected:
+  DeviceTest(bool priority_stream, bool libraries)
+      : priority_stream_(priority_stream), libraries_(libraries) {}
+
+  void SetUp() override {
+    GC_REQUIRE_GPU();
+    absl::StatusOr<TestDevice> device = TestDevice::create(priority_stream_, libraries_);
+    ASSERT_TRUE(device.ok()) << device.status();
+    device_ = *std::move(device);
+    ctx_ = device_.context();
+  }
+
+  TestDevice device_;
+  kernels::cuda::Context ctx_;
+
+ private:
+  bool priority_stream_;
+  bool libraries_;
 };
 
 }  // namespace gcompute::testing
