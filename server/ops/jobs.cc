@@ -9,6 +9,7 @@
 #include "absl/time/clock.h"
 #include "common/quote.hpp"
 #include "common/random_id.hpp"
+#include "gcompute/kernels/enum_table.hpp"
 
 namespace gcompute::server::ops {
 namespace {
@@ -37,22 +38,25 @@ void log_journal_error(const absl::Status& status) {
   std::cerr << "gcompute-server: job records (--data-dir): " << status.message() << std::endl;
 }
 
+/// The fields a JobRecord and a JobView both take from the job.
+template <typename Job, typename RecordOrView>
+void copy_common_fields(const Job& job, RecordOrView& out) {
+  out.id = job.id;
+  out.method = job.method;
+  out.priority = job.priority;
+  out.client_job_key = job.key;
+  out.state = job.state;
+  out.created = job.created;
+  out.started = job.started;
+  out.finished = job.finished;
+  out.status = job.status;
+}
+
 }  // namespace
 
 const char* job_state_name(JobState state) {
-  switch (state) {
-    case JobState::kQueued:
-      return "QUEUED";
-    case JobState::kRunning:
-      return "RUNNING";
-    case JobState::kSucceeded:
-      return "SUCCEEDED";
-    case JobState::kFailed:
-      return "FAILED";
-    case JobState::kCancelled:
-      return "CANCELLED";
-  }
-  return "?";
+  return kernels::enum_name<JobState::kCancelled>(
+      state, {"QUEUED", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED"});
 }
 
 struct JobManager::Job {
@@ -256,18 +260,10 @@ void JobManager::forget_locked(const JobPtr& job) {
 
 JobRecord JobManager::record_locked(const Job& job) const {
   JobRecord r;
-  r.id = job.id;
+  copy_common_fields(job, r);
   r.tenant = job.tenant;
   r.seq = job.seq;
-  r.method = job.method;
-  r.priority = job.priority;
-  r.client_job_key = job.key;
-  r.state = job.state;
-  r.created = job.created;
-  r.started = job.started;
-  r.finished = job.finished;
   r.ttl = job.ttl;
-  r.status = job.status;
   if (job.state == JobState::kQueued) r.submission = job.submission;
   r.result = job.restored_result;
   return r;
@@ -439,16 +435,8 @@ JobManager::JobPtr JobManager::find_locked(const Caller& caller, const std::stri
 
 JobView JobManager::view_locked(const Job& job, absl::Time now, bool with_result) const {
   JobView v;
-  v.id = job.id;
-  v.method = job.method;
-  v.state = job.state;
-  v.priority = job.priority;
-  v.client_job_key = job.key;
-  v.created = job.created;
-  v.started = job.started;
-  v.finished = job.finished;
+  copy_common_fields(job, v);
   if (is_final(job.state)) v.expires = job.finished + job.ttl;
-  v.status = job.status;
   if (with_result) {
     v.result = job.result;
     v.restored_result = job.restored_result;
