@@ -38,19 +38,24 @@ void log_journal_error(const absl::Status& status) {
   std::cerr << "gcompute-server: job records (--data-dir): " << status.message() << std::endl;
 }
 
-/// The fields a JobRecord and a JobView both take from the job.
-template <typename Job, typename RecordOrView>
-void copy_common_fields(const Job& job, RecordOrView& out) {
-  out.id = job.id;
-  out.method = job.method;
-  out.priority = job.priority;
-  out.client_job_key = job.key;
-  out.state = job.state;
-  out.created = job.created;
-  out.started = job.started;
-  out.finished = job.finished;
-  out.status = job.status;
+/// Calls `f(job_field, other_field)` for each field a job shares with its JobRecord and its
+/// JobView (the job's `key` is their `client_job_key`).
+template <typename Job, typename RecordOrView, typename F>
+void for_shared_fields(Job& job, RecordOrView& other, F f) {
+  f(job.id, other.id);
+  f(job.method, other.method);
+  f(job.priority, other.priority);
+  f(job.key, other.client_job_key);
+  f(job.state, other.state);
+  f(job.created, other.created);
+  f(job.started, other.started);
+  f(job.finished, other.finished);
+  f(job.status, other.status);
 }
+
+// for_shared_fields' two directions: snapshots of a job, and a job restored from its record.
+constexpr auto kToOther = [](const auto& job_field, auto& other_field) { other_field = job_field; };
+constexpr auto kToJob = [](auto& job_field, const auto& other_field) { job_field = other_field; };
 
 }  // namespace
 
@@ -260,7 +265,7 @@ void JobManager::forget_locked(const JobPtr& job) {
 
 JobRecord JobManager::record_locked(const Job& job) const {
   JobRecord r;
-  copy_common_fields(job, r);
+  for_shared_fields(job, r, kToOther);
   r.tenant = job.tenant;
   r.seq = job.seq;
   r.ttl = job.ttl;
@@ -347,18 +352,10 @@ void JobManager::restore(std::vector<RestoredJob> jobs) {
       changed = false;
     }
     auto job = std::make_shared<Job>();
-    job->id = r.id;
+    for_shared_fields(*job, r, kToJob);
     job->tenant = r.tenant;
-    job->key = r.client_job_key;
-    job->method = r.method;
     job->seq = r.seq;
-    job->priority = r.priority;
-    job->state = r.state;
-    job->created = r.created;
-    job->started = r.started;
-    job->finished = r.finished;
     job->ttl = r.ttl;
-    job->status = r.status;
     job->restored_result = r.state == JobState::kSucceeded ? r.result : nullptr;
     job->ctx = std::make_shared<JobContext>();
     job->ctx->tenant = r.tenant;
@@ -435,7 +432,7 @@ JobManager::JobPtr JobManager::find_locked(const Caller& caller, const std::stri
 
 JobView JobManager::view_locked(const Job& job, absl::Time now, bool with_result) const {
   JobView v;
-  copy_common_fields(job, v);
+  for_shared_fields(job, v, kToOther);
   if (is_final(job.state)) v.expires = job.finished + job.ttl;
   if (with_result) {
     v.result = job.result;
