@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_args.hpp"
 #include "bench_device.hpp"
 #include "exit_on_error.hpp"
 #include "gcompute/kernels/cuda/apsp.hpp"
@@ -80,20 +81,9 @@ struct Row {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const char* out_dir = std::getenv("OUT");
-  const std::string csv =
-      argc > 1 ? argv[1] : std::string(out_dir ? out_dir : ".") + "/apsp_bench.csv";
-  std::vector<long long> sizes = {4096, 8192, 16384};
-  if (argc > 2) {
-    sizes.clear();
-    std::string s = argv[2];
-    for (size_t p = 0; p < s.size();) {
-      size_t q = s.find(',', p);
-      if (q == std::string::npos) q = s.size();
-      sizes.push_back(std::atoll(s.substr(p, q - p).c_str()));
-      p = q + 1;
-    }
-  }
+  const std::string csv = gcompute::bench::csv_path_arg(argc, argv, "apsp_bench.csv");
+  const std::vector<long long> sizes =
+      gcompute::bench::sizes_arg<long long>(argc, argv, {4096, 8192, 16384});
   const long long naive_n = argc > 3 ? std::atoll(argv[3]) : 4096;
 
   cudaDeviceProp prop{};

@@ -32,6 +32,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_args.hpp"
 #include "bench_device.hpp"
 #include "exit_on_error.hpp"
 #include "gcompute/kernels/cpu/graph_batch.hpp"
@@ -143,20 +144,9 @@ const int kGridBlocks = 132 * 8;
 }  // namespace
 
 int main(int argc, char** argv) {
-  const char* out_dir = std::getenv("OUT");
-  const std::string csv =
-      argc > 1 ? argv[1] : std::string(out_dir ? out_dir : ".") + "/graph_edits.csv";
-  std::vector<unsigned long long> sizes = {10000000ull, 100000000ull};
-  if (argc > 2) {
-    sizes.clear();
-    std::string s = argv[2];
-    for (size_t p = 0; p < s.size();) {
-      size_t q = s.find(',', p);
-      if (q == std::string::npos) q = s.size();
-      sizes.push_back(std::strtoull(s.substr(p, q - p).c_str(), nullptr, 10));
-      p = q + 1;
-    }
-  }
+  const std::string csv = gcompute::bench::csv_path_arg(argc, argv, "graph_edits.csv");
+  const std::vector<unsigned long long> sizes =
+      gcompute::bench::sizes_arg<unsigned long long>(argc, argv, {10000000ull, 100000000ull});
   const unsigned long long batch = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 1000000ull;
   const unsigned long long graph_seed = 0x5EEDull;
 

@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <functional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "../../kernels/cuda/detail/transpose_tiled.cuh"
@@ -32,13 +33,10 @@ namespace gc = gcompute::kernels::cuda;
 
 namespace {
 
-#define CHECK_CUBLAS(call)                                                                         \
-  do {                                                                                             \
-    const cublasStatus_t s_ = (call);                                                              \
-    if (s_ != CUBLAS_STATUS_SUCCESS) {                                                             \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cublasGetStatusName(s_)); \
-      std::exit(1);                                                                                \
-    }                                                                                              \
+#define CHECK_CUBLAS(call)                                                                    \
+  do {                                                                                        \
+    if (const cublasStatus_t s_ = (call); s_ != CUBLAS_STATUS_SUCCESS)                        \
+      ::gcompute::bench::exit_on_failure(__FILE__, __LINE__, #call, cublasGetStatusName(s_)); \
   } while (0)
 #define CHECK_OK(expr)                                                                 \
   do {                                                                                 \
@@ -196,6 +194,23 @@ std::string shape_str(std::int64_t batch, std::int64_t r, std::int64_t c) {
   return s + std::to_string(r) + "x" + std::to_string(c);
 }
 
+/// cuBLAS's transpose of `in` (rows x cols, row-major, float or double) into `out`.
+template <typename T>
+cublasStatus_t geam_transpose(const void* in, void* out, std::int64_t rows, std::int64_t cols) {
+  // Column-major view: in is cols x rows (ld cols); out = in^T is rows x cols (ld rows).
+  const T one = 1, zero = 0;
+  const int r = static_cast<int>(rows), c = static_cast<int>(cols);
+  const auto* src = static_cast<const T*>(in);
+  auto* dst = static_cast<T*>(out);
+  if constexpr (std::is_same_v<T, float>) {
+    return cublasSgeam(g_cublas, CUBLAS_OP_T, CUBLAS_OP_N, r, c, &one, src, c, &zero, dst, r, dst,
+                       r);
+  } else {
+    return cublasDgeam(g_cublas, CUBLAS_OP_T, CUBLAS_OP_N, r, c, &one, src, c, &zero, dst, r, dst,
+                       r);
+  }
+}
+
 /// One transpose case: ours against the copy of the same bytes, and against geam (f32/f64,
 /// batch 1), whose output must equal ours bit for bit.
 void bench_transpose(std::int64_t batch, std::int64_t rows, std::int64_t cols, std::size_t e,
@@ -211,22 +226,8 @@ void bench_transpose(std::int64_t batch, std::int64_t rows, std::int64_t cols, s
   };
   const bool has_geam = batch == 1 && (e == 4 || e == 8);
   auto geam = [&] {
-    // Column-major view: in is cols x rows (ld cols); out = in^T is rows x cols (ld rows).
-    if (e == 4) {
-      const float one = 1, zero = 0;
-      CHECK_CUBLAS(cublasSgeam(g_cublas, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(rows),
-                               static_cast<int>(cols), &one, static_cast<const float*>(in.ptr),
-                               static_cast<int>(cols), &zero, static_cast<const float*>(ref.ptr),
-                               static_cast<int>(rows), static_cast<float*>(ref.ptr),
-                               static_cast<int>(rows)));
-    } else {
-      const double one = 1, zero = 0;
-      CHECK_CUBLAS(cublasDgeam(g_cublas, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(rows),
-                               static_cast<int>(cols), &one, static_cast<const double*>(in.ptr),
-                               static_cast<int>(cols), &zero, static_cast<const double*>(ref.ptr),
-                               static_cast<int>(rows), static_cast<double*>(ref.ptr),
-                               static_cast<int>(rows)));
-    }
+    CHECK_CUBLAS(e == 4 ? geam_transpose<float>(in.ptr, ref.ptr, rows, cols)
+                        : geam_transpose<double>(in.ptr, ref.ptr, rows, cols));
   };
   std::vector<std::function<void()>> fns{ours, copy};
   if (has_geam) fns.push_back(geam);
@@ -251,6 +252,16 @@ void bench_transpose(std::int64_t batch, std::int64_t rows, std::int64_t cols, s
   }
 }
 
+/// A launch of the f32 tile kernel on n x n matrices with vector width V, tile edge TE, NT
+/// threads a block and the kernel's layout options.
+template <int V, int TE, int NT, bool kRowTilesInX = false, int kChunk = 0>
+std::function<cudaError_t()> tiled_variant(const void* in, void* out, std::int64_t n) {
+  return [=] {
+    return gc::detail::launch_tiled<std::uint32_t, V, TE, NT, kRowTilesInX, kChunk>(g_stream, in,
+                                                                                    out, 1, n, n);
+  };
+}
+
 /// Tile variants of the f32 kernel against the copy, to justify the tile transpose() uses.
 void bench_variants(std::int64_t n, int reps) {
   const std::size_t bytes = static_cast<std::size_t>(n * n) * 4;
@@ -262,53 +273,17 @@ void bench_variants(std::int64_t n, int reps) {
     std::function<cudaError_t()> run;
   };
   const std::vector<V> variants = {
-      {"v4 64x64 nt256",
-       [&] {
-         return d::launch_tiled<std::uint32_t, 4, 64, 256>(g_stream, in.ptr, out.ptr, 1, n, n);
-       }},
-      {"v4 64x64 nt128",
-       [&] {
-         return d::launch_tiled<std::uint32_t, 4, 64, 128>(g_stream, in.ptr, out.ptr, 1, n, n);
-       }},
-      {"v4 64x64 nt128 colx",
-       [&] {
-         return d::launch_tiled<std::uint32_t, 4, 64, 128, true>(g_stream, in.ptr, out.ptr, 1, n,
-                                                                 n);
-       }},
-      {"v4 64x64 nt128 chunk8",
-       [&] {
-         return d::launch_tiled<std::uint32_t, 4, 64, 128, false, 8>(g_stream, in.ptr, out.ptr, 1,
-                                                                     n, n);
-       }},
-      {"v4 64x64 nt64",
-       [&] {
-         return d::launch_tiled<std::uint32_t, 4, 64, 64>(g_stream, in.ptr, out.ptr, 1, n, n);
-       }},
-      {"v4 64x64 nt64 chunk8",
-       [&] {
-         return d::launch_tiled<std::uint32_t, 4, 64, 64, false, 8>(g_stream, in.ptr, out.ptr, 1, n,
-                                                                    n);
-       }},
-      {"v4 32x32 nt64",
-       [&] {
-         return d::launch_tiled<std::uint32_t, 4, 32, 64>(g_stream, in.ptr, out.ptr, 1, n, n);
-       }},
-      {"v4 32x32 nt32",
-       [&] {
-         return d::launch_tiled<std::uint32_t, 4, 32, 32>(g_stream, in.ptr, out.ptr, 1, n, n);
-       }},
-      {"v2 64x64 nt128",
-       [&] {
-         return d::launch_tiled<std::uint32_t, 2, 64, 128>(g_stream, in.ptr, out.ptr, 1, n, n);
-       }},
-      {"v1 64x64 nt128",
-       [&] {
-         return d::launch_tiled<std::uint32_t, 1, 64, 128>(g_stream, in.ptr, out.ptr, 1, n, n);
-       }},
-      {"v1 32x32 nt64",
-       [&] {
-         return d::launch_tiled<std::uint32_t, 1, 32, 64>(g_stream, in.ptr, out.ptr, 1, n, n);
-       }},
+      {"v4 64x64 nt256", tiled_variant<4, 64, 256>(in.ptr, out.ptr, n)},
+      {"v4 64x64 nt128", tiled_variant<4, 64, 128>(in.ptr, out.ptr, n)},
+      {"v4 64x64 nt128 colx", tiled_variant<4, 64, 128, true>(in.ptr, out.ptr, n)},
+      {"v4 64x64 nt128 chunk8", tiled_variant<4, 64, 128, false, 8>(in.ptr, out.ptr, n)},
+      {"v4 64x64 nt64", tiled_variant<4, 64, 64>(in.ptr, out.ptr, n)},
+      {"v4 64x64 nt64 chunk8", tiled_variant<4, 64, 64, false, 8>(in.ptr, out.ptr, n)},
+      {"v4 32x32 nt64", tiled_variant<4, 32, 64>(in.ptr, out.ptr, n)},
+      {"v4 32x32 nt32", tiled_variant<4, 32, 32>(in.ptr, out.ptr, n)},
+      {"v2 64x64 nt128", tiled_variant<2, 64, 128>(in.ptr, out.ptr, n)},
+      {"v1 64x64 nt128", tiled_variant<1, 64, 128>(in.ptr, out.ptr, n)},
+      {"v1 32x32 nt64", tiled_variant<1, 32, 64>(in.ptr, out.ptr, n)},
       {"padded 32x32",
        [&] { return d::launch_padded<std::uint32_t>(g_stream, in.ptr, out.ptr, 1, n, n); }},
   };

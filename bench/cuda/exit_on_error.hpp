@@ -8,11 +8,19 @@
 #include <cstdio>
 #include <cstdlib>
 
-#define CHECK_CUDA(call)                                                                          \
-  do {                                                                                            \
-    const cudaError_t e_ = (call);                                                                \
-    if (e_ != cudaSuccess) {                                                                      \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                               \
-    }                                                                                             \
+namespace gcompute::bench {
+
+/// Prints "file:line: call: why" and exits 1.
+[[noreturn]] inline void exit_on_failure(const char* file, int line, const char* call,
+                                         const char* why) {
+  std::fprintf(stderr, "%s:%d: %s: %s\n", file, line, call, why);
+  std::exit(1);
+}
+
+}  // namespace gcompute::bench
+
+#define CHECK_CUDA(call)                                                                     \
+  do {                                                                                       \
+    if (const cudaError_t e_ = (call); e_ != cudaSuccess)                                    \
+      ::gcompute::bench::exit_on_failure(__FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
   } while (0)

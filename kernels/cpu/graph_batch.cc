@@ -27,14 +27,6 @@ inline std::uint64_t make_slot(std::uint32_t key, float w) {
 inline float slot_weight(std::uint64_t s) {
   return std::bit_cast<float>(static_cast<std::uint32_t>(s));
 }
-inline std::uint32_t mix32(std::uint32_t h) {  // murmur3 finaliser, as on the device
-  h ^= h >> 16;
-  h *= 0x85ebca6bu;
-  h ^= h >> 13;
-  h *= 0xc2b2ae35u;
-  h ^= h >> 16;
-  return h;
-}
 
 // Open-addressing set of (src, dst) keys already seen in this batch (batch processed from the
 // back, so the first time a key is seen is its last occurrence, the one that takes effect).
@@ -112,7 +104,7 @@ void DynamicGraph::grow(Row& row, std::uint32_t need) {
   const std::uint64_t mask = cap - 1;
   for (std::uint64_t s : row.slots) {
     if (slot_key(s) >= kTombKey) continue;
-    std::uint64_t p = mix32(slot_key(s)) & mask;
+    std::uint64_t p = graph_slot_hash(slot_key(s)) & mask;
     while (fresh[p] != kEmptySlot) p = (p + 1) & mask;
     fresh[p] = s;
   }
@@ -185,7 +177,8 @@ absl::StatusOr<GraphBatchResult> DynamicGraph::apply(Op op, std::span<const Grap
         const std::uint64_t mask = cap - 1;
         std::int64_t found = -1, tomb = -1, empty = -1;
         if (cap != 0) {
-          for (std::uint64_t p = mix32(e.dst) & mask, k = 0; k < cap; ++k, p = (p + 1) & mask) {
+          for (std::uint64_t p = graph_slot_hash(e.dst) & mask, k = 0; k < cap;
+               ++k, p = (p + 1) & mask) {
             const std::uint32_t key = slot_key(row.slots[p]);
             if (key == e.dst) {
               found = static_cast<std::int64_t>(p);
@@ -222,7 +215,7 @@ absl::StatusOr<GraphBatchResult> DynamicGraph::apply(Op op, std::span<const Grap
             grow(row, row.live + 1);
             ++out.grown_vertices;
             const std::uint64_t m = row.slots.size() - 1;
-            std::uint64_t p = mix32(e.dst) & m;
+            std::uint64_t p = graph_slot_hash(e.dst) & m;
             while (row.slots[p] != kEmptySlot) p = (p + 1) & m;
             row.slots[p] = make_slot(e.dst, e.weight);
             ++row.used;

@@ -60,23 +60,11 @@ absl::Status transpose(const void* in, void* out, const TransposeShape& shape, S
   if (in == nullptr || out == nullptr) {
     return absl::InvalidArgumentError("transpose: null input or output buffer");
   }
-  bool finished = true;  // element sizes other than these are rejected by validate()
-  switch (shape.element_bytes) {
-    case 1:
-      finished = transpose_batch<1>(in, out, shape, stop);
-      break;
-    case 2:
-      finished = transpose_batch<2>(in, out, shape, stop);
-      break;
-    case 4:
-      finished = transpose_batch<4>(in, out, shape, stop);
-      break;
-    case 8:
-      finished = transpose_batch<8>(in, out, shape, stop);
-      break;
-    default:
-      break;
-  }
+  const auto transpose_words = [&](auto word) {
+    return transpose_batch<sizeof(word)>(in, out, shape, stop);
+  };
+  // Element sizes other than 1, 2, 4 and 8 are rejected by validate().
+  const bool finished = visit_element_word(shape.element_bytes, transpose_words).value_or(true);
   if (!finished) return absl::CancelledError("transpose: cancelled");
   return absl::OkStatus();
 }

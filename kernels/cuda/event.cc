@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "gcompute/kernels/cuda/event.hpp"
 
-#include <utility>
-
 #include "gcompute/kernels/cuda/check.hpp"
 
 namespace gcompute::kernels::cuda {
@@ -14,27 +12,13 @@ absl::StatusOr<Event> Event::create(EventTiming timing) {
   return Event(event);
 }
 
-Event::Event(Event&& other) noexcept : event_(std::exchange(other.event_, nullptr)) {}
-
-Event& Event::operator=(Event&& other) noexcept {
-  if (this != &other) {
-    if (event_ != nullptr) GC_CUDA_TRY_NO_THROW(cudaEventDestroy(event_));
-    event_ = std::exchange(other.event_, nullptr);
-  }
-  return *this;
-}
-
-Event::~Event() {
-  if (event_ != nullptr) GC_CUDA_TRY_NO_THROW(cudaEventDestroy(event_));
-}
-
 absl::Status Event::record(StreamView stream) const {
-  GC_CUDA_TRY(cudaEventRecord(event_, stream.value()));
+  GC_CUDA_TRY(cudaEventRecord(event_.value(), stream.value()));
   return absl::OkStatus();
 }
 
 absl::Status Event::synchronize() const {
-  GC_CUDA_TRY(cudaEventSynchronize(event_));
+  GC_CUDA_TRY(cudaEventSynchronize(event_.value()));
   return absl::OkStatus();
 }
 

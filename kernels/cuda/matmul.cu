@@ -23,25 +23,22 @@ struct GemmTypes {
   bool double_scalars;  ///< alpha and beta are double for CUBLAS_COMPUTE_64F, float otherwise
 };
 
-/// Storage and compute types for a resolved precision (validate() has ruled out other pairs).
+/// Storage and compute types for a resolved precision (resolve_precision has ruled out other
+/// pairs). f32 operands rounded to bf16 or f16 stay f32 in memory: cuBLAS rounds them as it
+/// computes.
 GemmTypes gemm_types(DType dtype, Precision p) {
-  switch (dtype) {
-    case DType::kF64:
-      return {CUDA_R_64F, CUBLAS_COMPUTE_64F, true};
-    case DType::kF16:
-      return {CUDA_R_16F, CUBLAS_COMPUTE_32F, false};
-    case DType::kBF16:
-      return {CUDA_R_16BF, CUBLAS_COMPUTE_32F, false};
-    default:
-      break;
-  }
+  const bool f32_operands = dtype == DType::kF32;
   switch (p) {
+    case Precision::kF64:
+      return {CUDA_R_64F, CUBLAS_COMPUTE_64F, true};
     case Precision::kTF32:
       return {CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, false};
     case Precision::kBF16:
-      return {CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_16BF, false};
+      return f32_operands ? GemmTypes{CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_16BF, false}
+                          : GemmTypes{CUDA_R_16BF, CUBLAS_COMPUTE_32F, false};
     case Precision::kF16:
-      return {CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_16F, false};
+      return f32_operands ? GemmTypes{CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_16F, false}
+                          : GemmTypes{CUDA_R_16F, CUBLAS_COMPUTE_32F, false};
     default:
       return {CUDA_R_32F, CUBLAS_COMPUTE_32F, false};
   }

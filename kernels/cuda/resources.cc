@@ -8,48 +8,6 @@
 
 namespace gcompute::kernels::cuda {
 
-absl::StatusOr<CublasHandle> CublasHandle::create() {
-  cublasHandle_t handle = nullptr;
-  GC_CUBLAS_TRY(cublasCreate(&handle));
-  return CublasHandle(handle);
-}
-
-CublasHandle::CublasHandle(CublasHandle&& other) noexcept
-    : handle_(std::exchange(other.handle_, nullptr)) {}
-
-CublasHandle& CublasHandle::operator=(CublasHandle&& other) noexcept {
-  if (this != &other) {
-    if (handle_ != nullptr) GC_CUDA_TRY_NO_THROW(cublasDestroy(handle_));
-    handle_ = std::exchange(other.handle_, nullptr);
-  }
-  return *this;
-}
-
-CublasHandle::~CublasHandle() {
-  if (handle_ != nullptr) GC_CUDA_TRY_NO_THROW(cublasDestroy(handle_));
-}
-
-absl::StatusOr<CusolverHandle> CusolverHandle::create() {
-  cusolverDnHandle_t handle = nullptr;
-  GC_CUSOLVER_TRY(cusolverDnCreate(&handle));
-  return CusolverHandle(handle);
-}
-
-CusolverHandle::CusolverHandle(CusolverHandle&& other) noexcept
-    : handle_(std::exchange(other.handle_, nullptr)) {}
-
-CusolverHandle& CusolverHandle::operator=(CusolverHandle&& other) noexcept {
-  if (this != &other) {
-    if (handle_ != nullptr) GC_CUDA_TRY_NO_THROW(cusolverDnDestroy(handle_));
-    handle_ = std::exchange(other.handle_, nullptr);
-  }
-  return *this;
-}
-
-CusolverHandle::~CusolverHandle() {
-  if (handle_ != nullptr) GC_CUDA_TRY_NO_THROW(cusolverDnDestroy(handle_));
-}
-
 absl::StatusOr<Resources> Resources::create(int device, ResourcesOptions options) {
   GC_CUDA_TRY(cudaSetDevice(device));
   Resources r;
@@ -70,15 +28,15 @@ absl::StatusOr<Resources> Resources::create(int device, ResourcesOptions options
     e = *std::move(event);
   }
   if (options.cublas) {
-    absl::StatusOr<CublasHandle> cublas = CublasHandle::create();
-    if (!cublas.ok()) return cublas.status();
-    r.cublas_ = *std::move(cublas);
+    cublasHandle_t cublas = nullptr;
+    GC_CUBLAS_TRY(cublasCreate(&cublas));
+    r.cublas_ = CublasHandle(cublas);
     GC_CUBLAS_TRY(cublasSetStream(r.cublas_.value(), r.stream_.value()));
   }
   if (options.cusolver) {
-    absl::StatusOr<CusolverHandle> cusolver = CusolverHandle::create();
-    if (!cusolver.ok()) return cusolver.status();
-    r.cusolver_ = *std::move(cusolver);
+    cusolverDnHandle_t cusolver = nullptr;
+    GC_CUSOLVER_TRY(cusolverDnCreate(&cusolver));
+    r.cusolver_ = CusolverHandle(cusolver);
     GC_CUSOLVER_TRY(cusolverDnSetStream(r.cusolver_.value(), r.stream_.value()));
   }
   return r;

@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "gcompute/kernels/cuda/stream.hpp"
 
-#include <utility>
-
 #include "gcompute/kernels/cuda/check.hpp"
 
 namespace gcompute::kernels::cuda {
@@ -21,20 +19,6 @@ absl::StatusOr<Stream> Stream::create(StreamOptions options) {
     GC_CUDA_TRY(cudaStreamCreateWithFlags(&stream, flags));
   }
   return Stream(stream);
-}
-
-Stream::Stream(Stream&& other) noexcept : stream_(std::exchange(other.stream_, nullptr)) {}
-
-Stream& Stream::operator=(Stream&& other) noexcept {
-  if (this != &other) {
-    if (stream_ != nullptr) GC_CUDA_TRY_NO_THROW(cudaStreamDestroy(stream_));
-    stream_ = std::exchange(other.stream_, nullptr);
-  }
-  return *this;
-}
-
-Stream::~Stream() {
-  if (stream_ != nullptr) GC_CUDA_TRY_NO_THROW(cudaStreamDestroy(stream_));
 }
 
 }  // namespace gcompute::kernels::cuda

@@ -3,6 +3,7 @@
 // rows and cols are multiples of 16 / element_bytes), then the tiled kernel of
 // detail/transpose_tiled.cuh; shapes no vector width divides go to the padded kernel.
 #include <cstdint>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "detail/transpose_tiled.cuh"
@@ -95,23 +96,13 @@ absl::Status transpose(const Context& ctx, const void* in, void* out, const Tran
                                 ctx.stream));
     return absl::OkStatus();
   }
-  switch (shape.element_bytes) {
-    case 1:
-      GC_CUDA_TRY(launch<std::uint8_t>(ctx.stream, in, out, shape));
-      break;
-    case 2:
-      GC_CUDA_TRY(launch<std::uint16_t>(ctx.stream, in, out, shape));
-      break;
-    case 4:
-      GC_CUDA_TRY(launch<std::uint32_t>(ctx.stream, in, out, shape));
-      break;
-    case 8:
-      GC_CUDA_TRY(launch<std::uint64_t>(ctx.stream, in, out, shape));
-      break;
-    default:
-      return absl::InternalError("transpose: unreachable element size");
-  }
-  return absl::OkStatus();
+  const std::optional<absl::Status> launched =
+      visit_element_word(shape.element_bytes, [&](auto word) -> absl::Status {
+        GC_CUDA_TRY(launch<decltype(word)>(ctx.stream, in, out, shape));
+        return absl::OkStatus();
+      });
+  if (!launched.has_value()) return absl::InternalError("transpose: unreachable element size");
+  return *launched;
 }
 
 }  // namespace gcompute::kernels::cuda

@@ -9,6 +9,7 @@
 #include "absl/time/clock.h"
 #include "common/quote.hpp"
 #include "common/random_id.hpp"
+#include "gcompute/kernels/enum_table.hpp"
 
 namespace gcompute::server::ops {
 namespace {
@@ -37,22 +38,30 @@ void log_journal_error(const absl::Status& status) {
   std::cerr << "gcompute-server: job records (--data-dir): " << status.message() << std::endl;
 }
 
+/// Calls `f(job_field, other_field)` for each field a job shares with its JobRecord and its
+/// JobView (the job's `key` is their `client_job_key`).
+template <typename Job, typename RecordOrView, typename F>
+void for_shared_fields(Job& job, RecordOrView& other, F f) {
+  f(job.id, other.id);
+  f(job.method, other.method);
+  f(job.priority, other.priority);
+  f(job.key, other.client_job_key);
+  f(job.state, other.state);
+  f(job.created, other.created);
+  f(job.started, other.started);
+  f(job.finished, other.finished);
+  f(job.status, other.status);
+}
+
+// for_shared_fields' two directions: snapshots of a job, and a job restored from its record.
+constexpr auto kToOther = [](const auto& job_field, auto& other_field) { other_field = job_field; };
+constexpr auto kToJob = [](auto& job_field, const auto& other_field) { job_field = other_field; };
+
 }  // namespace
 
 const char* job_state_name(JobState state) {
-  switch (state) {
-    case JobState::kQueued:
-      return "QUEUED";
-    case JobState::kRunning:
-      return "RUNNING";
-    case JobState::kSucceeded:
-      return "SUCCEEDED";
-    case JobState::kFailed:
-      return "FAILED";
-    case JobState::kCancelled:
-      return "CANCELLED";
-  }
-  return "?";
+  return kernels::enum_name<JobState::kCancelled>(
+      state, {"QUEUED", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED"});
 }
 
 struct JobManager::Job {
@@ -256,18 +265,10 @@ void JobManager::forget_locked(const JobPtr& job) {
 
 JobRecord JobManager::record_locked(const Job& job) const {
   JobRecord r;
-  r.id = job.id;
+  for_shared_fields(job, r, kToOther);
   r.tenant = job.tenant;
   r.seq = job.seq;
-  r.method = job.method;
-  r.priority = job.priority;
-  r.client_job_key = job.key;
-  r.state = job.state;
-  r.created = job.created;
-  r.started = job.started;
-  r.finished = job.finished;
   r.ttl = job.ttl;
-  r.status = job.status;
   if (job.state == JobState::kQueued) r.submission = job.submission;
   r.result = job.restored_result;
   return r;
@@ -351,18 +352,10 @@ void JobManager::restore(std::vector<RestoredJob> jobs) {
       changed = false;
     }
     auto job = std::make_shared<Job>();
-    job->id = r.id;
+    for_shared_fields(*job, r, kToJob);
     job->tenant = r.tenant;
-    job->key = r.client_job_key;
-    job->method = r.method;
     job->seq = r.seq;
-    job->priority = r.priority;
-    job->state = r.state;
-    job->created = r.created;
-    job->started = r.started;
-    job->finished = r.finished;
     job->ttl = r.ttl;
-    job->status = r.status;
     job->restored_result = r.state == JobState::kSucceeded ? r.result : nullptr;
     job->ctx = std::make_shared<JobContext>();
     job->ctx->tenant = r.tenant;
@@ -439,16 +432,8 @@ JobManager::JobPtr JobManager::find_locked(const Caller& caller, const std::stri
 
 JobView JobManager::view_locked(const Job& job, absl::Time now, bool with_result) const {
   JobView v;
-  v.id = job.id;
-  v.method = job.method;
-  v.state = job.state;
-  v.priority = job.priority;
-  v.client_job_key = job.key;
-  v.created = job.created;
-  v.started = job.started;
-  v.finished = job.finished;
+  for_shared_fields(job, v, kToOther);
   if (is_final(job.state)) v.expires = job.finished + job.ttl;
-  v.status = job.status;
   if (with_result) {
     v.result = job.result;
     v.restored_result = job.restored_result;

@@ -39,15 +39,6 @@ struct VertexArrays {
   std::uint32_t* pending;      ///< distinct keys of the current batch (0 between batches)
 };
 
-__device__ __forceinline__ std::uint32_t mix32(std::uint32_t h) {
-  h ^= h >> 16;
-  h *= 0x85ebca6bu;
-  h ^= h >> 13;
-  h *= 0xc2b2ae35u;
-  h ^= h >> 16;
-  return h;
-}
-
 __device__ __forceinline__ unsigned long long make_slot(std::uint32_t key, float w) {
   return (static_cast<unsigned long long>(key) << 32) | __float_as_uint(w);
 }
@@ -187,7 +178,7 @@ __global__ void rehash_kernel(const std::uint32_t* __restrict__ list, std::size_
       const unsigned long long slot = old_t[s];
       const std::uint32_t key = static_cast<std::uint32_t>(slot >> 32);
       if (key >= kTombKey) continue;
-      for (std::uint32_t p = mix32(key) & mask;; p = (p + 1) & mask) {
+      for (std::uint32_t p = graph_slot_hash(key) & mask;; p = (p + 1) & mask) {
         if (load_slot(t + p) == kEmptySlot && atomicCAS(t + p, kEmptySlot, slot) == kEmptySlot)
           break;
       }
@@ -224,7 +215,7 @@ __global__ void insert_kernel(const unsigned long long* __restrict__ keys,
     const unsigned long long slot = make_slot(dst, edges[idx[i]].weight);
     unsigned long long* t = pool + va.offset[src];
     const std::uint32_t mask = va.cap[src] - 1;  // growth guaranteed cap > 0 and a free slot
-    const std::uint32_t h = mix32(dst) & mask;
+    const std::uint32_t h = graph_slot_hash(dst) & mask;
     std::uint32_t p = h;
     long long tomb = -1;
     for (;;) {
@@ -289,7 +280,7 @@ __global__ void modify_kernel(const unsigned long long* __restrict__ keys,
     const std::uint32_t cap = va.cap[src];
     unsigned long long* t = pool + va.offset[src];
     const std::uint32_t mask = cap - 1;
-    std::uint32_t p = mix32(dst) & mask;
+    std::uint32_t p = graph_slot_hash(dst) & mask;
     for (std::uint32_t step = 0; step < cap; ++step, p = (p + 1) & mask) {
       const std::uint32_t key = static_cast<std::uint32_t>(load_slot(t + p) >> 32);
       if (key == dst) {

@@ -10,29 +10,24 @@
 
 #include <cfloat>
 #include <cstdint>
+#include <type_traits>
 
 namespace gcompute::kernels::cuda::detail {
 
+/// Thresholds of the Jacobi rotations for float and double.
 template <typename T>
-struct SvdLimits;
-template <>
-struct SvdLimits<float> {
-  static constexpr float kEps = FLT_EPSILON;
+struct SvdLimits {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>);
+  static constexpr bool kSingle = std::is_same_v<T, float>;
+  static constexpr T kEps = kSingle ? FLT_EPSILON : DBL_EPSILON;
   // A squared column norm at or below this (the smallest normal number) marks a negligible
   // column: see jacobi_rotation.
-  static constexpr float kNegligible = FLT_MIN;
+  static constexpr T kNegligible = kSingle ? FLT_MIN : DBL_MIN;
   // Below this (after scaling A so that max|a| is in [0.5, 1)) a column norm is treated as
   // zero: its square would not be a normal number with a margin of 1/eps.
-  static constexpr float kZero = 1.0e-12f;
+  static constexpr T kZero = kSingle ? 1.0e-12f : 1.0e-138;
   // |zeta| above this: 1 + zeta^2 would lose zeta's contribution entirely.
-  static constexpr float kBigZeta = 1.0e15f;
-};
-template <>
-struct SvdLimits<double> {
-  static constexpr double kEps = DBL_EPSILON;
-  static constexpr double kNegligible = DBL_MIN;
-  static constexpr double kZero = 1.0e-138;
-  static constexpr double kBigZeta = 1.0e150;
+  static constexpr T kBigZeta = kSingle ? 1.0e15f : 1.0e150;
 };
 
 /// The pairing of a round-robin tournament (circle method) on `players` (even) players:
@@ -171,6 +166,19 @@ __device__ inline T scale_from_bits(typename BitsOf<T>::Type bits) {
   return ldexp(T(1), -e);
 }
 
+/// The matrix of the batch and the 32 x 32 tile (its first row i0 and column j0) of this block,
+/// in a grid of batch * tiles_i * tiles_j blocks with the row tiles fastest.
+struct BlockTile {
+  std::int64_t b;
+  int i0;
+  int j0;
+};
+__device__ inline BlockTile block_tile(int tiles_i, int tiles_j) {
+  const std::int64_t per = static_cast<std::int64_t>(tiles_i) * tiles_j;
+  const int t = static_cast<int>(blockIdx.x % per);
+  return {static_cast<std::int64_t>(blockIdx.x / per), (t % tiles_i) * 32, (t / tiles_i) * 32};
+}
+
 /// W[i + j * ldw] = scale * A[i * si + j * sj] for i < rows, j < cols (one 32 x 32 tile per block,
 /// through shared memory so that reads along the source's contiguous index and writes along i
 /// are both coalesced). `src_rows_contig` says whether i (true) or j is contiguous in A.
@@ -181,11 +189,7 @@ __global__ void load_working_kernel(const T* __restrict__ a, std::int64_t a_batc
                                     T* __restrict__ w, std::int64_t ldw,
                                     std::int64_t w_batch_stride, int tiles_i, int tiles_j) {
   __shared__ T tile[32][33];
-  const std::int64_t per = static_cast<std::int64_t>(tiles_i) * tiles_j;
-  const std::int64_t b = blockIdx.x / per;
-  const int t = static_cast<int>(blockIdx.x % per);
-  const int i0 = (t % tiles_i) * 32;
-  const int j0 = (t / tiles_i) * 32;
+  const auto [b, i0, j0] = block_tile(tiles_i, tiles_j);
   const T scale = scale_from_bits<T>(max_bits[b]);
   const T* src = a + b * a_batch_stride;
   for (int y = threadIdx.y; y < 32; y += blockDim.y) {
@@ -599,11 +603,7 @@ __global__ void scatter_columns_kernel(const T* __restrict__ src, std::int64_t l
                                        std::int64_t dst_batch_stride, bool dst_k_contig,
                                        int tiles_i, int tiles_k) {
   __shared__ T tile[32][33];
-  const std::int64_t per = static_cast<std::int64_t>(tiles_i) * tiles_k;
-  const std::int64_t b = blockIdx.x / per;
-  const int t = static_cast<int>(blockIdx.x % per);
-  const int i0 = (t % tiles_i) * 32;
-  const int k0 = (t / tiles_i) * 32;
+  const auto [b, i0, k0] = block_tile(tiles_i, tiles_k);
   const int kmax = limit != nullptr ? limit[b] : cols;
   if (k0 >= kmax) return;
   const T* s = src + b * src_batch_stride;

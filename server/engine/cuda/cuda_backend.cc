@@ -19,6 +19,7 @@
 #include "gcompute/kernels/cuda/matmul.hpp"
 #include "gcompute/kernels/cuda/svd.hpp"
 #include "gcompute/kernels/cuda/transpose.hpp"
+#include "gcompute/kernels/status_macros.hpp"
 
 namespace gcompute::server {
 
@@ -401,46 +402,37 @@ absl::StatusOr<std::unique_ptr<UploadSink>> CudaBackend::begin_upload(const Matr
 // Operations
 
 absl::StatusOr<Matrix> CudaBackend::transpose(const Matrix& a, JobContext& ctx) {
-  auto lane = acquire_lane_for(ctx);
-  if (!lane.ok()) return lane.status();
-  Lane& l = **lane;
-  auto in = to_device(l, a, ctx);
-  if (!in.ok()) return in.status();
+  GC_ASSIGN_OR_RETURN(const LaneLease lane, acquire_lane_for(ctx));
+  Lane& l = *lane;
+  GC_ASSIGN_OR_RETURN(const std::shared_ptr<DeviceCopy> in, to_device(l, a, ctx));
   const MatrixDesc out_desc = transpose_output(a.desc);
-  auto out = allocate(l, out_desc.bytes());
-  if (!out.ok()) return out.status();
+  GC_ASSIGN_OR_RETURN(std::shared_ptr<DeviceCopy> out, allocate(l, out_desc.bytes()));
   const auto t0 = Clock::now();
   const kernels::TransposeShape shape{a.desc.batch, a.desc.rows, a.desc.cols,
                                       kernels::dtype_size(a.desc.dtype)};
-  const absl::Status launched =
-      kernels::cuda::transpose(l.context(), (*in)->ptr, (*out)->ptr, shape);
+  const absl::Status launched = kernels::cuda::transpose(l.context(), in->ptr, out->ptr, shape);
   if (auto st = finish_compute(l, launched, t0, ctx); !st.ok()) return st;
-  return finish_output(l, out_desc, *std::move(out), ctx);
+  return finish_output(l, out_desc, std::move(out), ctx);
 }
 
 absl::StatusOr<Matrix> CudaBackend::matmul(const Matrix& a, const Matrix& b, const Matrix* c,
                                            const kernels::MatmulShape& shape, JobContext& ctx) {
-  auto lane = acquire_lane_for(ctx);
-  if (!lane.ok()) return lane.status();
-  Lane& l = **lane;
-  auto da = to_device(l, a, ctx);
-  if (!da.ok()) return da.status();
-  auto db = to_device(l, b, ctx);
-  if (!db.ok()) return db.status();
+  GC_ASSIGN_OR_RETURN(const LaneLease lane, acquire_lane_for(ctx));
+  Lane& l = *lane;
+  GC_ASSIGN_OR_RETURN(const std::shared_ptr<DeviceCopy> da, to_device(l, a, ctx));
+  GC_ASSIGN_OR_RETURN(const std::shared_ptr<DeviceCopy> db, to_device(l, b, ctx));
   const MatrixDesc out_desc = matmul_output(shape);
-  auto out = allocate(l, out_desc.bytes());
-  if (!out.ok()) return out.status();
+  GC_ASSIGN_OR_RETURN(std::shared_ptr<DeviceCopy> out, allocate(l, out_desc.bytes()));
   if (c != nullptr) {
-    auto dc = to_device(l, *c, ctx);
-    if (!dc.ok()) return dc.status();
-    GC_CUDA_TRY(cudaMemcpyAsync((*out)->ptr, (*dc)->ptr, out_desc.bytes(), cudaMemcpyDeviceToDevice,
-                                l.stream()));
+    GC_ASSIGN_OR_RETURN(const std::shared_ptr<DeviceCopy> dc, to_device(l, *c, ctx));
+    GC_CUDA_TRY(
+        cudaMemcpyAsync(out->ptr, dc->ptr, out_desc.bytes(), cudaMemcpyDeviceToDevice, l.stream()));
   }
   const auto t0 = Clock::now();
-  const absl::Status launched = kernels::cuda::matmul(l.context(), (*da)->ptr, (*db)->ptr,
-                                                      (*out)->ptr, shape, ctx.stop_token());
+  const absl::Status launched =
+      kernels::cuda::matmul(l.context(), da->ptr, db->ptr, out->ptr, shape, ctx.stop_token());
   if (auto st = finish_compute(l, launched, t0, ctx); !st.ok()) return st;
-  return finish_output(l, out_desc, *std::move(out), ctx);
+  return finish_output(l, out_desc, std::move(out), ctx);
 }
 
 absl::StatusOr<EighOutput> CudaBackend::eigh(const Matrix& a, const kernels::EighShape& shape,
@@ -461,29 +453,21 @@ absl::StatusOr<SvdOutput> CudaBackend::svd(const Matrix& a, const kernels::SvdSh
     ctx.device = "cpu";
     return svd_on_host(host, shape, ctx);
   }
-  auto lane = acquire_lane_for(ctx);
-  if (!lane.ok()) return lane.status();
-  Lane& l = **lane;
-  auto da = to_device(l, a, ctx);
-  if (!da.ok()) return da.status();
+  GC_ASSIGN_OR_RETURN(const LaneLease lane, acquire_lane_for(ctx));
+  Lane& l = *lane;
+  GC_ASSIGN_OR_RETURN(const std::shared_ptr<DeviceCopy> da, to_device(l, a, ctx));
   const SvdOutputDescs descs = svd_outputs(shape);
-  auto s = allocate(l, descs.s.bytes());
-  if (!s.ok()) return s.status();
+  GC_ASSIGN_OR_RETURN(std::shared_ptr<DeviceCopy> s, allocate(l, descs.s.bytes()));
   std::shared_ptr<DeviceCopy> u, vt;
   if (shape.compute_uv) {
-    auto ub = allocate(l, descs.u.bytes());
-    if (!ub.ok()) return ub.status();
-    auto vb = allocate(l, descs.vt.bytes());
-    if (!vb.ok()) return vb.status();
-    u = *std::move(ub);
-    vt = *std::move(vb);
+    GC_ASSIGN_OR_RETURN(u, allocate(l, descs.u.bytes()));
+    GC_ASSIGN_OR_RETURN(vt, allocate(l, descs.vt.bytes()));
   }
   const std::uint64_t ws_bytes = kernels::cuda::svd_workspace_bytes(shape, tuning_.svd);
-  auto ws = allocate(l, ws_bytes);
-  if (!ws.ok()) return ws.status();
+  GC_ASSIGN_OR_RETURN(const std::shared_ptr<DeviceCopy> ws, allocate(l, ws_bytes));
   const auto t0 = Clock::now();
-  auto info = kernels::cuda::svd_jacobi(l.context(), (*da)->ptr, (*s)->ptr, u ? u->ptr : nullptr,
-                                        vt ? vt->ptr : nullptr, shape, (*ws)->ptr, ws_bytes,
+  auto info = kernels::cuda::svd_jacobi(l.context(), da->ptr, s->ptr, u ? u->ptr : nullptr,
+                                        vt ? vt->ptr : nullptr, shape, ws->ptr, ws_bytes,
                                         ctx.stop_token(), tuning_.svd);
   if (!info.ok()) {
     cudaStreamSynchronize(l.stream());  // buffers are freed stream-ordered; settle first
@@ -492,16 +476,10 @@ absl::StatusOr<SvdOutput> CudaBackend::svd(const Matrix& a, const kernels::SvdSh
   ctx.times.compute_seconds += seconds_since(t0);
   SvdOutput out;
   out.info = *info;
-  auto sm = finish_output(l, descs.s, *std::move(s), ctx);
-  if (!sm.ok()) return sm.status();
-  out.s = *std::move(sm);
+  GC_ASSIGN_OR_RETURN(out.s, finish_output(l, descs.s, std::move(s), ctx));
   if (shape.compute_uv) {
-    auto um = finish_output(l, descs.u, std::move(u), ctx);
-    if (!um.ok()) return um.status();
-    auto vm = finish_output(l, descs.vt, std::move(vt), ctx);
-    if (!vm.ok()) return vm.status();
-    out.u = *std::move(um);
-    out.vt = *std::move(vm);
+    GC_ASSIGN_OR_RETURN(out.u, finish_output(l, descs.u, std::move(u), ctx));
+    GC_ASSIGN_OR_RETURN(out.vt, finish_output(l, descs.vt, std::move(vt), ctx));
   }
   return out;
 }
@@ -518,28 +496,22 @@ absl::StatusOr<ApspOutput> CudaBackend::apsp(const Matrix& weights, const kernel
       return apsp_on_host(host, shape, ctx);
     }
   }
-  auto lane = acquire_lane_for(ctx);
-  if (!lane.ok()) return lane.status();
-  Lane& l = **lane;
-  auto dw = to_device(l, weights, ctx);
-  if (!dw.ok()) return dw.status();
+  GC_ASSIGN_OR_RETURN(const LaneLease lane, acquire_lane_for(ctx));
+  Lane& l = *lane;
+  GC_ASSIGN_OR_RETURN(const std::shared_ptr<DeviceCopy> dw, to_device(l, weights, ctx));
   const MatrixDesc dist_desc{shape.dtype, 1, shape.n, shape.n};
   const MatrixDesc next_desc{DType::kI32, 1, shape.n, shape.n};
-  auto dist = allocate(l, dist_desc.bytes());
-  if (!dist.ok()) return dist.status();
+  GC_ASSIGN_OR_RETURN(std::shared_ptr<DeviceCopy> dist, allocate(l, dist_desc.bytes()));
   std::shared_ptr<DeviceCopy> next;
   if (shape.next_hop) {
-    auto nb = allocate(l, next_desc.bytes());
-    if (!nb.ok()) return nb.status();
-    next = *std::move(nb);
+    GC_ASSIGN_OR_RETURN(next, allocate(l, next_desc.bytes()));
   }
   const std::uint64_t ws_bytes = kernels::cuda::apsp_workspace_bytes(shape);
-  auto ws = allocate(l, ws_bytes);
-  if (!ws.ok()) return ws.status();
+  GC_ASSIGN_OR_RETURN(const std::shared_ptr<DeviceCopy> ws, allocate(l, ws_bytes));
   const auto t0 = Clock::now();
-  auto info = kernels::cuda::apsp(l.context(), (*dw)->ptr, (*dist)->ptr,
+  auto info = kernels::cuda::apsp(l.context(), dw->ptr, dist->ptr,
                                   next ? static_cast<std::int32_t*>(next->ptr) : nullptr, shape,
-                                  (*ws)->ptr, ws_bytes, ctx.stop_token(), tuning_.apsp);
+                                  ws->ptr, ws_bytes, ctx.stop_token(), tuning_.apsp);
   if (!info.ok()) {
     cudaStreamSynchronize(l.stream());
     return check_device(l.device(), info.status());
@@ -549,16 +521,12 @@ absl::StatusOr<ApspOutput> CudaBackend::apsp(const Matrix& weights, const kernel
   out.info = *info;
   if (out.info.negative_cycle) {
     // Distances are meaningless; skip copying them back.
-    out.distances = Matrix{dist_desc, nullptr, *std::move(dist)};
+    out.distances = Matrix{dist_desc, nullptr, std::move(dist)};
     return out;
   }
-  auto dm = finish_output(l, dist_desc, *std::move(dist), ctx);
-  if (!dm.ok()) return dm.status();
-  out.distances = *std::move(dm);
+  GC_ASSIGN_OR_RETURN(out.distances, finish_output(l, dist_desc, std::move(dist), ctx));
   if (next) {
-    auto nm = finish_output(l, next_desc, std::move(next), ctx);
-    if (!nm.ok()) return nm.status();
-    out.next_hop = *std::move(nm);
+    GC_ASSIGN_OR_RETURN(out.next_hop, finish_output(l, next_desc, std::move(next), ctx));
   }
   return out;
 }

@@ -89,6 +89,17 @@ GC_GRAPH_HD inline std::uint32_t graph_table_threshold(std::uint64_t capacity, f
   return static_cast<std::uint32_t>(static_cast<double>(capacity) * static_cast<double>(max_load));
 }
 
+/// Where a destination vertex's probe starts (masked to the table): murmur3's 32-bit finaliser.
+/// The device and its CPU twin share it, so that both lay out a table alike.
+GC_GRAPH_HD inline std::uint32_t graph_slot_hash(std::uint32_t h) {
+  h ^= h >> 16;
+  h *= 0x85ebca6bu;
+  h ^= h >> 13;
+  h *= 0xc2b2ae35u;
+  h ^= h >> 16;
+  return h;
+}
+
 /// Capacity (a power of two) of an enlarged table that must hold `need` live edges.
 GC_GRAPH_HD inline std::uint64_t graph_table_size_for(std::uint64_t need, const GraphOptions& o) {
   std::uint64_t cap = 1;

@@ -6,6 +6,7 @@
 
 #include "absl/status/statusor.h"
 #include "gcompute/kernels/dtype.hpp"
+#include "gcompute/kernels/enum_table.hpp"
 
 namespace gcompute::kernels {
 
@@ -16,21 +17,7 @@ namespace gcompute::kernels {
 enum class Precision : std::uint8_t { kDefault, kF32, kF64, kTF32, kBF16, kF16 };
 
 constexpr const char* precision_name(Precision p) {
-  switch (p) {
-    case Precision::kDefault:
-      return "default";
-    case Precision::kF32:
-      return "f32";
-    case Precision::kF64:
-      return "f64";
-    case Precision::kTF32:
-      return "tf32";
-    case Precision::kBF16:
-      return "bf16";
-    case Precision::kF16:
-      return "f16";
-  }
-  return "?";
+  return enum_name<Precision::kF16>(p, {"default", "f32", "f64", "tf32", "bf16", "f16"});
 }
 
 /// Shape and options of a (batched) product. Row-major storage:

@@ -6,6 +6,7 @@
 
 #include "absl/status/status.h"
 #include "gcompute/kernels/dtype.hpp"
+#include "gcompute/kernels/enum_table.hpp"
 
 namespace gcompute::kernels {
 
@@ -25,15 +26,7 @@ enum class SvdMethod : std::uint8_t {
 
 /// Lower-case name as used in messages ("auto", "jacobi", "polar").
 constexpr const char* svd_method_name(SvdMethod m) {
-  switch (m) {
-    case SvdMethod::kAuto:
-      return "auto";
-    case SvdMethod::kJacobi:
-      return "jacobi";
-    case SvdMethod::kPolar:
-      return "polar";
-  }
-  return "?";
+  return enum_name<SvdMethod::kPolar>(m, {"auto", "jacobi", "polar"});
 }
 
 /// Shape and options of a (batched) SVD of m x n matrices (f32 or f64), row-major.

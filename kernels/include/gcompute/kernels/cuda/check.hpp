@@ -11,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "gcompute/kernels/status_macros.hpp"
 
 namespace gcompute::kernels::cuda {
 
@@ -97,30 +98,15 @@ inline std::uint64_t dropped_errors() noexcept {
 /// For destructors and other paths that cannot return a status (see drop_error).
 #define GC_CUDA_TRY_NO_THROW(call) ::gcompute::kernels::cuda::drop_error((call))
 
-#define GC_CUDA_TRY(call)                                                              \
-  do {                                                                                 \
-    if (::absl::Status gc_status_ =                                                    \
-            ::gcompute::kernels::cuda::cuda_status((call), #call, __FILE__, __LINE__); \
-        !gc_status_.ok())                                                              \
-      return gc_status_;                                                               \
-  } while (0)
+#define GC_CUDA_TRY(call) \
+  GC_RETURN_IF_ERROR(::gcompute::kernels::cuda::cuda_status((call), #call, __FILE__, __LINE__))
 
 /// Checks the launch just issued (configuration errors surface here, not at the next sync).
 /// Reads and clears the launch error so one failed launch does not fail every later call.
 #define GC_CUDA_CHECK_LAUNCH(name) GC_CUDA_TRY((static_cast<void>(name), cudaGetLastError()))
 
-#define GC_CUBLAS_TRY(call)                                                              \
-  do {                                                                                   \
-    if (::absl::Status gc_status_ =                                                      \
-            ::gcompute::kernels::cuda::cublas_status((call), #call, __FILE__, __LINE__); \
-        !gc_status_.ok())                                                                \
-      return gc_status_;                                                                 \
-  } while (0)
+#define GC_CUBLAS_TRY(call) \
+  GC_RETURN_IF_ERROR(::gcompute::kernels::cuda::cublas_status((call), #call, __FILE__, __LINE__))
 
-#define GC_CUSOLVER_TRY(call)                                                              \
-  do {                                                                                     \
-    if (::absl::Status gc_status_ =                                                        \
-            ::gcompute::kernels::cuda::cusolver_status((call), #call, __FILE__, __LINE__); \
-        !gc_status_.ok())                                                                  \
-      return gc_status_;                                                                   \
-  } while (0)
+#define GC_CUSOLVER_TRY(call) \
+  GC_RETURN_IF_ERROR(::gcompute::kernels::cuda::cusolver_status((call), #call, __FILE__, __LINE__))

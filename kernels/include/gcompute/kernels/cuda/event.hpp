@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "gcompute/kernels/cuda/stream.hpp"
+#include "gcompute/kernels/cuda/unique_handle.hpp"
 
 namespace gcompute::kernels::cuda {
 
@@ -22,14 +23,9 @@ class Event {
   static absl::StatusOr<Event> create(EventTiming timing = EventTiming::kDisabled);
 
   Event() = default;
-  Event(Event&& other) noexcept;
-  Event& operator=(Event&& other) noexcept;
-  Event(const Event&) = delete;
-  Event& operator=(const Event&) = delete;
-  ~Event();
 
-  cudaEvent_t value() const noexcept { return event_; }
-  explicit operator bool() const noexcept { return event_ != nullptr; }
+  cudaEvent_t value() const noexcept { return event_.value(); }
+  explicit operator bool() const noexcept { return static_cast<bool>(event_); }
 
   /// Captures the work enqueued on `stream` so far.
   absl::Status record(StreamView stream) const;
@@ -38,7 +34,7 @@ class Event {
 
  private:
   explicit Event(cudaEvent_t event) : event_(event) {}
-  cudaEvent_t event_ = nullptr;
+  UniqueHandle<cudaEvent_t, cudaEventDestroy> event_;
 };
 
 /// Milliseconds from `start` to `end`: both created with EventTiming::kEnabled, recorded, and

@@ -16,44 +16,14 @@
 #include "gcompute/kernels/cuda/context.hpp"
 #include "gcompute/kernels/cuda/event.hpp"
 #include "gcompute/kernels/cuda/stream.hpp"
+#include "gcompute/kernels/cuda/unique_handle.hpp"
 
 namespace gcompute::kernels::cuda {
 
 /// An owned cuBLAS handle (cublasCreate / cublasDestroy), move-only.
-class CublasHandle {
- public:
-  /// On the current device; RESOURCE_EXHAUSTED or INTERNAL naming the cuBLAS status.
-  static absl::StatusOr<CublasHandle> create();
-  CublasHandle() = default;
-  CublasHandle(CublasHandle&& other) noexcept;
-  CublasHandle& operator=(CublasHandle&& other) noexcept;
-  CublasHandle(const CublasHandle&) = delete;
-  CublasHandle& operator=(const CublasHandle&) = delete;
-  ~CublasHandle();
-  cublasHandle_t value() const noexcept { return handle_; }
-
- private:
-  explicit CublasHandle(cublasHandle_t handle) : handle_(handle) {}
-  cublasHandle_t handle_ = nullptr;
-};
-
+using CublasHandle = UniqueHandle<cublasHandle_t, cublasDestroy>;
 /// An owned cuSOLVER dense handle (cusolverDnCreate / cusolverDnDestroy), move-only.
-class CusolverHandle {
- public:
-  /// On the current device; RESOURCE_EXHAUSTED or INTERNAL naming the cuSOLVER status.
-  static absl::StatusOr<CusolverHandle> create();
-  CusolverHandle() = default;
-  CusolverHandle(CusolverHandle&& other) noexcept;
-  CusolverHandle& operator=(CusolverHandle&& other) noexcept;
-  CusolverHandle(const CusolverHandle&) = delete;
-  CusolverHandle& operator=(const CusolverHandle&) = delete;
-  ~CusolverHandle();
-  cusolverDnHandle_t value() const noexcept { return handle_; }
-
- private:
-  explicit CusolverHandle(cusolverDnHandle_t handle) : handle_(handle) {}
-  cusolverDnHandle_t handle_ = nullptr;
-};
+using CusolverHandle = UniqueHandle<cusolverDnHandle_t, cusolverDnDestroy>;
 
 /// Which of the resources to create.
 struct ResourcesOptions {

@@ -11,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "gcompute/kernels/cuda/unique_handle.hpp"
 
 namespace gcompute::kernels::cuda {
 
@@ -55,20 +56,15 @@ class Stream {
   static absl::StatusOr<Stream> create(StreamOptions options = {});
 
   Stream() = default;
-  Stream(Stream&& other) noexcept;
-  Stream& operator=(Stream&& other) noexcept;
-  Stream(const Stream&) = delete;
-  Stream& operator=(const Stream&) = delete;
-  ~Stream();
 
-  StreamView view() const noexcept { return StreamView(stream_); }
-  cudaStream_t value() const noexcept { return stream_; }
-  explicit operator bool() const noexcept { return stream_ != nullptr; }
+  StreamView view() const noexcept { return StreamView(stream_.value()); }
+  cudaStream_t value() const noexcept { return stream_.value(); }
+  explicit operator bool() const noexcept { return static_cast<bool>(stream_); }
   absl::Status synchronize() const { return view().synchronize(); }
 
  private:
   explicit Stream(cudaStream_t stream) : stream_(stream) {}
-  cudaStream_t stream_ = nullptr;
+  UniqueHandle<cudaStream_t, cudaStreamDestroy> stream_;
 };
 
 }  // namespace gcompute::kernels::cuda
