@@ -243,33 +243,45 @@ void three_batches(const std::string& dir, GraphSnapshot& before_last, GraphSnap
   last = *node.store->get("g");
 }
 
+/// A data dir after three_batches(), whose last WAL segment a test damages before a restart.
+struct ThreeBatchDir {
+  TempDir dir;
+  GraphSnapshot before_last, last;  // the graph before and after the last batch
+  std::string segment;              // the last WAL segment
+  std::string bytes;                // its contents as written
+
+  void write() {
+    ASSERT_NO_FATAL_FAILURE(three_batches(dir.path(), before_last, last));
+    segment = files(dir.path(), "wal-").back();
+    bytes = read_all(segment);
+  }
+};
+
 TEST(GraphWal, TruncatedTailIsReportedNotAppliedAndCutAway) {
   for (std::size_t cut : {1, 5, 9, 14}) {  // inside the header and inside the payload
-    TempDir dir;
-    GraphSnapshot before_last, last;
-    three_batches(dir.path(), before_last, last);
-    const std::string seg = files(dir.path(), "wal-").back();
-    std::string data = read_all(seg);
+    ThreeBatchDir w;
+    ASSERT_NO_FATAL_FAILURE(w.write());
+    std::string data = w.bytes;
     const std::size_t last_off = record_offsets(data).back();
     const std::size_t last_len = data.size() - last_off;
     ASSERT_LT(cut, last_len);
     data.resize(data.size() - cut);
-    write_all(seg, data);
+    write_all(w.segment, data);
 
-    Node node(dir.path());
+    Node node(w.dir.path());
     ASSERT_TRUE(node.recovered.ok()) << node.recovered;
-    EXPECT_EQ(*node.store->get("g"), before_last) << "cut " << cut;
+    EXPECT_EQ(*node.store->get("g"), w.before_last) << "cut " << cut;
     EXPECT_EQ(node.wal->report().torn_bytes, last_len - cut);
     ASSERT_EQ(node.log.size(), 1u);
-    EXPECT_THAT(node.log[0], HasSubstr(seg));
+    EXPECT_THAT(node.log[0], HasSubstr(w.segment));
     EXPECT_THAT(node.log[0], HasSubstr(absl::StrCat("offset ", last_off)));
-    EXPECT_EQ(fs::file_size(seg), last_off);  // truncated
+    EXPECT_EQ(fs::file_size(w.segment), last_off);  // truncated
     // Appending goes on, and a restart sees it.
     std::vector<Edit> again{AddVertex{}};
     ASSERT_TRUE(node.store->apply("g", 3, again).ok());
     GraphSnapshot after = *node.store->get("g");
     node.~Node();
-    new (&node) Node(dir.path());
+    new (&node) Node(w.dir.path());
     ASSERT_TRUE(node.recovered.ok()) << node.recovered;
     EXPECT_EQ(*node.store->get("g"), after);
     EXPECT_TRUE(node.log.empty());
@@ -278,60 +290,54 @@ TEST(GraphWal, TruncatedTailIsReportedNotAppliedAndCutAway) {
 
 TEST(GraphWal, FlippedByteInTheTailIsDetectedNotApplied) {
   for (std::size_t at : {0, 4, 8, 12, 20}) {  // length, crc, type, lsn, body
-    TempDir dir;
-    GraphSnapshot before_last, last;
-    three_batches(dir.path(), before_last, last);
-    const std::string seg = files(dir.path(), "wal-").back();
-    std::string data = read_all(seg);
+    ThreeBatchDir w;
+    ASSERT_NO_FATAL_FAILURE(w.write());
+    std::string data = w.bytes;
     const std::size_t last_off = record_offsets(data).back();
     ASSERT_LT(last_off + at, data.size());
     data[last_off + at] ^= 0x10;
-    write_all(seg, data);
+    write_all(w.segment, data);
 
-    Node node(dir.path());
+    Node node(w.dir.path());
     ASSERT_TRUE(node.recovered.ok()) << node.recovered;
-    EXPECT_EQ(*node.store->get("g"), before_last) << "flipped byte " << at;
+    EXPECT_EQ(*node.store->get("g"), w.before_last) << "flipped byte " << at;
     ASSERT_EQ(node.log.size(), 1u);
     EXPECT_THAT(node.log[0], HasSubstr(absl::StrCat("offset ", last_off)));
-    EXPECT_EQ(fs::file_size(seg), last_off);
+    EXPECT_EQ(fs::file_size(w.segment), last_off);
   }
 }
 
 TEST(GraphWal, ZeroFilledTailIsTorn) {
-  TempDir dir;
-  GraphSnapshot before_last, last;
-  three_batches(dir.path(), before_last, last);
-  const std::string seg = files(dir.path(), "wal-").back();
-  std::string data = read_all(seg);
+  ThreeBatchDir w;
+  ASSERT_NO_FATAL_FAILURE(w.write());
+  std::string data = w.bytes;
   const std::size_t size = data.size();
   data.append(4096, '\0');  // a file extended but not written before the crash
-  write_all(seg, data);
-  Node node(dir.path());
+  write_all(w.segment, data);
+  Node node(w.dir.path());
   ASSERT_TRUE(node.recovered.ok()) << node.recovered;
-  EXPECT_EQ(*node.store->get("g"), last);
+  EXPECT_EQ(*node.store->get("g"), w.last);
   EXPECT_EQ(node.wal->report().torn_bytes, 4096u);
-  EXPECT_EQ(fs::file_size(seg), size);
+  EXPECT_EQ(fs::file_size(w.segment), size);
 }
 
 TEST(GraphWal, CorruptionInTheMiddleStopsStartUp) {
-  TempDir dir;
-  GraphSnapshot before_last, last;
-  three_batches(dir.path(), before_last, last);
-  const std::string seg = files(dir.path(), "wal-").back();
-  const std::string original = read_all(seg);
+  ThreeBatchDir w;
+  ASSERT_NO_FATAL_FAILURE(w.write());
+  const std::string& original = w.bytes;
   const std::vector<std::size_t> offs = record_offsets(original);
   ASSERT_EQ(offs.size(), 4u);  // create + 3 batches
   for (std::size_t rec : {0, 1, 2}) {
     std::string data = original;
     data[offs[rec] + 12] ^= 0x01;
-    write_all(seg, data);
-    Node node(dir.path());
+    write_all(w.segment, data);
+    Node node(w.dir.path());
     EXPECT_EQ(node.recovered.code(), absl::StatusCode::kDataLoss) << node.recovered;
-    EXPECT_THAT(std::string(node.recovered.message()), HasSubstr(seg));
+    EXPECT_THAT(std::string(node.recovered.message()), HasSubstr(w.segment));
     EXPECT_THAT(std::string(node.recovered.message()),
                 HasSubstr(absl::StrCat("corrupt at offset ", offs[rec])));
     EXPECT_THAT(std::string(node.recovered.message()), HasSubstr("middle of the log"));
-    EXPECT_EQ(read_all(seg), data) << "nothing may be truncated when start-up is refused";
+    EXPECT_EQ(read_all(w.segment), data) << "nothing may be truncated when start-up is refused";
   }
 }
 
