@@ -213,9 +213,7 @@ TEST(HttpExporter, ServesMetricsWithHttp11Framing) {
 }
 
 TEST(HttpExporter, HeadAndErrorsAreFramedToo) {
-  HttpExporterOptions o;
-  o.max_request_bytes = 1024;
-  auto exporter = start(std::make_shared<Source>(), o);
+  auto exporter = start(std::make_shared<Source>(), {.max_request_bytes = 1024});
   ASSERT_NE(exporter, nullptr);
   const int port = exporter->port();
   const Reply get = scrape(port);
@@ -314,9 +312,7 @@ TEST(HttpExporter, ClientThatNeverReadsDoesNotDelayAScrape) {
 }
 
 TEST(HttpExporter, ConnectionsBeyondTheCapDisplaceTheOldest) {
-  HttpExporterOptions o;
-  o.max_connections = 4;
-  auto exporter = start(std::make_shared<Source>(), o);
+  auto exporter = start(std::make_shared<Source>(), {.max_connections = 4});
   ASSERT_NE(exporter, nullptr);
   const int port = exporter->port();
   std::vector<std::unique_ptr<Client>> idle;
@@ -330,9 +326,7 @@ TEST(HttpExporter, ConnectionsBeyondTheCapDisplaceTheOldest) {
 }
 
 TEST(HttpExporter, DeadlineClosesIdleAndSlowConnections) {
-  HttpExporterOptions o;
-  o.deadline = milliseconds(300);
-  auto exporter = start(std::make_shared<Source>(), o);
+  auto exporter = start(std::make_shared<Source>(), {.deadline = milliseconds(300)});
   ASSERT_NE(exporter, nullptr);
   const int port = exporter->port();
   const Clock::time_point start_time = Clock::now();
