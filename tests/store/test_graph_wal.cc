@@ -80,15 +80,20 @@ struct Node {
   }
 };
 
-/// Applies the same successful operations to a reference store without a WAL.
+/// A data dir under test and a reference store without a WAL that gets the same successful
+/// operations, with the source of their random batches.
 struct Twin {
+  explicit Twin(std::uint64_t seed) : rng(seed) {}
+  TempDir dir;
   GraphStore ref;
+  std::mt19937_64 rng;
+
   void create(GraphStore& s, const std::string& id, std::uint64_t n, std::vector<Hyperedge> e) {
     ASSERT_TRUE(s.create(id, n, e).ok());
     ASSERT_TRUE(ref.create(id, n, e).ok());
   }
   /// A random batch against graph `id`, mostly valid. Returns whether it applied.
-  bool random_batch(GraphStore& s, const std::string& id, std::mt19937_64& rng) {
+  bool random_batch(GraphStore& s, const std::string& id) {
     absl::StatusOr<GraphSnapshot> snap = ref.get(id);
     EXPECT_TRUE(snap.ok());
     std::vector<Edit> edits;
@@ -173,60 +178,56 @@ std::vector<std::size_t> record_offsets(const std::string& data) {
 }
 
 TEST(GraphWal, CreateEditDeleteRecreateSurviveRestarts) {
-  TempDir dir;
-  Twin twin;
-  std::mt19937_64 rng(11);
+  Twin twin(11);
   {
-    Node node(dir.path());
+    Node node(twin.dir.path());
     ASSERT_TRUE(node.recovered.ok()) << node.recovered;
     twin.create(*node.store, "a", 4, {Hyperedge{0, {0, 1}, {2}, 1.5}});
     twin.create(*node.store, "b", 2, {});
     twin.create(*node.store, "gone", 3, {});
-    for (int i = 0; i < 40; ++i) twin.random_batch(*node.store, i % 2 ? "a" : "b", rng);
+    for (int i = 0; i < 40; ++i) twin.random_batch(*node.store, i % 2 ? "a" : "b");
     ASSERT_TRUE(node.store->remove("gone").ok());
     ASSERT_TRUE(twin.ref.remove("gone").ok());
     ASSERT_TRUE(node.store->remove("b").ok());
     ASSERT_TRUE(twin.ref.remove("b").ok());
     twin.create(*node.store, "b", 7, {Hyperedge{0, {6}, {0}, -2}});  // same name, new graph
-    for (int i = 0; i < 10; ++i) twin.random_batch(*node.store, "b", rng);
+    for (int i = 0; i < 10; ++i) twin.random_batch(*node.store, "b");
   }
   for (int restart = 0; restart < 2; ++restart) {
-    Node node(dir.path());
+    Node node(twin.dir.path());
     ASSERT_TRUE(node.recovered.ok()) << node.recovered;
     EXPECT_EQ(node.wal->report().torn_bytes, 0u);
     expect_same(*node.store, twin.ref);
     // Ids continue where they were (counters survive even after deletions).
-    for (int i = 0; i < 10; ++i) twin.random_batch(*node.store, i % 2 ? "a" : "b", rng);
+    for (int i = 0; i < 10; ++i) twin.random_batch(*node.store, i % 2 ? "a" : "b");
     expect_same(*node.store, twin.ref);
   }
 }
 
 TEST(GraphWal, SnapshotThenLogReplayEqualsTheStore) {
-  TempDir dir;
-  Twin twin;
-  std::mt19937_64 rng(12);
+  Twin twin(12);
   {
-    Node node(dir.path());
+    Node node(twin.dir.path());
     ASSERT_TRUE(node.recovered.ok()) << node.recovered;
     twin.create(*node.store, "g", 10, {Hyperedge{0, {0}, {1}, 1}});
     twin.create(*node.store, "h", 3, {});
     for (int round = 0; round < 3; ++round) {
-      for (int i = 0; i < 30; ++i) twin.random_batch(*node.store, i % 3 ? "g" : "h", rng);
+      for (int i = 0; i < 30; ++i) twin.random_batch(*node.store, i % 3 ? "g" : "h");
       ASSERT_TRUE(node.wal->snapshot().ok());
       // The snapshot replaced everything before it: one snapshot, one (fresh) segment.
-      EXPECT_EQ(files(dir.path(), "snap-").size(), 1u);
-      EXPECT_EQ(files(dir.path(), "wal-").size(), 1u);
+      EXPECT_EQ(files(twin.dir.path(), "snap-").size(), 1u);
+      EXPECT_EQ(files(twin.dir.path(), "wal-").size(), 1u);
     }
     ASSERT_TRUE(node.store->remove("h").ok());
     ASSERT_TRUE(twin.ref.remove("h").ok());
-    for (int i = 0; i < 30; ++i) twin.random_batch(*node.store, "g", rng);
+    for (int i = 0; i < 30; ++i) twin.random_batch(*node.store, "g");
   }
-  Node node(dir.path());
+  Node node(twin.dir.path());
   ASSERT_TRUE(node.recovered.ok()) << node.recovered;
   EXPECT_GT(node.wal->report().snapshot_lsn, 0u);
   EXPECT_GT(node.wal->report().records_replayed, 0u);
   expect_same(*node.store, twin.ref);
-  for (int i = 0; i < 10; ++i) twin.random_batch(*node.store, "g", rng);
+  for (int i = 0; i < 10; ++i) twin.random_batch(*node.store, "g");
   expect_same(*node.store, twin.ref);
 }
 
