@@ -32,6 +32,13 @@ std::string header_bytes(int major, const std::string& dict, std::size_t pad_to 
   return out + h;
 }
 
+/// A header dict as numpy.save writes it.
+std::string npy_dict(const std::string& descr, const std::string& shape,
+                     const std::string& fortran_order = "False") {
+  return "{'descr': '" + descr + "', 'fortran_order': " + fortran_order + ", 'shape': " + shape +
+         ", }";
+}
+
 std::string floats(const std::vector<float>& v) {
   std::string s(v.size() * 4, '\0');
   std::memcpy(s.data(), v.data(), s.size());
@@ -68,7 +75,7 @@ TEST(Npy, ReadsVersions1To3AndQuoteStyles) {
   const std::string data = floats({1, 2, 3, 4, 5, 6});
   for (int major : {1, 2, 3}) {
     for (const std::string& dict :
-         {std::string("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }"),
+         {npy_dict("<f4", "(2, 3)"),
           std::string("{\"shape\":(2,3),\"fortran_order\":False,\"descr\":\"<f4\"}"),
           std::string("{'descr':'<f4','fortran_order':False,'shape':(2L, 3L)}")}) {
       absl::StatusOr<NpyArray> a = parse_npy(header_bytes(major, dict) + data, "v.npy");
@@ -99,37 +106,28 @@ TEST(Npy, OneDimensionalShapeHasTrailingComma) {
 
 struct Refusal {
   std::string dict;
-  std::string data;
+  std::size_t data_bytes;
   std::string expected;
 };
 
 TEST(Npy, RefusesWhatItCannotRead) {
   const std::vector<Refusal> cases = {
-      {"{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }", std::string(8, '\0'),
-       "big-endian"},
-      {"{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }", std::string(16, '\0'),
-       "fortran_order is True"},
-      {"{'descr': '<i8', 'fortran_order': False, 'shape': (2,), }", std::string(16, '\0'),
-       "dtype '<i8' is not supported"},
-      {"{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }", std::string(16, '\0'),
-       "dtype '<c8'"},
-      {"{'descr': '|b1', 'fortran_order': False, 'shape': (2,), }", std::string(2, '\0'),
-       "dtype '|b1'"},
-      {"{'descr': '<f4', 'fortran_order': False, 'shape': (), }", std::string(4, '\0'),
-       "0-D array"},
-      {"{'descr': '<f4', 'fortran_order': False, 'shape': (1, 1, 1, 1), }", std::string(4, '\0'),
-       "4-D array"},
-      {"{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", std::string(20, '\0'),
-       "needs 24 data bytes but the file has 20"},
-      {"{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", std::string(28, '\0'),
-       "needs 24 data bytes but the file has 28"},
-      {"{'descr': '<f4', 'shape': (2,), }", std::string(8, '\0'), "lacks"},
-      {"{'descr': '<f4', 'fortran_order': False, 'shape': (-2,), }", "", "non-negative"},
-      {"{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'x': 1}", std::string(8, '\0'),
-       "unexpected key 'x'"},
+      {npy_dict(">f4", "(2,)"), 8, "big-endian"},
+      {npy_dict("<f4", "(2, 2)", "True"), 16, "fortran_order is True"},
+      {npy_dict("<i8", "(2,)"), 16, "dtype '<i8' is not supported"},
+      {npy_dict("<c8", "(2,)"), 16, "dtype '<c8'"},
+      {npy_dict("|b1", "(2,)"), 2, "dtype '|b1'"},
+      {npy_dict("<f4", "()"), 4, "0-D array"},
+      {npy_dict("<f4", "(1, 1, 1, 1)"), 4, "4-D array"},
+      {npy_dict("<f4", "(2, 3)"), 20, "needs 24 data bytes but the file has 20"},
+      {npy_dict("<f4", "(2, 3)"), 28, "needs 24 data bytes but the file has 28"},
+      {"{'descr': '<f4', 'shape': (2,), }", 8, "lacks"},
+      {npy_dict("<f4", "(-2,)"), 0, "non-negative"},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'x': 1}", 8, "unexpected key 'x'"},
   };
   for (const Refusal& c : cases) {
-    absl::StatusOr<NpyArray> a = parse_npy(header_bytes(1, c.dict) + c.data, "bad.npy");
+    absl::StatusOr<NpyArray> a =
+        parse_npy(header_bytes(1, c.dict) + std::string(c.data_bytes, '\0'), "bad.npy");
     ASSERT_FALSE(a.ok()) << c.dict;
     EXPECT_EQ(a.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(std::string(a.status().message()), HasSubstr("bad.npy")) << c.dict;
@@ -142,14 +140,13 @@ TEST(Npy, RefusesBadMagicVersionAndTruncation) {
   ASSERT_FALSE(a.ok());
   EXPECT_THAT(std::string(a.status().message()), HasSubstr("not a .npy file"));
 
-  std::string v4 = header_bytes(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }");
+  std::string v4 = header_bytes(1, npy_dict("<f4", "(1,)"));
   v4[6] = 4;
   a = parse_npy(v4 + std::string(4, '\0'), "v4.npy");
   ASSERT_FALSE(a.ok());
   EXPECT_THAT(std::string(a.status().message()), HasSubstr("format version 4.0"));
 
-  const std::string good =
-      header_bytes(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }");
+  const std::string good = header_bytes(1, npy_dict("<f4", "(1,)"));
   a = parse_npy(good.substr(0, 30), "cut.npy");
   ASSERT_FALSE(a.ok());
   EXPECT_THAT(std::string(a.status().message()), HasSubstr("truncated"));

@@ -172,13 +172,7 @@ class Server:
         self.log.close()
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
+        e2e_test.stop_process(self.proc, 30)
         if not self.log.closed:
             self.log.close()
 

@@ -104,17 +104,22 @@ def server_log_tail():
         return "(no server log)"
 
 
+def stop_process(proc, drain_seconds):
+    """SIGTERM (a server drains), then SIGKILL if it is still running after drain_seconds."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=drain_seconds)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
 def stop_server():
     global SERVER
     if SERVER is None:
         return
-    if SERVER.poll() is None:
-        SERVER.send_signal(signal.SIGTERM)
-        try:
-            SERVER.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            SERVER.kill()
-            SERVER.wait(timeout=10)
+    stop_process(SERVER, 20)
     SERVER = None
 
 

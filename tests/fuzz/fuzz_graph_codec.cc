@@ -38,43 +38,35 @@ void check_round_trip(const T& value, Encode encode, Decode decode) {
   if (again.out() != bytes) fail("a decoded encoding encodes differently");
 }
 
+/// Whatever `decode` makes of the input must round-trip.
+template <typename Encode, typename Decode>
+void check_decoded(codec::Reader& input, Encode encode, Decode decode) {
+  auto value = decode(input);
+  if (value.ok()) check_round_trip(*value, encode, decode);
+}
+
+/// decode_edge_body in the shape of the other decoders.
+absl::StatusOr<gcompute::server::Hyperedge> decode_edge(codec::Reader& r) {
+  gcompute::server::Hyperedge e;
+  if (absl::Status s = codec::decode_edge_body(r, e); !s.ok()) return s;
+  return e;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
   codec::Reader r(std::string_view(reinterpret_cast<const char*>(data) + 1, size - 1));
   switch (data[0] % 3) {
-    case 0: {
-      auto edits = codec::decode_edits(r);
-      if (edits.ok()) {
-        check_round_trip(
-            *edits, [](codec::Writer& w, const auto& e) { codec::encode_edits(w, e); },
-            [](codec::Reader& rd) { return codec::decode_edits(rd); });
-      }
+    case 0:
+      check_decoded(r, codec::encode_edits, codec::decode_edits);
       break;
-    }
-    case 1: {
-      auto image = codec::decode_image(r);
-      if (image.ok()) {
-        check_round_trip(
-            *image, [](codec::Writer& w, const auto& i) { codec::encode_image(w, i); },
-            [](codec::Reader& rd) { return codec::decode_image(rd); });
-      }
+    case 1:
+      check_decoded(r, codec::encode_image, codec::decode_image);
       break;
-    }
-    default: {
-      gcompute::server::Hyperedge edge;
-      if (codec::decode_edge_body(r, edge).ok()) {
-        check_round_trip(
-            edge, [](codec::Writer& w, const auto& e) { codec::encode_edge_body(w, e); },
-            [](codec::Reader& rd) -> absl::StatusOr<gcompute::server::Hyperedge> {
-              gcompute::server::Hyperedge e;
-              if (absl::Status s = codec::decode_edge_body(rd, e); !s.ok()) return s;
-              return e;
-            });
-      }
+    default:
+      check_decoded(r, codec::encode_edge_body, decode_edge);
       break;
-    }
   }
   return 0;
 }

@@ -99,6 +99,13 @@ bool parse(Message& m, const std::uint8_t* data, std::size_t size) {
   return m.ParseFromArray(data, static_cast<int>(size));
 }
 
+/// Parses the input as a Message and checks the status that `call` gives for it.
+template <typename Message, typename Call>
+void check_call(RequestKind kind, const std::uint8_t* data, std::size_t size, Call call) {
+  Message request;
+  if (parse(request, data, size)) check(kind, call(request));
+}
+
 /// decode(request, args...) then Operations::prepare, as compute_service.cc's handlers do.
 template <typename Message, typename... Args>
 void prepare(RequestKind kind, ops::Operations& ops, const ops::Caller& caller,
@@ -153,16 +160,13 @@ void run(RequestKind kind, const std::uint8_t* data, std::size_t size) {
       if (!session.ok()) return check(kind, session.status());
       return check(kind, (*session)->finish().status());
     }
-    case kDownloadMatrix: {
-      v1::DownloadMatrixRequest request;
-      if (!parse(request, data, size)) return;
-      return check(kind, ops.open_download(caller, request.ref().id(), "ref.id").status());
-    }
-    case kDeleteMatrix: {
-      v1::DeleteMatrixRequest request;
-      if (!parse(request, data, size)) return;
-      return check(kind, ops.delete_matrix(caller, request.ref().id()));
-    }
+    case kDownloadMatrix:
+      return check_call<v1::DownloadMatrixRequest>(kind, data, size, [&](const auto& r) {
+        return ops.open_download(caller, r.ref().id(), "ref.id").status();
+      });
+    case kDeleteMatrix:
+      return check_call<v1::DeleteMatrixRequest>(
+          kind, data, size, [&](const auto& r) { return ops.delete_matrix(caller, r.ref().id()); });
     case kCreateGraph: {
       v1::CreateGraphRequest request;
       if (!parse(request, data, size)) return;
@@ -199,11 +203,9 @@ void run(RequestKind kind, const std::uint8_t* data, std::size_t size) {
       for (const GraphInfo& info : ops.list_graphs(caller)) encode(info, response.add_graphs());
       return check(kind, absl::OkStatus());
     }
-    case kDeleteGraph: {
-      v1::DeleteGraphRequest request;
-      if (!parse(request, data, size)) return;
-      return check(kind, ops.delete_graph(caller, request.graph_id()));
-    }
+    case kDeleteGraph:
+      return check_call<v1::DeleteGraphRequest>(
+          kind, data, size, [&](const auto& r) { return ops.delete_graph(caller, r.graph_id()); });
     case kApplyEdits: {
       v1::ApplyEditsRequest request;
       if (!parse(request, data, size)) return;
@@ -237,26 +239,21 @@ void run(RequestKind kind, const std::uint8_t* data, std::size_t size) {
       if (submitted.ok()) fail(kind, absl::OkStatus(), "a drained engine queued a job");
       return check(kind, submitted.status(), /*unavailable_ok=*/true);
     }
-    case kGetJob: {
-      v1::GetJobRequest request;
-      if (!parse(request, data, size)) return;
-      return check(kind, jobs.get(caller, request.job_id()).status());
-    }
-    case kWatchJob: {
-      v1::WatchJobRequest request;
-      if (!parse(request, data, size)) return;
-      return check(kind, jobs.watch(caller, request.job_id(), [](auto) {}).status());
-    }
-    case kCancelJob: {
-      v1::CancelJobRequest request;
-      if (!parse(request, data, size)) return;
-      return check(kind, jobs.cancel(caller, request.job_id()).status());
-    }
-    case kListJobs: {
-      v1::ListJobsRequest request;
-      if (!parse(request, data, size)) return;
-      return check(kind, jobs.list(caller, request.page_size(), request.page_token()).status());
-    }
+    case kGetJob:
+      return check_call<v1::GetJobRequest>(
+          kind, data, size, [&](const auto& r) { return jobs.get(caller, r.job_id()).status(); });
+    case kWatchJob:
+      return check_call<v1::WatchJobRequest>(kind, data, size, [&](const auto& r) {
+        return jobs.watch(caller, r.job_id(), [](auto) {}).status();
+      });
+    case kCancelJob:
+      return check_call<v1::CancelJobRequest>(kind, data, size, [&](const auto& r) {
+        return jobs.cancel(caller, r.job_id()).status();
+      });
+    case kListJobs:
+      return check_call<v1::ListJobsRequest>(kind, data, size, [&](const auto& r) {
+        return jobs.list(caller, r.page_size(), r.page_token()).status();
+      });
     default:
       break;
   }

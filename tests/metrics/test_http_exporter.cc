@@ -213,9 +213,7 @@ TEST(HttpExporter, ServesMetricsWithHttp11Framing) {
 }
 
 TEST(HttpExporter, HeadAndErrorsAreFramedToo) {
-  HttpExporterOptions o;
-  o.max_request_bytes = 1024;
-  auto exporter = start(std::make_shared<Source>(), o);
+  auto exporter = start(std::make_shared<Source>(), {.max_request_bytes = 1024});
   ASSERT_NE(exporter, nullptr);
   const int port = exporter->port();
   const Reply get = scrape(port);
@@ -263,16 +261,23 @@ TEST(HttpExporter, HeadAndErrorsAreFramedToo) {
   EXPECT_EQ(exporter->respond("").rfind("HTTP/1.1 400 ", 0), 0u);
 }
 
+/// Appends `count` connected clients that send nothing, opened `gap` apart, to `*clients`.
+void connect_idle(int port, int count, milliseconds gap,
+                  std::vector<std::unique_ptr<Client>>* clients) {
+  for (int i = 0; i < count; ++i) {
+    clients->push_back(std::make_unique<Client>(port));
+    ASSERT_TRUE(clients->back()->connected());
+    std::this_thread::sleep_for(gap);
+  }
+}
+
 TEST(HttpExporter, IdleAndSlowLorisClientsDoNotDelayAScrape) {
   auto exporter = start(std::make_shared<Source>());
   ASSERT_NE(exporter, nullptr);
   const int port = exporter->port();
   // Idle connections that never send, and a client sending one byte every 100 ms.
   std::vector<std::unique_ptr<Client>> idle;
-  for (int i = 0; i < 10; ++i) {
-    idle.push_back(std::make_unique<Client>(port));
-    ASSERT_TRUE(idle.back()->connected());
-  }
+  ASSERT_NO_FATAL_FAILURE(connect_idle(port, 10, milliseconds(0), &idle));
   std::atomic<bool> stop{false};
   std::thread loris([port, &stop] {
     Client c(port);
@@ -307,17 +312,12 @@ TEST(HttpExporter, ClientThatNeverReadsDoesNotDelayAScrape) {
 }
 
 TEST(HttpExporter, ConnectionsBeyondTheCapDisplaceTheOldest) {
-  HttpExporterOptions o;
-  o.max_connections = 4;
-  auto exporter = start(std::make_shared<Source>(), o);
+  auto exporter = start(std::make_shared<Source>(), {.max_connections = 4});
   ASSERT_NE(exporter, nullptr);
   const int port = exporter->port();
   std::vector<std::unique_ptr<Client>> idle;
-  for (int i = 0; i < 12; ++i) {
-    idle.push_back(std::make_unique<Client>(port));
-    ASSERT_TRUE(idle.back()->connected());
-    std::this_thread::sleep_for(milliseconds(10));  // accepted in this order
-  }
+  // 10 ms apart: accepted in this order.
+  ASSERT_NO_FATAL_FAILURE(connect_idle(port, 12, milliseconds(10), &idle));
   expect_prompt_scrape(port);
   // The scrape displaced one more: the 9 oldest are closed, the 3 newest still open.
   for (int i = 0; i < 12; ++i) {
@@ -326,9 +326,7 @@ TEST(HttpExporter, ConnectionsBeyondTheCapDisplaceTheOldest) {
 }
 
 TEST(HttpExporter, DeadlineClosesIdleAndSlowConnections) {
-  HttpExporterOptions o;
-  o.deadline = milliseconds(300);
-  auto exporter = start(std::make_shared<Source>(), o);
+  auto exporter = start(std::make_shared<Source>(), {.deadline = milliseconds(300)});
   ASSERT_NE(exporter, nullptr);
   const int port = exporter->port();
   const Clock::time_point start_time = Clock::now();

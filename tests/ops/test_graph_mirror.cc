@@ -101,42 +101,48 @@ class MapTargets : public MirrorTargetFactory {
   int created = 0;
 };
 
-void run_random(std::size_t min_device_batch, std::uint64_t seed) {
+/// A store whose change feed drives a mirror with map copies, and optionally a journal.
+struct MirroredStore {
+  explicit MirroredStore(std::size_t min_device_batch, GraphJournal* journal = nullptr)
+      : mirror(&targets, DeviceGraphMirror::Options{min_device_batch}),
+        store(GraphStore::Options{.journal = journal, .subscribers = {&mirror}}) {
+    mirror.attach(&store);
+  }
   MapTargets targets;
-  DeviceGraphMirror mirror(&targets, DeviceGraphMirror::Options{min_device_batch});
+  DeviceGraphMirror mirror;
+  GraphStore store;
+};
+
+void run_random(std::size_t min_device_batch, std::uint64_t seed) {
   RefusingJournal wal;
-  GraphStore::Options options;
-  options.journal = &wal;
-  options.subscribers.push_back(&mirror);
-  GraphStore store(options);
-  mirror.attach(&store);
+  MirroredStore m(min_device_batch, &wal);
 
   std::mt19937_64 rng(seed);
   const std::uint64_t n = 12;
   auto edges = testing::random_hyperedges(rng, n, 20, 3);
-  ASSERT_TRUE(store.create("g", n, edges).ok());
+  ASSERT_TRUE(m.store.create("g", n, edges).ok());
   RandomEdits gen(seed + 1, n, edges);
-  expect_mirror_matches(mirror, store, "g", "after create");
+  expect_mirror_matches(m.mirror, m.store, "g", "after create");
   for (int b = 0; b < 150; ++b) {
     const std::string where = absl::StrCat("seed ", seed, " batch ", b);
     const int mode = std::uniform_int_distribution<int>(0, 9)(gen.rng());
     std::vector<Edit> batch = gen.batch(mode == 0 ? 40 : 1 + b % 6, mode == 0 ? 5 : 3);
-    if (mode == 1) wal.refuse_next = true;  // the log fails: rolled back, never announced
-    if (mode == 2) targets.fail_after = 0;  // the device fails: the edit still commits
-    absl::StatusOr<ApplyResult> r = store.apply("g", std::nullopt, batch);
+    if (mode == 1) wal.refuse_next = true;    // the log fails: rolled back, never announced
+    if (mode == 2) m.targets.fail_after = 0;  // the device fails: the edit still commits
+    absl::StatusOr<ApplyResult> r = m.store.apply("g", std::nullopt, batch);
     if (mode == 1) {
       ASSERT_FALSE(r.ok()) << where;
     } else {
       ASSERT_TRUE(r.ok()) << where << ": " << r.status();
       gen.committed();
     }
-    targets.fail_after = -1;
-    if (b % 3 != 2) expect_mirror_matches(mirror, store, "g", where);  // else queued a while
+    m.targets.fail_after = -1;
+    if (b % 3 != 2) expect_mirror_matches(m.mirror, m.store, "g", where);  // else queued a while
   }
   if (min_device_batch == 0) {
     // Device failures at commit time dropped copies, and reads rebuilt them.
-    EXPECT_GT(mirror.stats().failures, 0u);
-    EXPECT_GT(mirror.stats().rebuilds, 0u);
+    EXPECT_GT(m.mirror.stats().failures, 0u);
+    EXPECT_GT(m.mirror.stats().rebuilds, 0u);
   }
 }
 
@@ -151,20 +157,15 @@ TEST(DeviceGraphMirrorTest, RandomBatchesSomeQueued) {
 }
 
 TEST(DeviceGraphMirrorTest, RemoveRecreateUnknownAndMissingGraphs) {
-  MapTargets targets;
-  DeviceGraphMirror mirror(&targets, DeviceGraphMirror::Options{0});
-  GraphStore::Options options;
-  options.subscribers.push_back(&mirror);
-  GraphStore store(options);
-  mirror.attach(&store);
+  MirroredStore m(0);
 
-  EXPECT_EQ(mirror.export_csr("nope").status().code(), absl::StatusCode::kNotFound);
-  ASSERT_TRUE(store.create("g", 3, {Hyperedge{0, {0, 1}, {2}, 1.5}}).ok());
-  expect_mirror_matches(mirror, store, "g", "created");
-  ASSERT_TRUE(store.remove("g").ok());
-  EXPECT_EQ(mirror.export_csr("g").status().code(), absl::StatusCode::kNotFound);
-  ASSERT_TRUE(store.create("g", 2, {Hyperedge{0, {1}, {0}, -2}}).ok());
-  expect_mirror_matches(mirror, store, "g", "re-created");
+  EXPECT_EQ(m.mirror.export_csr("nope").status().code(), absl::StatusCode::kNotFound);
+  ASSERT_TRUE(m.store.create("g", 3, {Hyperedge{0, {0, 1}, {2}, 1.5}}).ok());
+  expect_mirror_matches(m.mirror, m.store, "g", "created");
+  ASSERT_TRUE(m.store.remove("g").ok());
+  EXPECT_EQ(m.mirror.export_csr("g").status().code(), absl::StatusCode::kNotFound);
+  ASSERT_TRUE(m.store.create("g", 2, {Hyperedge{0, {1}, {0}, -2}}).ok());
+  expect_mirror_matches(m.mirror, m.store, "g", "re-created");
 
   // A graph restored from a snapshot (the feed does not announce restores): first seen by an
   // apply, built on read.
@@ -174,25 +175,20 @@ TEST(DeviceGraphMirrorTest, RemoveRecreateUnknownAndMissingGraphs) {
   image.graph.edges = {Hyperedge{5, {9}, {0, 4}, 3}};
   image.next_vertex_id = 10;
   image.next_edge_id = 6;
-  ASSERT_TRUE(store.restore(image).ok());
-  ASSERT_TRUE(store.apply("r", std::nullopt, std::vector<Edit>{SetWeight{5, 1}}).ok());
-  expect_mirror_matches(mirror, store, "r", "restored");
-  ASSERT_TRUE(store.apply("r", std::nullopt, std::vector<Edit>{DeleteVertex{4}}).ok());
-  expect_mirror_matches(mirror, store, "r", "vertex deleted");
-  EXPECT_EQ(mirror.stats().rebuilds, 1u);
+  ASSERT_TRUE(m.store.restore(image).ok());
+  ASSERT_TRUE(m.store.apply("r", std::nullopt, std::vector<Edit>{SetWeight{5, 1}}).ok());
+  expect_mirror_matches(m.mirror, m.store, "r", "restored");
+  ASSERT_TRUE(m.store.apply("r", std::nullopt, std::vector<Edit>{DeleteVertex{4}}).ok());
+  expect_mirror_matches(m.mirror, m.store, "r", "vertex deleted");
+  EXPECT_EQ(m.mirror.stats().rebuilds, 1u);
 }
 
 TEST(DeviceGraphMirrorTest, ParallelEdgesKeepTheLeastWeight) {
-  MapTargets targets;
-  DeviceGraphMirror mirror(&targets, DeviceGraphMirror::Options{0});
-  GraphStore::Options options;
-  options.subscribers.push_back(&mirror);
-  GraphStore store(options);
-  mirror.attach(&store);
+  MirroredStore m(0);
   ASSERT_TRUE(
-      store.create("g", 3, {Hyperedge{0, {0}, {1, 2}, 5}, Hyperedge{0, {0, 1}, {1}, 2}}).ok());
+      m.store.create("g", 3, {Hyperedge{0, {0}, {1, 2}, 5}, Hyperedge{0, {0, 1}, {1}, 2}}).ok());
   auto weight = [&](std::uint64_t s, std::uint64_t d) -> std::optional<float> {
-    auto pairs = testing::pairs_of(*mirror.export_csr("g"));
+    auto pairs = testing::pairs_of(*m.mirror.export_csr("g"));
     auto it = pairs.find({s, d});
     if (it == pairs.end()) return std::nullopt;
     return it->second;
@@ -200,12 +196,12 @@ TEST(DeviceGraphMirrorTest, ParallelEdgesKeepTheLeastWeight) {
   EXPECT_EQ(weight(0, 1), 2.0f);
   EXPECT_EQ(weight(0, 2), 5.0f);
   EXPECT_EQ(weight(1, 1), 2.0f);
-  ASSERT_TRUE(store.apply("g", std::nullopt, std::vector<Edit>{SetWeight{1, 7}}).ok());
+  ASSERT_TRUE(m.store.apply("g", std::nullopt, std::vector<Edit>{SetWeight{1, 7}}).ok());
   EXPECT_EQ(weight(0, 1), 5.0f);  // raised: recomputed from the other edge
-  ASSERT_TRUE(store.apply("g", std::nullopt, std::vector<Edit>{DeleteEdge{0}}).ok());
+  ASSERT_TRUE(m.store.apply("g", std::nullopt, std::vector<Edit>{DeleteEdge{0}}).ok());
   EXPECT_EQ(weight(0, 1), 7.0f);
   EXPECT_EQ(weight(0, 2), std::nullopt);
-  expect_mirror_matches(mirror, store, "g", "end");
+  expect_mirror_matches(m.mirror, m.store, "g", "end");
 }
 
 }  // namespace

@@ -89,6 +89,12 @@ class JobsTest : public ::testing::Test {
     while (!started.load()) absl::SleepFor(absl::Milliseconds(1));
   }
 
+  /// Replaces the manager by one with `options`; the old one stops first.
+  void restart_jobs(JobManagerOptions options) {
+    jobs_.reset();
+    jobs_ = std::make_unique<JobManager>(ops_, std::move(options));
+  }
+
   JobView wait_final(const Caller& caller, const std::string& id) {
     const absl::Time deadline = absl::Now() + absl::Seconds(60);
     for (;;) {
@@ -220,11 +226,8 @@ TEST_F(JobsTest, CancelWhileQueuedIsFinalAtOnceAndOthersStillRun) {
 
 TEST_F(JobsTest, WatchSeesRoundsAdvanceAndTheResultMatchesFloydWarshall) {
   const Caller alice{"alice"};
-  jobs_.reset();
-  JobManagerOptions fast;
-  fast.tick = absl::Milliseconds(1);  // a round takes milliseconds here
-  jobs_ = std::make_unique<JobManager>(ops_, std::move(fast));
-  const std::int64_t n = 901;  // 15 rounds of 64, the last ragged
+  restart_jobs({.tick = absl::Milliseconds(1)});  // a round takes milliseconds here
+  const std::int64_t n = 901;                     // 15 rounds of 64, the last ragged
   const std::vector<float> g = random_graph(n, 11);
   auto job = jobs_->submit(alice, apsp_of(n, g), {});
   ASSERT_TRUE(job.ok()) << job.status();
@@ -309,10 +312,7 @@ TEST_F(JobsTest, CancelWhileRunningStopsTheKernelAtItsNextRound) {
 }
 
 TEST_F(JobsTest, PerTenantLimitRefusesBeyondItAndOtherTenantsStillSubmit) {
-  jobs_.reset();
-  JobManagerOptions o;
-  o.max_active_per_tenant = 2;
-  jobs_ = std::make_unique<JobManager>(ops_, std::move(o));
+  restart_jobs({.max_active_per_tenant = 2});
   block_worker();
   const Caller alice{"alice"}, bob{"bob"};
   ASSERT_TRUE(jobs_->submit(alice, transpose_of(1, 1, {1}), {}).ok());
@@ -404,10 +404,7 @@ class RecordingJournal final : public JobJournal {
 
 TEST_F(JobsTest, JournalGetsEachStateInOrderAndAFailedWriteRefusesTheSubmit) {
   RecordingJournal journal;
-  jobs_.reset();
-  JobManagerOptions o;
-  o.journal = &journal;
-  jobs_ = std::make_unique<JobManager>(ops_, std::move(o));
+  restart_jobs({.journal = &journal});
   const Caller alice{"alice"};
   JobOptions options;
   options.submission = std::make_shared<const std::string>("the request");
@@ -468,10 +465,7 @@ TEST_F(JobsTest, JournalGetsEachStateInOrderAndAFailedWriteRefusesTheSubmit) {
 
 TEST_F(JobsTest, StopAllLeavesRecordsWhileCancelRecordsTheCancellation) {
   RecordingJournal journal;
-  jobs_.reset();
-  JobManagerOptions o;
-  o.journal = &journal;
-  jobs_ = std::make_unique<JobManager>(ops_, std::move(o));
+  restart_jobs({.journal = &journal});
   block_worker();
   const Caller alice{"alice"};
   auto cancelled = jobs_->submit(alice, transpose_of(1, 1, {1}), {});

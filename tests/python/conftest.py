@@ -133,17 +133,19 @@ def rng():
     return np.random.default_rng(seed)
 
 
+def _given_option(request, name: str) -> str:
+    """The value of command-line option `name`; skips the test where it was not given."""
+    value = request.config.getoption(name)
+    if not value:
+        pytest.skip(f"{name} not given")
+    return value
+
+
 @pytest.fixture(scope="session")
 def source_dir(request) -> str:
-    d = request.config.getoption("--source-dir")
-    if not d:
-        pytest.skip("--source-dir not given")
-    return d
+    return _given_option(request, "--source-dir")
 
 
 @pytest.fixture(scope="session")
 def cli_bin(request) -> str:
-    path = request.config.getoption("--cli-bin")
-    if not path:
-        pytest.skip("--cli-bin not given")
-    return path
+    return _given_option(request, "--cli-bin")

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """APSP and shortest paths through the Python client: dense float32 / int32 matrices,
 scipy.sparse matrices, edge lists and stored results, checked against a float64 Floyd-Warshall
-written here and against scipy.sparse.csgraph, with every next-hop path walked."""
+(oracle.py) and against scipy.sparse.csgraph, with every next-hop path walked."""
 import numpy as np
 import pytest
 import scipy.sparse
@@ -9,16 +9,9 @@ import scipy.sparse.csgraph
 
 import gcompute
 
+from oracle import floyd_warshall
+
 I32_NO_EDGE = 2147483647
-
-
-def floyd_warshall(w):
-    """Oracle: float64 Floyd-Warshall; +inf = no edge; the diagonal starts at min(0, w_ii)."""
-    d = np.array(w, dtype=np.float64)
-    np.fill_diagonal(d, np.minimum(np.diag(d), 0))
-    for k in range(d.shape[0]):
-        d = np.minimum(d, d[:, k, None] + d[None, k, :])
-    return d
 
 
 def random_dense(rng, n, density, integer=False):

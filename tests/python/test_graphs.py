@@ -12,6 +12,8 @@ import pytest
 import gcompute
 from gcompute import AddEdge, AddVertex, DecomposeVertex, DeleteEdge, DeleteVertex, SetWeight
 
+from oracle import floyd_warshall
+
 
 def fresh_id(prefix="py"):
     return f"{prefix}-{uuid.uuid4().hex[:12]}"
@@ -27,14 +29,6 @@ def dense_of(snapshot):
             for h in e.heads:
                 w[t, h] = min(w[t, h], e.weight)
     return w
-
-
-def floyd_warshall(w):
-    d = np.array(w, dtype=np.float64)
-    np.fill_diagonal(d, np.minimum(np.diag(d), 0))
-    for k in range(len(d)):
-        d = np.minimum(d, d[:, k, None] + d[None, k, :])
-    return d
 
 
 def test_create_edit_snapshot_delete(client):

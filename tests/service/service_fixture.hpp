@@ -12,9 +12,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <future>
+#include <limits>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -22,8 +25,10 @@
 #include <type_traits>
 #include <vector>
 
+#include "api/status.hpp"
 #include "gcompute/v1/service.grpc.pb.h"
 #include "server.hpp"
+#include "support/random.hpp"
 
 namespace gcompute::service_test {
 
@@ -36,6 +41,14 @@ inline ServerOptions test_options() {
   o.listen = "127.0.0.1:0";
   o.metrics_listen = "127.0.0.1:0";
   o.device = "cpu";
+  return o;
+}
+
+/// test_options() with gRPC messages of at most 1 MiB: moderate operands go by upload and
+/// results come back stored.
+inline ServerOptions small_message_options() {
+  ServerOptions o = test_options();
+  o.limits.max_message_bytes = 1 << 20;
   return o;
 }
 
@@ -132,47 +145,67 @@ inline double bf16_to_double(std::uint16_t h) {
   return f;
 }
 
+/// `n` floats uniform in [-100, 100), the same for the same `seed`.
+inline std::vector<float> random_floats(std::size_t n, std::uint64_t seed) {
+  gcompute::testing::Rng rng(seed);
+  return gcompute::testing::random_uniform<float>(rng, n, -100, 100);
+}
+
+/// A random digraph as a dense n x n matrix (+inf = no edge). With `negative`, weights are
+/// shifted by vertex potentials: some become negative but every cycle keeps a positive sum.
+inline std::vector<double> random_digraph(gcompute::testing::Rng& rng, std::int64_t n,
+                                          double density, bool negative, bool integer) {
+  std::vector<double> pot(static_cast<std::size_t>(n));
+  for (double& p : pot) p = negative ? static_cast<double>(rng.uniform_int(0, 5)) : 0.0;
+  std::vector<double> w(static_cast<std::size_t>(n * n), std::numeric_limits<double>::infinity());
+  for (std::int64_t i = 0; i < n; ++i) {
+    for (std::int64_t j = 0; j < n; ++j) {
+      if (i == j || !rng.bernoulli(density)) continue;
+      const double base = integer ? static_cast<double>(rng.uniform_int(1, 9))
+                                  : std::round(rng.uniform(1, 9) * 64) / 64;
+      w[i * n + j] = base + pot[i] - pot[j];
+    }
+  }
+  return w;
+}
+
+/// The header message of a streamed UploadMatrix.
+inline v1::UploadMatrixRequest header_part(std::int64_t rows, std::int64_t cols, v1::DType dt) {
+  v1::UploadMatrixRequest r;
+  r.mutable_header()->mutable_shape()->set_rows(rows);
+  r.mutable_header()->mutable_shape()->set_cols(cols);
+  r.mutable_header()->mutable_shape()->set_dtype(dt);
+  return r;
+}
+
+// ---- jobs --------------------------------------------------------------------------------
+
+inline v1::SubmitJobRequest transpose_job(std::int64_t rows, std::int64_t cols,
+                                          const std::vector<float>& a) {
+  v1::SubmitJobRequest req;
+  *req.mutable_transpose()->mutable_a()->mutable_inline_() = make_matrix<float>(rows, cols, a);
+  return req;
+}
+
+/// Reads WatchJob(id) to its end: every Job message into `*seen`; returns the stream's status.
+inline grpc::Status watch_job(v1::Compute::Stub& stub, const std::string& id, int deadline_s,
+                              std::vector<v1::Job>* seen) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(deadline_s));
+  v1::WatchJobRequest req;
+  req.set_job_id(id);
+  auto reader = stub.WatchJob(&ctx, req);
+  v1::Job job;
+  while (reader->Read(&job)) seen->push_back(job);
+  return reader->Finish();
+}
+
 // ---- status assertions -------------------------------------------------------------------
 
-inline const char* code_name(grpc::StatusCode c) {
-  switch (c) {
-    case grpc::OK:
-      return "OK";
-    case grpc::CANCELLED:
-      return "CANCELLED";
-    case grpc::UNKNOWN:
-      return "UNKNOWN";
-    case grpc::INVALID_ARGUMENT:
-      return "INVALID_ARGUMENT";
-    case grpc::DEADLINE_EXCEEDED:
-      return "DEADLINE_EXCEEDED";
-    case grpc::NOT_FOUND:
-      return "NOT_FOUND";
-    case grpc::ALREADY_EXISTS:
-      return "ALREADY_EXISTS";
-    case grpc::PERMISSION_DENIED:
-      return "PERMISSION_DENIED";
-    case grpc::RESOURCE_EXHAUSTED:
-      return "RESOURCE_EXHAUSTED";
-    case grpc::FAILED_PRECONDITION:
-      return "FAILED_PRECONDITION";
-    case grpc::ABORTED:
-      return "ABORTED";
-    case grpc::OUT_OF_RANGE:
-      return "OUT_OF_RANGE";
-    case grpc::UNIMPLEMENTED:
-      return "UNIMPLEMENTED";
-    case grpc::INTERNAL:
-      return "INTERNAL";
-    case grpc::UNAVAILABLE:
-      return "UNAVAILABLE";
-    case grpc::DATA_LOSS:
-      return "DATA_LOSS";
-    case grpc::UNAUTHENTICATED:
-      return "UNAUTHENTICATED";
-    default:
-      return "?";
-  }
+/// "INVALID_ARGUMENT", ...: the names the server uses in its metrics labels.
+inline std::string code_name(grpc::StatusCode c) {
+  // gRPC and absl share the canonical code numbering.
+  return server::code_name(static_cast<absl::StatusCode>(c));
 }
 
 /// Checks the code and that the message contains every one of `parts`.
@@ -327,27 +360,19 @@ inline grpc::Status raw_unary_call(const std::shared_ptr<grpc::Channel>& channel
   grpc::GenericStub generic(channel);
   grpc::Slice slice(request);
   grpc::ByteBuffer req_buf(&slice, 1);
+  grpc::ByteBuffer resp_buf;
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  grpc::CompletionQueue cq;
-  auto call = generic.PrepareUnaryCall(&ctx, path, req_buf, &cq);
-  call->StartCall();
-  grpc::ByteBuffer resp_buf;
-  grpc::Status st;
-  call->Finish(&resp_buf, &st, reinterpret_cast<void*>(1));
-  void* tag = nullptr;
-  bool ok = false;
-  cq.Next(&tag, &ok);
-  cq.Shutdown();
-  while (cq.Next(&tag, &ok)) {
-  }
+  std::promise<grpc::Status> done;
+  generic.UnaryCall(&ctx, path, grpc::StubOptions(), &req_buf, &resp_buf,
+                    [&done](grpc::Status st) { done.set_value(std::move(st)); });
+  grpc::Status st = done.get_future().get();
   if (st.ok() && response != nullptr) {
-    std::vector<grpc::Slice> slices;
-    if (!resp_buf.Dump(&slices).ok()) return grpc::Status(grpc::StatusCode::INTERNAL, "dump");
-    response->clear();
-    for (const grpc::Slice& piece : slices) {
-      response->append(reinterpret_cast<const char*>(piece.begin()), piece.size());
+    grpc::Slice whole;
+    if (!resp_buf.DumpToSingleSlice(&whole).ok()) {
+      return grpc::Status(grpc::StatusCode::INTERNAL, "dump");
     }
+    response->assign(reinterpret_cast<const char*>(whole.begin()), whole.size());
   }
   return st;
 }

@@ -274,9 +274,7 @@ TEST_F(ServiceClient, EveryCallHappyPath) {
 
 TEST(ServiceClientSmall, AutomaticUploadsAndStoredResults) {
   GC_SEEDED_RNG(rng);
-  ServerOptions o = test_options();
-  o.limits.max_message_bytes = 1 << 20;
-  auto ts = start_server(o);
+  auto ts = start_server(small_message_options());
   ASSERT_NE(ts, nullptr);
   // Operands over the inline limit are uploaded in chunks; results over the message size
   // come back stored and are downloaded.

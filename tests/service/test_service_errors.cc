@@ -85,13 +85,6 @@ grpc::Status raw_upload(v1::Compute::Stub& stub, const std::vector<v1::UploadMat
   return writer->Finish();
 }
 
-v1::UploadMatrixRequest header_part(std::int64_t rows, std::int64_t cols, v1::DType dt) {
-  v1::UploadMatrixRequest r;
-  r.mutable_header()->mutable_shape()->set_rows(rows);
-  r.mutable_header()->mutable_shape()->set_cols(cols);
-  r.mutable_header()->mutable_shape()->set_dtype(dt);
-  return r;
-}
 v1::UploadMatrixRequest chunk_part(std::uint64_t offset, std::size_t bytes) {
   v1::UploadMatrixRequest r;
   r.mutable_chunk()->set_offset(offset);
@@ -112,10 +105,12 @@ grpc::Status upload_matrix(v1::Compute::Stub& stub, const v1::Matrix& m, std::si
   return raw_upload(stub, parts, resp);
 }
 
+/// A server per test, with `options()`; each test leaves it still serving.
 class ServiceErrors : public ::testing::Test {
  protected:
+  virtual ServerOptions options() const { return test_options(); }
   void SetUp() override {
-    ts_ = start_server();
+    ts_ = start_server(options());
     ASSERT_NE(ts_, nullptr);
   }
   void TearDown() override {
@@ -635,23 +630,14 @@ TEST_F(ServiceErrors, I32DistancesOutsideTheI32RangeAreOutOfRange) {
 
 // ---- RESOURCE_EXHAUSTED ------------------------------------------------------------------
 
-class ServiceLimits : public ::testing::Test {
+class ServiceLimits : public ServiceErrors {
  protected:
-  void SetUp() override {
-    ServerOptions o = test_options();
-    o.limits.max_message_bytes = 1 << 20;
+  ServerOptions options() const override {
+    ServerOptions o = small_message_options();
     o.limits.max_matrix_elements = 1 << 20;
     o.stored_matrix_quota_bytes = 3 << 19;  // 1.5 MiB
-    ts_ = start_server(o);
-    ASSERT_NE(ts_, nullptr);
+    return o;
   }
-  void TearDown() override {
-    if (ts_) {
-      EXPECT_TRUE(still_serving(stub()));
-    }
-  }
-  v1::Compute::Stub& stub() { return *ts_->stub; }
-  std::unique_ptr<TestServer> ts_;
 };
 
 TEST_F(ServiceLimits, RequestOverMaxMessageSize) {

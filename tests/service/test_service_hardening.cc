@@ -103,14 +103,6 @@ double transpose_latency(v1::Compute::Stub& stub) {
   return seconds_since(start);
 }
 
-v1::UploadMatrixRequest header_part(std::int64_t rows, std::int64_t cols, v1::DType dt) {
-  v1::UploadMatrixRequest r;
-  r.mutable_header()->mutable_shape()->set_rows(rows);
-  r.mutable_header()->mutable_shape()->set_cols(cols);
-  r.mutable_header()->mutable_shape()->set_dtype(dt);
-  return r;
-}
-
 /// Uploads `m` in chunks of 4 MiB; the stored id in `*id`.
 grpc::Status upload(v1::Compute::Stub& stub, const v1::Matrix& m, std::string* id = nullptr) {
   grpc::ClientContext ctx;
@@ -320,7 +312,70 @@ TEST(ServiceUploads, ChunksOutOfOrderStillAssembleTheMatrix) {
 // An APSP of 3000 vertices runs for many seconds on this machine (2.7e10 relaxations).
 constexpr std::int64_t kSlowApspN = 3000;
 
-TEST(ServiceTime, CallsWithoutADeadlineAreBoundedByMaxRequestSeconds) {
+/// The deadline tests: a one-worker server holding random operands, and the times of one
+/// operation on them.
+class ServiceTime : public ::testing::Test {
+ protected:
+  /// Starts the server and stores `count` n x n f64 matrices of normal random values drawn
+  /// from `seed`; their ids in ids_.
+  void start_storing(std::uint64_t seed, std::int64_t n, int count) {
+    ServerOptions o = test_options();
+    o.workers = 1;
+    ts_ = start_server(o);
+    ASSERT_NE(ts_, nullptr);
+    gcompute::testing::Rng rng(seed);
+    for (int i = 0; i < count; ++i) {
+      const v1::Matrix m =
+          make_matrix<double>(n, n, gcompute::testing::random_normal<double>(rng, n * n));
+      std::string id;
+      ASSERT_TRUE(is_ok(upload(*ts_->stub, m, &id)));
+      ids_.push_back(id);
+    }
+  }
+
+  /// Runs `request` through `method` to completion, then under `deadline_s`, which it must
+  /// exceed, then a cheap Transpose; prints the times under `label`. The results are stored,
+  /// so that the times are of the work and not of a large response.
+  template <typename Req, typename Resp>
+  void time_with_deadline(grpc::Status (v1::Compute::Stub::*method)(grpc::ClientContext*,
+                                                                    const Req&, Resp*),
+                          const Req& request, double deadline_s, const char* label) {
+    v1::Compute::Stub& stub = *ts_->stub;
+    Req req = request;
+    req.mutable_output()->set_placement(v1::OutputOptions::PLACEMENT_STORED);
+    auto start = Clock::now();
+    {
+      grpc::ClientContext ctx;
+      deadline(ctx, 120);
+      Resp resp;
+      ASSERT_TRUE(is_ok((stub.*method)(&ctx, req, &resp)));
+    }
+    full_s_ = seconds_since(start);
+    std::printf("%s: %.3f s\n", label, full_s_);
+
+    start = Clock::now();
+    {
+      grpc::ClientContext ctx;
+      deadline(ctx, deadline_s);
+      Resp resp;
+      EXPECT_TRUE(has_status((stub.*method)(&ctx, req, &resp), grpc::DEADLINE_EXCEEDED));
+    }
+    answered_s_ = seconds_since(start);
+    transpose_s_ = transpose_latency(stub);
+    freed_s_ = seconds_since(start);
+    std::printf("%s answered after %.3f s, then a Transpose took %.3f s\n", label, answered_s_,
+                transpose_s_);
+  }
+
+  std::unique_ptr<TestServer> ts_;
+  std::vector<std::string> ids_;
+  double full_s_ = 0;       // the call under a generous deadline
+  double answered_s_ = 0;   // the call under the short deadline, until DEADLINE_EXCEEDED
+  double transpose_s_ = 0;  // a cheap Transpose right after, which waits for the one worker
+  double freed_s_ = 0;      // from the start of the short call to the end of the Transpose
+};
+
+TEST_F(ServiceTime, CallsWithoutADeadlineAreBoundedByMaxRequestSeconds) {
   ServerOptions o = test_options();
   o.workers = 1;
   o.limits.max_request_time = absl::Milliseconds(300);
@@ -333,7 +388,7 @@ TEST(ServiceTime, CallsWithoutADeadlineAreBoundedByMaxRequestSeconds) {
   EXPECT_LT(transpose_latency(*ts->stub), 0.5);
 }
 
-TEST(ServiceTime, DrainCancelsWhatStillRunsWhenItsTimeIsUp) {
+TEST_F(ServiceTime, DrainCancelsWhatStillRunsWhenItsTimeIsUp) {
   ServerOptions o = test_options();
   o.workers = 1;
   o.limits.max_request_time = absl::ZeroDuration();  // no bound: only the drain stops it
@@ -357,98 +412,34 @@ TEST(ServiceTime, DrainCancelsWhatStillRunsWhenItsTimeIsUp) {
   EXPECT_LT(seconds_since(start), 3.0);
 }
 
-TEST(ServiceTime, MatMulDeadlineFreesTheWorkerBetweenPanels) {
-  ServerOptions o = test_options();
-  o.workers = 1;
-  auto ts = start_server(o);
-  ASSERT_NE(ts, nullptr);
-  constexpr std::int64_t n = 3000;
-  gcompute::testing::Rng rng(5);
-  std::string a_id, b_id;
-  ASSERT_TRUE(is_ok(upload(
-      *ts->stub, make_matrix<double>(n, n, gcompute::testing::random_normal<double>(rng, n * n)),
-      &a_id)));
-  ASSERT_TRUE(is_ok(upload(
-      *ts->stub, make_matrix<double>(n, n, gcompute::testing::random_normal<double>(rng, n * n)),
-      &b_id)));
+TEST_F(ServiceTime, MatMulDeadlineFreesTheWorkerBetweenPanels) {
+  ASSERT_NO_FATAL_FAILURE(start_storing(5, 3000, 2));
   v1::MatMulRequest req;
-  req.mutable_a()->mutable_ref()->set_id(a_id);
-  req.mutable_b()->mutable_ref()->set_id(b_id);
-  req.mutable_output()->set_placement(v1::OutputOptions::PLACEMENT_STORED);
-
+  req.mutable_a()->mutable_ref()->set_id(ids_[0]);
+  req.mutable_b()->mutable_ref()->set_id(ids_[1]);
+  ASSERT_NO_FATAL_FAILURE(
+      time_with_deadline(&v1::Compute::Stub::MatMul, req, 0.05, "3000^2 f64 MatMul"));
   // The whole product, for scale: the bound below must be far below it.
-  auto start = Clock::now();
-  {
-    grpc::ClientContext ctx;
-    deadline(ctx, 120);
-    v1::MatMulResponse resp;
-    ASSERT_TRUE(is_ok(ts->stub->MatMul(&ctx, req, &resp)));
-  }
-  const double full_s = seconds_since(start);
-  std::printf("3000^2 f64 MatMul: %.3f s\n", full_s);
-  ASSERT_GT(full_s, 0.5) << "the product is too fast on this machine for the bound to mean much";
-
-  start = Clock::now();
-  {
-    grpc::ClientContext ctx;
-    deadline(ctx, 0.05);
-    v1::MatMulResponse resp;
-    EXPECT_TRUE(has_status(ts->stub->MatMul(&ctx, req, &resp), grpc::DEADLINE_EXCEEDED));
-  }
-  const double answered_s = seconds_since(start);
+  ASSERT_GT(full_s_, 0.5) << "the product is too fast on this machine for the bound to mean much";
   // The next call waits for the worker: freed within about a panel of the deadline.
-  const double transpose_s = transpose_latency(*ts->stub);
-  std::printf("MatMul answered after %.3f s, then a Transpose took %.3f s\n", answered_s,
-              transpose_s);
-  const double freed_s = seconds_since(start);
-  std::printf("worker free %.3f s after a MatMul with a 50 ms deadline\n", freed_s);
+  std::printf("worker free %.3f s after a MatMul with a 50 ms deadline\n", freed_s_);
   // About a panel (1/100 of the product) plus scheduling: on an idle machine well under
   // 0.2 s. A loaded machine stretches a panel (OpenBLAS waits for its slowest thread), so the
   // bound is a quarter of the product, which a worker that finishes the product exceeds.
-  EXPECT_LT(freed_s, 0.25 * full_s);
+  EXPECT_LT(freed_s_, 0.25 * full_s_);
 }
 
-TEST(ServiceTime, SvdDeadlineAnswersDuringTheLapackCall) {
+TEST_F(ServiceTime, SvdDeadlineAnswersDuringTheLapackCall) {
   // One ?gesdd call cannot be interrupted; the request still answers at its deadline and the
   // worker is free (the call finishes in the background).
-  ServerOptions o = test_options();
-  o.workers = 1;
-  auto ts = start_server(o);
-  ASSERT_NE(ts, nullptr);
-  constexpr std::int64_t n = 1500;
-  gcompute::testing::Rng rng(7);
-  std::string a_id;
-  ASSERT_TRUE(is_ok(upload(
-      *ts->stub, make_matrix<double>(n, n, gcompute::testing::random_normal<double>(rng, n * n)),
-      &a_id)));
+  ASSERT_NO_FATAL_FAILURE(start_storing(7, 1500, 1));
   v1::SvdRequest req;
-  req.mutable_a()->mutable_ref()->set_id(a_id);
+  req.mutable_a()->mutable_ref()->set_id(ids_[0]);
   req.set_compute_uv(true);
-  req.mutable_output()->set_placement(v1::OutputOptions::PLACEMENT_STORED);
-
-  auto start = Clock::now();
-  {
-    grpc::ClientContext ctx;
-    deadline(ctx, 120);
-    v1::SvdResponse resp;
-    ASSERT_TRUE(is_ok(ts->stub->Svd(&ctx, req, &resp)));
-  }
-  const double full_s = seconds_since(start);
-  std::printf("1500^2 f64 Svd: %.3f s\n", full_s);
-  ASSERT_GT(full_s, 1.0) << "the SVD is too fast on this machine for the bound to mean much";
-
-  start = Clock::now();
-  {
-    grpc::ClientContext ctx;
-    deadline(ctx, 0.3);
-    v1::SvdResponse resp;
-    EXPECT_TRUE(has_status(ts->stub->Svd(&ctx, req, &resp), grpc::DEADLINE_EXCEEDED));
-  }
-  const double answered_s = seconds_since(start);
-  const double transpose_s = transpose_latency(*ts->stub);
-  std::printf("Svd answered after %.3f s, then a Transpose took %.3f s\n", answered_s, transpose_s);
-  EXPECT_LT(answered_s, 0.3 + 0.5 * (full_s - 0.3));
-  EXPECT_LT(transpose_s, 0.5);
+  ASSERT_NO_FATAL_FAILURE(time_with_deadline(&v1::Compute::Stub::Svd, req, 0.3, "1500^2 f64 Svd"));
+  ASSERT_GT(full_s_, 1.0) << "the SVD is too fast on this machine for the bound to mean much";
+  EXPECT_LT(answered_s_, 0.3 + 0.5 * (full_s_ - 0.3));
+  EXPECT_LT(transpose_s_, 0.5);
 }
 
 // ---- empty and huge batches --------------------------------------------------------------

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "service_fixture.hpp"
+#include "support/oracle.hpp"
 
 namespace gcompute::service_test {
 namespace {
@@ -25,52 +26,15 @@ void deadline(grpc::ClientContext& ctx, int seconds = 120) {
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(seconds));
 }
 
-std::vector<float> random_floats(std::size_t n, std::uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-100, 100);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
+/// A dense random digraph with integer weights (exact sums in f32) and +inf for no edge.
+std::vector<double> integer_digraph(std::int64_t n, std::uint64_t seed) {
+  gcompute::testing::Rng rng(seed);
+  return random_digraph(rng, n, 0.3, /*negative=*/false, /*integer=*/true);
 }
 
-/// A dense random digraph with integer weights (exact sums) and +inf where there is no edge.
-std::vector<float> random_graph(std::int64_t n, std::uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> w(1, 9);
-  std::bernoulli_distribution edge(0.3);
-  std::vector<float> g(static_cast<std::size_t>(n * n), std::numeric_limits<float>::infinity());
-  for (std::int64_t i = 0; i < n; ++i) {
-    for (std::int64_t j = 0; j < n; ++j) {
-      if (i != j && edge(rng)) g[i * n + j] = static_cast<float>(w(rng));
-    }
-  }
-  return g;
-}
-
-std::vector<double> floyd_warshall(const std::vector<float>& g, std::int64_t n) {
-  std::vector<double> d(g.begin(), g.end());
-  for (std::int64_t i = 0; i < n; ++i) d[i * n + i] = std::min(d[i * n + i], 0.0);
-  for (std::int64_t k = 0; k < n; ++k) {
-    for (std::int64_t i = 0; i < n; ++i) {
-      if (std::isinf(d[i * n + k])) continue;
-      for (std::int64_t j = 0; j < n; ++j) {
-        d[i * n + j] = std::min(d[i * n + j], d[i * n + k] + d[k * n + j]);
-      }
-    }
-  }
-  return d;
-}
-
-v1::SubmitJobRequest apsp_job(std::int64_t n, const std::vector<float>& g) {
+v1::SubmitJobRequest apsp_job(std::int64_t n, const std::vector<double>& g) {
   v1::SubmitJobRequest req;
-  *req.mutable_apsp()->mutable_dense() = make_matrix<float>(n, n, g);
-  return req;
-}
-
-v1::SubmitJobRequest transpose_job(std::int64_t rows, std::int64_t cols,
-                                   const std::vector<float>& a) {
-  v1::SubmitJobRequest req;
-  *req.mutable_transpose()->mutable_a()->mutable_inline_() = make_matrix<float>(rows, cols, a);
+  *req.mutable_apsp()->mutable_dense() = make_matrix<float>(n, n, {g.begin(), g.end()});
   return req;
 }
 
@@ -119,7 +83,7 @@ class ServiceJobs : public ::testing::Test {
 
 TEST_F(ServiceJobs, SubmittedOnOneChannelWatchedAndCollectedOnAnother) {
   const std::int64_t n = 211;  // prime: 4 rounds, the last ragged
-  const std::vector<float> g = random_graph(n, 3);
+  const std::vector<double> g = integer_digraph(n, 3);
   std::string id;
   {
     // The submitter goes away right after submitting.
@@ -130,15 +94,8 @@ TEST_F(ServiceJobs, SubmittedOnOneChannelWatchedAndCollectedOnAnother) {
   ASSERT_EQ(id.size(), 34u);
   auto channel = grpc::CreateChannel(ts_->target(), grpc::InsecureChannelCredentials());
   auto watcher = v1::Compute::NewStub(channel);
-  grpc::ClientContext ctx;
-  deadline(ctx);
-  v1::WatchJobRequest req;
-  req.set_job_id(id);
-  auto reader = watcher->WatchJob(&ctx, req);
   std::vector<v1::Job> seen;
-  v1::Job job;
-  while (reader->Read(&job)) seen.push_back(job);
-  ASSERT_TRUE(is_ok(reader->Finish()));
+  ASSERT_TRUE(is_ok(watch_job(*watcher, id, 120, &seen)));
   ASSERT_FALSE(seen.empty());
   const v1::Job& last = seen.back();
   EXPECT_EQ(last.state(), v1::JOB_STATE_SUCCEEDED) << last.error_message();
@@ -152,7 +109,7 @@ TEST_F(ServiceJobs, SubmittedOnOneChannelWatchedAndCollectedOnAnother) {
   }
   ASSERT_TRUE(last.result().has_apsp());
   const std::vector<float> d = values_of<float>(last.result().apsp().distances().inline_());
-  const std::vector<double> ref = floyd_warshall(g, n);
+  const std::vector<double> ref = gcompute::testing::floyd_warshall_reference(g, n);
   ASSERT_EQ(d.size(), ref.size());
   for (std::size_t e = 0; e < d.size(); ++e) ASSERT_EQ(d[e], ref[e]) << "pair " << e;
   // GetJob returns the same inline result again, until the job expires.
@@ -215,7 +172,7 @@ TEST_F(ServiceJobs, ResubmittingWithTheSameKeyReturnsTheSameJob) {
 
 TEST_F(ServiceJobs, CancelStopsARunningApsp) {
   const std::int64_t n = 1800;  // seconds of work on the CPU backend
-  const std::string id = submit(apsp_job(n, random_graph(n, 4)));
+  const std::string id = submit(apsp_job(n, integer_digraph(n, 4)));
   const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (get(id).state() == v1::JOB_STATE_QUEUED && std::chrono::steady_clock::now() < end) {
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
@@ -236,7 +193,7 @@ TEST_F(ServiceJobs, CancelStopsARunningApsp) {
 TEST_F(ServiceJobs, HighPriorityRunsBeforeQueuedNormalJobs) {
   // One worker, busy with a long APSP; then 8 NORMAL jobs and one HIGH job queue up.
   const std::int64_t n = 1200;
-  const std::string blocker = submit(apsp_job(n, random_graph(n, 8)));
+  const std::string blocker = submit(apsp_job(n, integer_digraph(n, 8)));
   while (get(blocker).state() == v1::JOB_STATE_QUEUED) {
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }

@@ -170,15 +170,8 @@ TEST_F(ServiceJobsGpu, ApspOf8192WithNextHopsWatchedAndCollectedElsewhere) {
   ASSERT_FALSE(id.empty());
 
   auto watcher = new_stub(ts_->target());
-  grpc::ClientContext ctx;
-  deadline(ctx);
-  v1::WatchJobRequest req;
-  req.set_job_id(id);
-  auto reader = watcher->WatchJob(&ctx, req);
   std::vector<v1::Job> seen;
-  v1::Job job;
-  while (reader->Read(&job)) seen.push_back(job);
-  ASSERT_TRUE(is_ok(reader->Finish()));
+  ASSERT_TRUE(is_ok(watch_job(*watcher, id, 300, &seen)));
   ASSERT_FALSE(seen.empty());
   const v1::Job& last = seen.back();
   ASSERT_EQ(last.state(), v1::JOB_STATE_SUCCEEDED) << last.error_message();

@@ -29,21 +29,6 @@ namespace fs = std::filesystem;
 constexpr char kTokenA[] = "restart-token-of-tenant-a-0123";
 constexpr char kTokenB[] = "restart-token-of-tenant-b-4567";
 
-std::vector<float> random_floats(std::size_t n, std::uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-100, 100);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
-
-v1::SubmitJobRequest transpose_job(std::int64_t rows, std::int64_t cols,
-                                   const std::vector<float>& a) {
-  v1::SubmitJobRequest req;
-  *req.mutable_transpose()->mutable_a()->mutable_inline_() = make_matrix<float>(rows, cols, a);
-  return req;
-}
-
 /// An APSP of `n` vertices on a dense random graph: seconds of work on the CPU backend.
 v1::SubmitJobRequest long_apsp_job(std::int64_t n) {
   std::mt19937 rng(11);

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -39,6 +40,18 @@ class ServiceOps : public ::testing::Test {
     ASSERT_NE(ts_, nullptr);
   }
   v1::Compute::Stub& stub() { return *ts_->stub; }
+  /// One unary call of `method` under the usual deadline.
+  template <typename Req, typename Resp>
+  grpc::Status call(grpc::Status (v1::Compute::Stub::*method)(grpc::ClientContext*, const Req&,
+                                                              Resp*),
+                    const Req& req, Resp* resp) {
+    grpc::ClientContext ctx;
+    deadline(ctx);
+    return (stub().*method)(&ctx, req, resp);
+  }
+  grpc::Status apsp(const v1::ApspRequest& req, v1::ApspResponse* resp) {
+    return call(&v1::Compute::Stub::Apsp, req, resp);
+  }
   std::unique_ptr<TestServer> ts_;
 };
 
@@ -234,9 +247,7 @@ TEST_F(ServiceOps, MatMulHalfDtypes) {
     *req.mutable_a()->mutable_inline_() = make_matrix(m, k, a, batch, dt);
     *req.mutable_b()->mutable_inline_() = make_matrix(k, n, b, 1, dt);
     v1::MatMulResponse resp;
-    grpc::ClientContext ctx;
-    deadline(ctx);
-    ASSERT_TRUE(is_ok(stub().MatMul(&ctx, req, &resp)));
+    ASSERT_TRUE(is_ok(call(&v1::Compute::Stub::MatMul, req, &resp)));
     ASSERT_TRUE(resp.c().has_inline_());
     EXPECT_EQ(resp.c().inline_().dtype(), dt);
     const auto got = values_of<std::uint16_t>(resp.c().inline_());
@@ -419,24 +430,16 @@ TEST_F(ServiceOps, EighRefusesAsymmetricAndNonSquare) {
   *req.mutable_a()->mutable_inline_() = make_matrix(3, 3, a);
   v1::EighResponse resp;
   {
-    grpc::ClientContext ctx;
-    deadline(ctx);
-    EXPECT_TRUE(has_status(stub().Eigh(&ctx, req, &resp), grpc::INVALID_ARGUMENT,
+    EXPECT_TRUE(has_status(call(&v1::Compute::Stub::Eigh, req, &resp), grpc::INVALID_ARGUMENT,
                            {"not symmetric", "a[2][1] = 6.5", "a[1][2] = 6"}));
   }
   // A looser tolerance accepts it.
   req.set_symmetry_tolerance(0.1);
-  {
-    grpc::ClientContext ctx;
-    deadline(ctx);
-    EXPECT_TRUE(is_ok(stub().Eigh(&ctx, req, &resp)));
-  }
+  EXPECT_TRUE(is_ok(call(&v1::Compute::Stub::Eigh, req, &resp)));
   *req.mutable_a()->mutable_inline_() = make_matrix(2, 3, std::vector<double>(6, 1.0));
   {
-    grpc::ClientContext ctx;
-    deadline(ctx);
-    EXPECT_TRUE(
-        has_status(stub().Eigh(&ctx, req, &resp), grpc::INVALID_ARGUMENT, {"square", "2x3"}));
+    EXPECT_TRUE(has_status(call(&v1::Compute::Stub::Eigh, req, &resp), grpc::INVALID_ARGUMENT,
+                           {"square", "2x3"}));
   }
 }
 
@@ -449,9 +452,7 @@ TEST_F(ServiceOps, BatchedSvdEveryMatrix) {
     *req.mutable_a()->mutable_inline_() = make_matrix(m, n, a, batch);
     req.set_full_matrices(full);
     v1::SvdResponse resp;
-    grpc::ClientContext ctx;
-    deadline(ctx);
-    ASSERT_TRUE(is_ok(stub().BatchedSvd(&ctx, req, &resp)));
+    ASSERT_TRUE(is_ok(call(&v1::Compute::Stub::BatchedSvd, req, &resp)));
     EXPECT_TRUE(resp.converged());
     EXPECT_EQ(resp.s().inline_().batch(), batch);
     EXPECT_EQ(resp.s().inline_().rows(), 1);
@@ -474,24 +475,6 @@ TEST_F(ServiceOps, BatchedSvdEveryMatrix) {
 }
 
 // ---- APSP and shortest paths --------------------------------------------------------------
-
-/// A random digraph as a dense n x n matrix (+inf = no edge). With `negative`, weights are
-/// shifted by vertex potentials: some become negative but every cycle keeps a positive sum.
-std::vector<double> random_digraph(Rng& rng, std::int64_t n, double density, bool negative,
-                                   bool integer) {
-  std::vector<double> pot(static_cast<std::size_t>(n));
-  for (double& p : pot) p = negative ? static_cast<double>(rng.uniform_int(0, 5)) : 0.0;
-  std::vector<double> w(static_cast<std::size_t>(n * n), kInf);
-  for (std::int64_t i = 0; i < n; ++i) {
-    for (std::int64_t j = 0; j < n; ++j) {
-      if (i == j || !rng.bernoulli(density)) continue;
-      const double base = integer ? static_cast<double>(rng.uniform_int(1, 9))
-                                  : std::round(rng.uniform(1, 9) * 64) / 64;
-      w[i * n + j] = base + pot[i] - pot[j];
-    }
-  }
-  return w;
-}
 
 /// Checks distances (within `tol` per unit of path weight) and that next hops walk along
 /// existing edges from i to j with a total equal to the distance.
@@ -540,9 +523,7 @@ TEST_F(ServiceOps, ApspDenseF32WithNegativeWeightsAndNextHop) {
     *req.mutable_dense() = make_matrix(n, n, wf);
     req.set_next_hop(true);
     v1::ApspResponse resp;
-    grpc::ClientContext ctx;
-    deadline(ctx);
-    ASSERT_TRUE(is_ok(stub().Apsp(&ctx, req, &resp)));
+    ASSERT_TRUE(is_ok(apsp(req, &resp)));
     ASSERT_TRUE(resp.has_next_hop());
     EXPECT_EQ(resp.distances().inline_().dtype(), v1::DTYPE_F32);
     EXPECT_EQ(resp.next_hop().inline_().dtype(), v1::DTYPE_I32);
@@ -564,9 +545,7 @@ TEST_F(ServiceOps, ApspDenseI32Exact) {
   *req.mutable_dense() = make_matrix(n, n, wi);
   req.set_next_hop(true);
   v1::ApspResponse resp;
-  grpc::ClientContext ctx;
-  deadline(ctx);
-  ASSERT_TRUE(is_ok(stub().Apsp(&ctx, req, &resp)));
+  ASSERT_TRUE(is_ok(apsp(req, &resp)));
   EXPECT_EQ(resp.distances().inline_().dtype(), v1::DTYPE_I32);
   const auto di = values_of<std::int32_t>(resp.distances().inline_());
   std::vector<double> d(di.size());
@@ -577,9 +556,7 @@ TEST_F(ServiceOps, ApspDenseI32Exact) {
   v1::ApspRequest req2;
   *req2.mutable_dense() = make_matrix(n, n, wi);
   v1::ApspResponse resp2;
-  grpc::ClientContext ctx2;
-  deadline(ctx2);
-  ASSERT_TRUE(is_ok(stub().Apsp(&ctx2, req2, &resp2)));
+  ASSERT_TRUE(is_ok(apsp(req2, &resp2)));
   EXPECT_FALSE(resp2.has_next_hop());
   EXPECT_EQ(values_of<std::int32_t>(resp2.distances().inline_()), di);
 }
@@ -609,9 +586,7 @@ TEST_F(ServiceOps, ApspEdgeListWithParallelEdges) {
     }
     req.set_next_hop(true);
     v1::ApspResponse resp;
-    grpc::ClientContext ctx;
-    deadline(ctx);
-    ASSERT_TRUE(is_ok(stub().Apsp(&ctx, req, &resp)));
+    ASSERT_TRUE(is_ok(apsp(req, &resp)));
     std::vector<double> d;
     if (dt == v1::DTYPE_I32) {
       ASSERT_EQ(resp.distances().inline_().dtype(), v1::DTYPE_I32);
@@ -645,6 +620,49 @@ std::vector<double> dense_of(const v1::GetGraphResponse& g) {
   return w;
 }
 
+/// Asks ShortestPath (`base` names the graph or the stored results) for every ordered pair of
+/// the vertices of `w`, whose row i is vertex ids[i], and checks each answer against
+/// Floyd-Warshall: reachability, the length within `tol(want)`, the ends, and hops along edges
+/// of `w` that add up to the length.
+void check_shortest_paths(v1::Compute::Stub& stub, const v1::ShortestPathRequest& base,
+                          const std::vector<double>& w, const std::vector<std::int64_t>& ids,
+                          const std::function<double(double)>& tol) {
+  const auto n = static_cast<std::int64_t>(ids.size());
+  std::map<std::int64_t, std::int64_t> row_of;
+  for (std::int64_t i = 0; i < n; ++i) row_of[ids[i]] = i;
+  const auto ref = gcompute::testing::floyd_warshall_reference(w, n);
+  for (std::int64_t si = 0; si < n; ++si) {
+    for (std::int64_t ti = 0; ti < n; ++ti) {
+      v1::ShortestPathRequest sp = base;
+      sp.set_source(ids[si]);
+      sp.set_target(ids[ti]);
+      v1::ShortestPathResponse path;
+      grpc::ClientContext ctx;
+      deadline(ctx);
+      ASSERT_TRUE(is_ok(stub.ShortestPath(&ctx, sp, &path)));
+      const double want = ref[si * n + ti];
+      ASSERT_EQ(path.reachable(), !std::isinf(want)) << si << " -> " << ti;
+      if (!path.reachable()) {
+        EXPECT_EQ(path.vertices_size(), 0);
+        continue;
+      }
+      EXPECT_NEAR(path.length(), want, tol(want));
+      ASSERT_GE(path.vertices_size(), 1);
+      EXPECT_EQ(path.vertices(0), sp.source());
+      EXPECT_EQ(path.vertices(path.vertices_size() - 1), sp.target());
+      double len = 0;
+      for (int h = 0; h + 1 < path.vertices_size(); ++h) {
+        ASSERT_TRUE(row_of.count(path.vertices(h)) && row_of.count(path.vertices(h + 1)));
+        const double x = w[row_of[path.vertices(h)] * n + row_of[path.vertices(h + 1)]];
+        ASSERT_FALSE(std::isinf(x)) << "hop " << path.vertices(h) << " -> " << path.vertices(h + 1);
+        len += x;
+      }
+      EXPECT_NEAR(len, want, tol(want));
+      EXPECT_NEAR(len, path.length(), tol(want));
+    }
+  }
+}
+
 TEST_F(ServiceOps, ApspAndShortestPathFromStoredGraph) {
   GC_SEEDED_RNG(rng);
   const std::uint64_t n = 9;
@@ -669,11 +687,7 @@ TEST_F(ServiceOps, ApspAndShortestPathFromStoredGraph) {
     e->set_weight(0.5);
   }
   v1::CreateGraphResponse created;
-  {
-    grpc::ClientContext ctx;
-    deadline(ctx);
-    ASSERT_TRUE(is_ok(stub().CreateGraph(&ctx, create, &created)));
-  }
+  ASSERT_TRUE(is_ok(call(&v1::Compute::Stub::CreateGraph, create, &created)));
   for (int round = 0; round < 2; ++round) {
     SCOPED_TRACE(::testing::Message() << "round " << round);
     if (round == 1) {  // ids stop being consecutive: delete vertex 4
@@ -681,70 +695,30 @@ TEST_F(ServiceOps, ApspAndShortestPathFromStoredGraph) {
       edits.set_graph_id("apsp-graph");
       edits.add_edits()->mutable_delete_vertex()->set_vertex_id(4);
       v1::ApplyEditsResponse applied;
-      grpc::ClientContext ctx;
-      deadline(ctx);
-      ASSERT_TRUE(is_ok(stub().ApplyEdits(&ctx, edits, &applied)));
+      ASSERT_TRUE(is_ok(call(&v1::Compute::Stub::ApplyEdits, edits, &applied)));
     }
     v1::GetGraphRequest get;
     get.set_graph_id("apsp-graph");
     v1::GetGraphResponse snap;
-    {
-      grpc::ClientContext ctx;
-      deadline(ctx);
-      ASSERT_TRUE(is_ok(stub().GetGraph(&ctx, get, &snap)));
-    }
+    ASSERT_TRUE(is_ok(call(&v1::Compute::Stub::GetGraph, get, &snap)));
     const auto w = dense_of(snap);
     const auto m = static_cast<std::int64_t>(snap.vertices_size());
     v1::ApspRequest req;
     req.set_graph_id("apsp-graph");
     req.set_next_hop(true);
     v1::ApspResponse resp;
-    {
-      grpc::ClientContext ctx;
-      deadline(ctx);
-      ASSERT_TRUE(is_ok(stub().Apsp(&ctx, req, &resp)));
-    }
+    ASSERT_TRUE(is_ok(apsp(req, &resp)));
     EXPECT_EQ(resp.distances().inline_().rows(), m);
     const auto d = result_values<float>(resp.distances());
     const auto nh = values_of<std::int32_t>(resp.next_hop().inline_());
     check_apsp(w, m, d, &nh, 1e-6);
 
     // ShortestPath on the graph, in vertex ids.
-    const auto ref = gcompute::testing::floyd_warshall_reference(w, m);
-    for (std::int64_t si = 0; si < m; ++si) {
-      for (std::int64_t ti = 0; ti < m; ++ti) {
-        v1::ShortestPathRequest sp;
-        sp.mutable_graph()->set_graph_id("apsp-graph");
-        sp.set_source(static_cast<std::int64_t>(snap.vertices(static_cast<int>(si))));
-        sp.set_target(static_cast<std::int64_t>(snap.vertices(static_cast<int>(ti))));
-        v1::ShortestPathResponse path;
-        grpc::ClientContext ctx;
-        deadline(ctx);
-        ASSERT_TRUE(is_ok(stub().ShortestPath(&ctx, sp, &path)));
-        const double want = ref[si * m + ti];
-        ASSERT_EQ(path.reachable(), !std::isinf(want)) << si << " -> " << ti;
-        if (!path.reachable()) {
-          EXPECT_EQ(path.vertices_size(), 0);
-          continue;
-        }
-        EXPECT_NEAR(path.length(), want, 1e-6);
-        ASSERT_GE(path.vertices_size(), 1);
-        EXPECT_EQ(path.vertices(0), sp.source());
-        EXPECT_EQ(path.vertices(path.vertices_size() - 1), sp.target());
-        double len = 0;
-        std::map<std::int64_t, std::int64_t> index;
-        for (std::int64_t i = 0; i < m; ++i)
-          index[static_cast<std::int64_t>(snap.vertices(static_cast<int>(i)))] = i;
-        for (int h = 0; h + 1 < path.vertices_size(); ++h) {
-          ASSERT_TRUE(index.count(path.vertices(h)) && index.count(path.vertices(h + 1)));
-          const double x = w[index[path.vertices(h)] * m + index[path.vertices(h + 1)]];
-          ASSERT_FALSE(std::isinf(x))
-              << "hop " << path.vertices(h) << " -> " << path.vertices(h + 1);
-          len += x;
-        }
-        EXPECT_NEAR(len, want, 1e-6);
-      }
-    }
+    v1::ShortestPathRequest sp;
+    sp.mutable_graph()->set_graph_id("apsp-graph");
+    std::vector<std::int64_t> ids;
+    for (const auto id : snap.vertices()) ids.push_back(static_cast<std::int64_t>(id));
+    ASSERT_NO_FATAL_FAILURE(check_shortest_paths(stub(), sp, w, ids, [](double) { return 1e-6; }));
   }
 }
 
@@ -760,11 +734,7 @@ TEST_F(ServiceOps, ShortestPathFromStoredApspResults) {
   req.mutable_output()->set_placement(v1::OutputOptions::PLACEMENT_STORED);
   req.mutable_output()->set_ttl_seconds(120);
   v1::ApspResponse resp;
-  {
-    grpc::ClientContext ctx;
-    deadline(ctx);
-    ASSERT_TRUE(is_ok(stub().Apsp(&ctx, req, &resp)));
-  }
+  ASSERT_TRUE(is_ok(apsp(req, &resp)));
   ASSERT_TRUE(resp.distances().has_stored());
   ASSERT_TRUE(resp.next_hop().has_stored());
   EXPECT_EQ(resp.distances().stored().shape().rows(), n);
@@ -776,37 +746,12 @@ TEST_F(ServiceOps, ShortestPathFromStoredApspResults) {
                           .count();
   EXPECT_GT(resp.distances().stored().expires_at_unix_ms(), now_ms + 100 * 1000);
   EXPECT_LE(resp.distances().stored().expires_at_unix_ms(), now_ms + 121 * 1000);
-  const auto ref = gcompute::testing::floyd_warshall_reference(w, n);
-  for (std::int64_t s = 0; s < n; ++s) {
-    for (std::int64_t t = 0; t < n; ++t) {
-      v1::ShortestPathRequest sp;
-      *sp.mutable_stored()->mutable_distances() = resp.distances().stored().ref();
-      *sp.mutable_stored()->mutable_next_hop() = resp.next_hop().stored().ref();
-      sp.set_source(s);
-      sp.set_target(t);
-      v1::ShortestPathResponse path;
-      grpc::ClientContext ctx;
-      deadline(ctx);
-      ASSERT_TRUE(is_ok(stub().ShortestPath(&ctx, sp, &path)));
-      const double want = ref[s * n + t];
-      ASSERT_EQ(path.reachable(), !std::isinf(want)) << s << " -> " << t;
-      if (!path.reachable()) {
-        EXPECT_EQ(path.vertices_size(), 0);
-        continue;
-      }
-      EXPECT_NEAR(path.length(), want, 1e-4 * (1 + std::abs(want)));
-      ASSERT_GE(path.vertices_size(), 1);
-      EXPECT_EQ(path.vertices(0), s);
-      EXPECT_EQ(path.vertices(path.vertices_size() - 1), t);
-      double len = 0;
-      for (int h = 0; h + 1 < path.vertices_size(); ++h) {
-        const double x = w[path.vertices(h) * n + path.vertices(h + 1)];
-        ASSERT_FALSE(std::isinf(x)) << "hop " << path.vertices(h) << " -> " << path.vertices(h + 1);
-        len += x;
-      }
-      EXPECT_NEAR(len, path.length(), 1e-4 * (1 + std::abs(want)));
-    }
-  }
+  v1::ShortestPathRequest sp;
+  *sp.mutable_stored()->mutable_distances() = resp.distances().stored().ref();
+  *sp.mutable_stored()->mutable_next_hop() = resp.next_hop().stored().ref();
+  std::vector<std::int64_t> ids(static_cast<std::size_t>(n));
+  std::iota(ids.begin(), ids.end(), 0);
+  check_shortest_paths(stub(), sp, w, ids, [](double want) { return 1e-4 * (1 + std::abs(want)); });
 }
 
 // ---- stored matrices ---------------------------------------------------------------------
@@ -919,9 +864,7 @@ TEST_F(ServiceOps, UploadOutOfOrderDownloadUseByRefDelete) {
     req.mutable_b()->mutable_ref()->set_id(stored.ref().id());
     req.set_transpose_a(true);
     v1::MatMulResponse resp;
-    grpc::ClientContext ctx;
-    deadline(ctx);
-    ASSERT_TRUE(is_ok(stub().MatMul(&ctx, req, &resp)));
+    ASSERT_TRUE(is_ok(call(&v1::Compute::Stub::MatMul, req, &resp)));
     const auto c = values_of<double>(resp.c().inline_());
     const auto ref = gcompute::testing::reference_gemm(values.data(), values.data(), nullptr, cols,
                                                        cols, rows, true, false, 1.0, 0.0);
@@ -940,9 +883,7 @@ TEST_F(ServiceOps, UploadOutOfOrderDownloadUseByRefDelete) {
     v1::ApspRequest req;
     req.mutable_dense_ref()->set_id(wup.matrix().ref().id());
     v1::ApspResponse resp;
-    grpc::ClientContext ctx;
-    deadline(ctx);
-    ASSERT_TRUE(is_ok(stub().Apsp(&ctx, req, &resp)));
+    ASSERT_TRUE(is_ok(apsp(req, &resp)));
     check_apsp(w, n, result_values<float>(resp.distances()), nullptr, 1e-5);
   }
   // Delete; the ref is gone afterwards.
@@ -950,9 +891,7 @@ TEST_F(ServiceOps, UploadOutOfOrderDownloadUseByRefDelete) {
     v1::DeleteMatrixRequest del;
     del.mutable_ref()->set_id(stored.ref().id());
     v1::DeleteMatrixResponse dresp;
-    grpc::ClientContext ctx;
-    deadline(ctx);
-    ASSERT_TRUE(is_ok(stub().DeleteMatrix(&ctx, del, &dresp)));
+    ASSERT_TRUE(is_ok(call(&v1::Compute::Stub::DeleteMatrix, del, &dresp)));
   }
   {
     v1::StoredMatrix h2;
@@ -991,9 +930,7 @@ TEST_F(ServiceOps, ReleasedRefsLeaveTheStoreAsTheyAreRead) {
     req.mutable_dense_ref()->set_id(id);
     req.mutable_dense_ref()->set_release(true);
     v1::ApspResponse resp;
-    grpc::ClientContext ctx;
-    deadline(ctx);
-    ASSERT_TRUE(is_ok(stub().Apsp(&ctx, req, &resp)));
+    ASSERT_TRUE(is_ok(apsp(req, &resp)));
     check_apsp(w, n, result_values<float>(resp.distances()), nullptr, 1e-5);
     EXPECT_TRUE(gone(id));
   }
@@ -1006,9 +943,8 @@ TEST_F(ServiceOps, ReleasedRefsLeaveTheStoreAsTheyAreRead) {
     req.mutable_b()->mutable_ref()->set_id(id);
     req.set_transpose_a(true);
     v1::MatMulResponse resp;
-    grpc::ClientContext ctx;
-    deadline(ctx);
-    EXPECT_TRUE(has_status(stub().MatMul(&ctx, req, &resp), grpc::NOT_FOUND, {"b.ref.id", id}));
+    EXPECT_TRUE(has_status(call(&v1::Compute::Stub::MatMul, req, &resp), grpc::NOT_FOUND,
+                           {"b.ref.id", id}));
     EXPECT_TRUE(gone(id));
   }
   // Without release the ref stays for the next call.
@@ -1029,11 +965,7 @@ TEST_F(ServiceOps, PlacementStoredThenDownload) {
   *req.mutable_a()->mutable_inline_() = make_matrix(rows, cols, values, batch);
   req.mutable_output()->set_placement(v1::OutputOptions::PLACEMENT_STORED);
   v1::TransposeResponse resp;
-  {
-    grpc::ClientContext ctx;
-    deadline(ctx);
-    ASSERT_TRUE(is_ok(stub().Transpose(&ctx, req, &resp)));
-  }
+  ASSERT_TRUE(is_ok(call(&v1::Compute::Stub::Transpose, req, &resp)));
   ASSERT_TRUE(resp.at().has_stored());
   const auto& st = resp.at().stored();
   EXPECT_EQ(st.shape().rows(), cols);
@@ -1056,9 +988,7 @@ TEST_F(ServiceOps, PlacementStoredThenDownload) {
 
 TEST(ServiceOpsSmallMessages, PlacementAutoStoresWhatDoesNotFit) {
   GC_SEEDED_RNG(rng);
-  ServerOptions o = test_options();
-  o.limits.max_message_bytes = 1 << 20;
-  auto ts = start_server(o);
+  auto ts = start_server(small_message_options());
   ASSERT_NE(ts, nullptr);
   for (std::int64_t n : {64, 512}) {  // 16 KiB inline, 1 MiB stored (over 1 MiB - 64 KiB)
     SCOPED_TRACE(::testing::Message() << "n=" << n);
@@ -1115,11 +1045,7 @@ TEST_F(ServiceOps, GraphLifecycle) {
   e1->add_heads(2);
   e1->set_weight(2);
   v1::CreateGraphResponse created;
-  {
-    grpc::ClientContext ctx;
-    deadline(ctx);
-    ASSERT_TRUE(is_ok(stub().CreateGraph(&ctx, create, &created)));
-  }
+  ASSERT_TRUE(is_ok(call(&v1::Compute::Stub::CreateGraph, create, &created)));
   EXPECT_EQ(created.info().graph_id(), "g-alpha");
   EXPECT_EQ(created.info().version(), 1u);
   EXPECT_EQ(created.info().num_vertices(), 3u);
@@ -1128,11 +1054,7 @@ TEST_F(ServiceOps, GraphLifecycle) {
   v1::CreateGraphRequest anon;
   anon.set_num_vertices(1);
   v1::CreateGraphResponse anon_created;
-  {
-    grpc::ClientContext ctx;
-    deadline(ctx);
-    ASSERT_TRUE(is_ok(stub().CreateGraph(&ctx, anon, &anon_created)));
-  }
+  ASSERT_TRUE(is_ok(call(&v1::Compute::Stub::CreateGraph, anon, &anon_created)));
   const std::string anon_id = anon_created.info().graph_id();
   EXPECT_FALSE(anon_id.empty());
 
@@ -1140,9 +1062,7 @@ TEST_F(ServiceOps, GraphLifecycle) {
     v1::GetGraphRequest get;
     get.set_graph_id("g-alpha");
     v1::GetGraphResponse snap;
-    grpc::ClientContext ctx;
-    deadline(ctx);
-    ASSERT_TRUE(is_ok(stub().GetGraph(&ctx, get, &snap)));
+    ASSERT_TRUE(is_ok(call(&v1::Compute::Stub::GetGraph, get, &snap)));
     EXPECT_EQ(std::vector<std::uint64_t>(snap.vertices().begin(), snap.vertices().end()),
               (std::vector<std::uint64_t>{0, 1, 2}));
     ASSERT_EQ(snap.edges_size(), 2);
@@ -1157,9 +1077,7 @@ TEST_F(ServiceOps, GraphLifecycle) {
   }
   {
     v1::ListGraphsResponse list;
-    grpc::ClientContext ctx;
-    deadline(ctx);
-    ASSERT_TRUE(is_ok(stub().ListGraphs(&ctx, v1::ListGraphsRequest(), &list)));
+    ASSERT_TRUE(is_ok(call(&v1::Compute::Stub::ListGraphs, v1::ListGraphsRequest(), &list)));
     std::vector<std::string> ids;
     for (const auto& g : list.graphs()) ids.push_back(g.graph_id());
     auto sorted = ids;
@@ -1186,9 +1104,7 @@ TEST_F(ServiceOps, GraphLifecycle) {
     dec->set_joining_weight(0.5);
     req.add_edits()->mutable_delete_vertex()->set_vertex_id(0);  // deletes edges 0 and 2
     v1::ApplyEditsResponse resp;
-    grpc::ClientContext ctx;
-    deadline(ctx);
-    ASSERT_TRUE(is_ok(stub().ApplyEdits(&ctx, req, &resp)));
+    ASSERT_TRUE(is_ok(call(&v1::Compute::Stub::ApplyEdits, req, &resp)));
     EXPECT_EQ(resp.version(), 2u);
     ASSERT_EQ(resp.results_size(), 5);
     EXPECT_EQ(resp.results(0).vertex_id(), 3u);
@@ -1204,9 +1120,7 @@ TEST_F(ServiceOps, GraphLifecycle) {
     v1::GetGraphRequest get;
     get.set_graph_id("g-alpha");
     v1::GetGraphResponse snap;
-    grpc::ClientContext ctx;
-    deadline(ctx);
-    ASSERT_TRUE(is_ok(stub().GetGraph(&ctx, get, &snap)));
+    ASSERT_TRUE(is_ok(call(&v1::Compute::Stub::GetGraph, get, &snap)));
     EXPECT_EQ(snap.info().version(), 2u);
     EXPECT_EQ(std::vector<std::uint64_t>(snap.vertices().begin(), snap.vertices().end()),
               (std::vector<std::uint64_t>{1, 2, 3, 4}));
@@ -1225,15 +1139,11 @@ TEST_F(ServiceOps, GraphLifecycle) {
     v1::DeleteGraphRequest del;
     del.set_graph_id(id);
     v1::DeleteGraphResponse dresp;
-    grpc::ClientContext ctx;
-    deadline(ctx);
-    ASSERT_TRUE(is_ok(stub().DeleteGraph(&ctx, del, &dresp)));
+    ASSERT_TRUE(is_ok(call(&v1::Compute::Stub::DeleteGraph, del, &dresp)));
   }
   {
     v1::ListGraphsResponse list;
-    grpc::ClientContext ctx;
-    deadline(ctx);
-    ASSERT_TRUE(is_ok(stub().ListGraphs(&ctx, v1::ListGraphsRequest(), &list)));
+    ASSERT_TRUE(is_ok(call(&v1::Compute::Stub::ListGraphs, v1::ListGraphsRequest(), &list)));
     EXPECT_EQ(list.graphs_size(), 0);
   }
 }

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -222,32 +223,48 @@ TEST_F(SecurityTest, FlagCombinationsAreCheckedAtStart) {
     }
     return ::testing::AssertionSuccess();
   };
-  ServerOptions o = test_options();
-  o.listen = "0.0.0.0:0";
-  EXPECT_TRUE(fails_with(o, "not a loopback address"));
-  // --insecure passes the check; binding a documentation address (not local) then fails.
-  o.listen = "192.0.2.1:0";
-  o.security.insecure = true;
-  EXPECT_TRUE(fails_with(o, "cannot listen on 192.0.2.1:0"));
-
-  o = test_options();
-  o.security.tls_cert = (certs() / "server.crt").string();
-  EXPECT_TRUE(fails_with(o, "--tls-cert and --tls-key go together"));
-  o = tls_options();
-  o.security.tenant_from_cert = true;
-  EXPECT_TRUE(fails_with(o, "--tenant-from-cert needs mutual TLS"));
-  o = tls_options();
-  o.security.tls_key = (certs() / "missing.key").string();
-  EXPECT_TRUE(fails_with(o, "--tls-key"));
-  o = tls_options();
-  o.security.tls_client_ca = (certs() / "ca.crt").string();
-  o.security.tenant_from_cert = true;
-  o.security.tenant_cert_field = "ip";
-  EXPECT_TRUE(fails_with(o, "--tenant-cert-field is \"ip\"; expected cn, dns, uri or email"));
-  o.security.tenant_from_cert = false;
-  o.security.tenant_cert_field = "uri";
-  EXPECT_TRUE(
-      fails_with(o, "--tenant-cert-field and --tenant-cert-prefix need --tenant-from-cert"));
+  // Each case: the options it starts from, what it changes, and a part of the start error.
+  struct Case {
+    ServerOptions base;
+    std::function<void(ServerOptions&)> change;
+    std::string error;
+  };
+  const Case cases[] = {
+      {test_options(), [](ServerOptions& o) { o.listen = "0.0.0.0:0"; }, "not a loopback address"},
+      // --insecure passes the check; binding a documentation address (not local) then fails.
+      {test_options(),
+       [](ServerOptions& o) {
+         o.listen = "192.0.2.1:0";
+         o.security.insecure = true;
+       },
+       "cannot listen on 192.0.2.1:0"},
+      {test_options(),
+       [](ServerOptions& o) { o.security.tls_cert = (certs() / "server.crt").string(); },
+       "--tls-cert and --tls-key go together"},
+      {tls_options(), [](ServerOptions& o) { o.security.tenant_from_cert = true; },
+       "--tenant-from-cert needs mutual TLS"},
+      {tls_options(),
+       [](ServerOptions& o) { o.security.tls_key = (certs() / "missing.key").string(); },
+       "--tls-key"},
+      {tls_options(),
+       [](ServerOptions& o) {
+         o.security.tls_client_ca = (certs() / "ca.crt").string();
+         o.security.tenant_from_cert = true;
+         o.security.tenant_cert_field = "ip";
+       },
+       "--tenant-cert-field is \"ip\"; expected cn, dns, uri or email"},
+      {tls_options(),
+       [](ServerOptions& o) {
+         o.security.tls_client_ca = (certs() / "ca.crt").string();
+         o.security.tenant_cert_field = "uri";
+       },
+       "--tenant-cert-field and --tenant-cert-prefix need --tenant-from-cert"},
+  };
+  for (const Case& c : cases) {
+    ServerOptions o = c.base;
+    c.change(o);
+    EXPECT_TRUE(fails_with(o, c.error));
+  }
 
   EXPECT_TRUE(server::is_loopback_address("127.0.0.1:1"));
   EXPECT_TRUE(server::is_loopback_address("[::1]:1"));

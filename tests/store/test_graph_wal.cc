@@ -80,15 +80,20 @@ struct Node {
   }
 };
 
-/// Applies the same successful operations to a reference store without a WAL.
+/// A data dir under test and a reference store without a WAL that gets the same successful
+/// operations, with the source of their random batches.
 struct Twin {
+  explicit Twin(std::uint64_t seed) : rng(seed) {}
+  TempDir dir;
   GraphStore ref;
+  std::mt19937_64 rng;
+
   void create(GraphStore& s, const std::string& id, std::uint64_t n, std::vector<Hyperedge> e) {
     ASSERT_TRUE(s.create(id, n, e).ok());
     ASSERT_TRUE(ref.create(id, n, e).ok());
   }
   /// A random batch against graph `id`, mostly valid. Returns whether it applied.
-  bool random_batch(GraphStore& s, const std::string& id, std::mt19937_64& rng) {
+  bool random_batch(GraphStore& s, const std::string& id) {
     absl::StatusOr<GraphSnapshot> snap = ref.get(id);
     EXPECT_TRUE(snap.ok());
     std::vector<Edit> edits;
@@ -173,60 +178,56 @@ std::vector<std::size_t> record_offsets(const std::string& data) {
 }
 
 TEST(GraphWal, CreateEditDeleteRecreateSurviveRestarts) {
-  TempDir dir;
-  Twin twin;
-  std::mt19937_64 rng(11);
+  Twin twin(11);
   {
-    Node node(dir.path());
+    Node node(twin.dir.path());
     ASSERT_TRUE(node.recovered.ok()) << node.recovered;
     twin.create(*node.store, "a", 4, {Hyperedge{0, {0, 1}, {2}, 1.5}});
     twin.create(*node.store, "b", 2, {});
     twin.create(*node.store, "gone", 3, {});
-    for (int i = 0; i < 40; ++i) twin.random_batch(*node.store, i % 2 ? "a" : "b", rng);
+    for (int i = 0; i < 40; ++i) twin.random_batch(*node.store, i % 2 ? "a" : "b");
     ASSERT_TRUE(node.store->remove("gone").ok());
     ASSERT_TRUE(twin.ref.remove("gone").ok());
     ASSERT_TRUE(node.store->remove("b").ok());
     ASSERT_TRUE(twin.ref.remove("b").ok());
     twin.create(*node.store, "b", 7, {Hyperedge{0, {6}, {0}, -2}});  // same name, new graph
-    for (int i = 0; i < 10; ++i) twin.random_batch(*node.store, "b", rng);
+    for (int i = 0; i < 10; ++i) twin.random_batch(*node.store, "b");
   }
   for (int restart = 0; restart < 2; ++restart) {
-    Node node(dir.path());
+    Node node(twin.dir.path());
     ASSERT_TRUE(node.recovered.ok()) << node.recovered;
     EXPECT_EQ(node.wal->report().torn_bytes, 0u);
     expect_same(*node.store, twin.ref);
     // Ids continue where they were (counters survive even after deletions).
-    for (int i = 0; i < 10; ++i) twin.random_batch(*node.store, i % 2 ? "a" : "b", rng);
+    for (int i = 0; i < 10; ++i) twin.random_batch(*node.store, i % 2 ? "a" : "b");
     expect_same(*node.store, twin.ref);
   }
 }
 
 TEST(GraphWal, SnapshotThenLogReplayEqualsTheStore) {
-  TempDir dir;
-  Twin twin;
-  std::mt19937_64 rng(12);
+  Twin twin(12);
   {
-    Node node(dir.path());
+    Node node(twin.dir.path());
     ASSERT_TRUE(node.recovered.ok()) << node.recovered;
     twin.create(*node.store, "g", 10, {Hyperedge{0, {0}, {1}, 1}});
     twin.create(*node.store, "h", 3, {});
     for (int round = 0; round < 3; ++round) {
-      for (int i = 0; i < 30; ++i) twin.random_batch(*node.store, i % 3 ? "g" : "h", rng);
+      for (int i = 0; i < 30; ++i) twin.random_batch(*node.store, i % 3 ? "g" : "h");
       ASSERT_TRUE(node.wal->snapshot().ok());
       // The snapshot replaced everything before it: one snapshot, one (fresh) segment.
-      EXPECT_EQ(files(dir.path(), "snap-").size(), 1u);
-      EXPECT_EQ(files(dir.path(), "wal-").size(), 1u);
+      EXPECT_EQ(files(twin.dir.path(), "snap-").size(), 1u);
+      EXPECT_EQ(files(twin.dir.path(), "wal-").size(), 1u);
     }
     ASSERT_TRUE(node.store->remove("h").ok());
     ASSERT_TRUE(twin.ref.remove("h").ok());
-    for (int i = 0; i < 30; ++i) twin.random_batch(*node.store, "g", rng);
+    for (int i = 0; i < 30; ++i) twin.random_batch(*node.store, "g");
   }
-  Node node(dir.path());
+  Node node(twin.dir.path());
   ASSERT_TRUE(node.recovered.ok()) << node.recovered;
   EXPECT_GT(node.wal->report().snapshot_lsn, 0u);
   EXPECT_GT(node.wal->report().records_replayed, 0u);
   expect_same(*node.store, twin.ref);
-  for (int i = 0; i < 10; ++i) twin.random_batch(*node.store, "g", rng);
+  for (int i = 0; i < 10; ++i) twin.random_batch(*node.store, "g");
   expect_same(*node.store, twin.ref);
 }
 
@@ -243,33 +244,45 @@ void three_batches(const std::string& dir, GraphSnapshot& before_last, GraphSnap
   last = *node.store->get("g");
 }
 
+/// A data dir after three_batches(), whose last WAL segment a test damages before a restart.
+struct ThreeBatchDir {
+  TempDir dir;
+  GraphSnapshot before_last, last;  // the graph before and after the last batch
+  std::string segment;              // the last WAL segment
+  std::string bytes;                // its contents as written
+
+  void write() {
+    ASSERT_NO_FATAL_FAILURE(three_batches(dir.path(), before_last, last));
+    segment = files(dir.path(), "wal-").back();
+    bytes = read_all(segment);
+  }
+};
+
 TEST(GraphWal, TruncatedTailIsReportedNotAppliedAndCutAway) {
   for (std::size_t cut : {1, 5, 9, 14}) {  // inside the header and inside the payload
-    TempDir dir;
-    GraphSnapshot before_last, last;
-    three_batches(dir.path(), before_last, last);
-    const std::string seg = files(dir.path(), "wal-").back();
-    std::string data = read_all(seg);
+    ThreeBatchDir w;
+    ASSERT_NO_FATAL_FAILURE(w.write());
+    std::string data = w.bytes;
     const std::size_t last_off = record_offsets(data).back();
     const std::size_t last_len = data.size() - last_off;
     ASSERT_LT(cut, last_len);
     data.resize(data.size() - cut);
-    write_all(seg, data);
+    write_all(w.segment, data);
 
-    Node node(dir.path());
+    Node node(w.dir.path());
     ASSERT_TRUE(node.recovered.ok()) << node.recovered;
-    EXPECT_EQ(*node.store->get("g"), before_last) << "cut " << cut;
+    EXPECT_EQ(*node.store->get("g"), w.before_last) << "cut " << cut;
     EXPECT_EQ(node.wal->report().torn_bytes, last_len - cut);
     ASSERT_EQ(node.log.size(), 1u);
-    EXPECT_THAT(node.log[0], HasSubstr(seg));
+    EXPECT_THAT(node.log[0], HasSubstr(w.segment));
     EXPECT_THAT(node.log[0], HasSubstr(absl::StrCat("offset ", last_off)));
-    EXPECT_EQ(fs::file_size(seg), last_off);  // truncated
+    EXPECT_EQ(fs::file_size(w.segment), last_off);  // truncated
     // Appending goes on, and a restart sees it.
     std::vector<Edit> again{AddVertex{}};
     ASSERT_TRUE(node.store->apply("g", 3, again).ok());
     GraphSnapshot after = *node.store->get("g");
     node.~Node();
-    new (&node) Node(dir.path());
+    new (&node) Node(w.dir.path());
     ASSERT_TRUE(node.recovered.ok()) << node.recovered;
     EXPECT_EQ(*node.store->get("g"), after);
     EXPECT_TRUE(node.log.empty());
@@ -278,60 +291,54 @@ TEST(GraphWal, TruncatedTailIsReportedNotAppliedAndCutAway) {
 
 TEST(GraphWal, FlippedByteInTheTailIsDetectedNotApplied) {
   for (std::size_t at : {0, 4, 8, 12, 20}) {  // length, crc, type, lsn, body
-    TempDir dir;
-    GraphSnapshot before_last, last;
-    three_batches(dir.path(), before_last, last);
-    const std::string seg = files(dir.path(), "wal-").back();
-    std::string data = read_all(seg);
+    ThreeBatchDir w;
+    ASSERT_NO_FATAL_FAILURE(w.write());
+    std::string data = w.bytes;
     const std::size_t last_off = record_offsets(data).back();
     ASSERT_LT(last_off + at, data.size());
     data[last_off + at] ^= 0x10;
-    write_all(seg, data);
+    write_all(w.segment, data);
 
-    Node node(dir.path());
+    Node node(w.dir.path());
     ASSERT_TRUE(node.recovered.ok()) << node.recovered;
-    EXPECT_EQ(*node.store->get("g"), before_last) << "flipped byte " << at;
+    EXPECT_EQ(*node.store->get("g"), w.before_last) << "flipped byte " << at;
     ASSERT_EQ(node.log.size(), 1u);
     EXPECT_THAT(node.log[0], HasSubstr(absl::StrCat("offset ", last_off)));
-    EXPECT_EQ(fs::file_size(seg), last_off);
+    EXPECT_EQ(fs::file_size(w.segment), last_off);
   }
 }
 
 TEST(GraphWal, ZeroFilledTailIsTorn) {
-  TempDir dir;
-  GraphSnapshot before_last, last;
-  three_batches(dir.path(), before_last, last);
-  const std::string seg = files(dir.path(), "wal-").back();
-  std::string data = read_all(seg);
+  ThreeBatchDir w;
+  ASSERT_NO_FATAL_FAILURE(w.write());
+  std::string data = w.bytes;
   const std::size_t size = data.size();
   data.append(4096, '\0');  // a file extended but not written before the crash
-  write_all(seg, data);
-  Node node(dir.path());
+  write_all(w.segment, data);
+  Node node(w.dir.path());
   ASSERT_TRUE(node.recovered.ok()) << node.recovered;
-  EXPECT_EQ(*node.store->get("g"), last);
+  EXPECT_EQ(*node.store->get("g"), w.last);
   EXPECT_EQ(node.wal->report().torn_bytes, 4096u);
-  EXPECT_EQ(fs::file_size(seg), size);
+  EXPECT_EQ(fs::file_size(w.segment), size);
 }
 
 TEST(GraphWal, CorruptionInTheMiddleStopsStartUp) {
-  TempDir dir;
-  GraphSnapshot before_last, last;
-  three_batches(dir.path(), before_last, last);
-  const std::string seg = files(dir.path(), "wal-").back();
-  const std::string original = read_all(seg);
+  ThreeBatchDir w;
+  ASSERT_NO_FATAL_FAILURE(w.write());
+  const std::string& original = w.bytes;
   const std::vector<std::size_t> offs = record_offsets(original);
   ASSERT_EQ(offs.size(), 4u);  // create + 3 batches
   for (std::size_t rec : {0, 1, 2}) {
     std::string data = original;
     data[offs[rec] + 12] ^= 0x01;
-    write_all(seg, data);
-    Node node(dir.path());
+    write_all(w.segment, data);
+    Node node(w.dir.path());
     EXPECT_EQ(node.recovered.code(), absl::StatusCode::kDataLoss) << node.recovered;
-    EXPECT_THAT(std::string(node.recovered.message()), HasSubstr(seg));
+    EXPECT_THAT(std::string(node.recovered.message()), HasSubstr(w.segment));
     EXPECT_THAT(std::string(node.recovered.message()),
                 HasSubstr(absl::StrCat("corrupt at offset ", offs[rec])));
     EXPECT_THAT(std::string(node.recovered.message()), HasSubstr("middle of the log"));
-    EXPECT_EQ(read_all(seg), data) << "nothing may be truncated when start-up is refused";
+    EXPECT_EQ(read_all(w.segment), data) << "nothing may be truncated when start-up is refused";
   }
 }
 
