@@ -16,6 +16,7 @@
 #include "gcompute/kernels/cpu/matmul.hpp"
 #include "gcompute/kernels/cpu/svd.hpp"
 #include "gcompute/kernels/cpu/transpose.hpp"
+#include "gcompute/kernels/status_macros.hpp"
 
 namespace gcompute::server {
 namespace {
@@ -89,10 +90,9 @@ absl::StatusOr<Matrix> CpuBackend::transpose(const Matrix& a, JobContext& ctx) {
   if (!out.ok()) return out.status();
   const kernels::TransposeShape shape{a.desc.batch, a.desc.rows, a.desc.cols,
                                       kernels::dtype_size(a.desc.dtype)};
-  absl::Status st = timed(ctx, [&] {
+  GC_RETURN_IF_ERROR(timed(ctx, [&] {
     return kernels::cpu::transpose(a.bytes(), out->mutable_bytes(), shape, ctx.stop_token());
-  });
-  if (!st.ok()) return st;
+  }));
   return out;
 }
 
@@ -101,11 +101,10 @@ absl::StatusOr<Matrix> CpuBackend::matmul(const Matrix& a, const Matrix& b, cons
   auto out = allocate_matrix(matmul_output(shape));
   if (!out.ok()) return out.status();
   if (c != nullptr) std::memcpy(out->mutable_bytes(), c->bytes(), out->desc.bytes());
-  absl::Status st = timed(ctx, [&] {
+  GC_RETURN_IF_ERROR(timed(ctx, [&] {
     return kernels::cpu::matmul(a.bytes(), b.bytes(), out->mutable_bytes(), shape,
                                 ctx.stop_token());
-  });
-  if (!st.ok()) return st;
+  }));
   return out;
 }
 
@@ -118,24 +117,17 @@ absl::StatusOr<SvdOutput> svd_on_host(const Matrix& a, const kernels::SvdShape& 
                                       JobContext& ctx) {
   const SvdOutputDescs descs = svd_outputs(shape);
   SvdOutput out;
-  auto s = allocate_matrix(descs.s);
-  if (!s.ok()) return s.status();
-  out.s = *std::move(s);
+  GC_ASSIGN_OR_RETURN(out.s, allocate_matrix(descs.s));
   if (shape.compute_uv) {
-    auto u = allocate_matrix(descs.u);
-    if (!u.ok()) return u.status();
-    auto vt = allocate_matrix(descs.vt);
-    if (!vt.ok()) return vt.status();
-    out.u = *std::move(u);
-    out.vt = *std::move(vt);
+    GC_ASSIGN_OR_RETURN(out.u, allocate_matrix(descs.u));
+    GC_ASSIGN_OR_RETURN(out.vt, allocate_matrix(descs.vt));
   }
-  auto info = timed(ctx, [&] {
+  const auto run = [&] {
     return kernels::cpu::svd(a.bytes(), out.s.mutable_bytes(),
                              out.u ? out.u->mutable_bytes() : nullptr,
                              out.vt ? out.vt->mutable_bytes() : nullptr, shape, ctx.stop_token());
-  });
-  if (!info.ok()) return info.status();
-  out.info = *info;
+  };
+  GC_ASSIGN_OR_RETURN(out.info, timed(ctx, run));
   return out;
 }
 
@@ -146,23 +138,18 @@ absl::StatusOr<EighOutput> CpuBackend::eigh(const Matrix& a, const kernels::Eigh
 
 absl::StatusOr<EighOutput> eigh_on_host(const Matrix& a, const kernels::EighShape& shape,
                                         JobContext& ctx) {
-  if (absl::Status st = kernels::check_symmetric(a.bytes(), shape); !st.ok()) return st;
+  GC_RETURN_IF_ERROR(kernels::check_symmetric(a.bytes(), shape));
   const EighOutputDescs descs = eigh_outputs(shape);
   EighOutput out;
-  auto w = allocate_matrix(descs.w);
-  if (!w.ok()) return w.status();
-  out.w = *std::move(w);
+  GC_ASSIGN_OR_RETURN(out.w, allocate_matrix(descs.w));
   if (shape.compute_vectors) {
-    auto v = allocate_matrix(descs.v);
-    if (!v.ok()) return v.status();
-    out.v = *std::move(v);
+    GC_ASSIGN_OR_RETURN(out.v, allocate_matrix(descs.v));
   }
-  auto info = timed(ctx, [&] {
+  const auto run = [&] {
     return kernels::cpu::eigh(a.bytes(), out.w.mutable_bytes(),
                               out.v ? out.v->mutable_bytes() : nullptr, shape, ctx.stop_token());
-  });
-  if (!info.ok()) return info.status();
-  out.info = *info;
+  };
+  GC_ASSIGN_OR_RETURN(out.info, timed(ctx, run));
   return out;
 }
 
@@ -174,21 +161,17 @@ absl::StatusOr<ApspOutput> CpuBackend::apsp(const Matrix& weights, const kernels
 absl::StatusOr<ApspOutput> apsp_on_host(const Matrix& weights, const kernels::ApspShape& shape,
                                         JobContext& ctx) {
   ApspOutput out;
-  auto d = allocate_matrix(MatrixDesc{shape.dtype, 1, shape.n, shape.n});
-  if (!d.ok()) return d.status();
-  out.distances = *std::move(d);
+  GC_ASSIGN_OR_RETURN(out.distances, allocate_matrix(MatrixDesc{shape.dtype, 1, shape.n, shape.n}));
   if (shape.next_hop) {
-    auto nh = allocate_matrix(MatrixDesc{DType::kI32, 1, shape.n, shape.n});
-    if (!nh.ok()) return nh.status();
-    out.next_hop = *std::move(nh);
+    GC_ASSIGN_OR_RETURN(out.next_hop,
+                        allocate_matrix(MatrixDesc{DType::kI32, 1, shape.n, shape.n}));
   }
-  auto info = timed(ctx, [&] {
+  const auto run = [&] {
     return kernels::cpu::apsp(weights.bytes(), out.distances.mutable_bytes(),
                               out.next_hop ? out.next_hop->as_mutable<std::int32_t>() : nullptr,
                               shape, ctx.stop_token());
-  });
-  if (!info.ok()) return info.status();
-  out.info = *info;
+  };
+  GC_ASSIGN_OR_RETURN(out.info, timed(ctx, run));
   return out;
 }
 

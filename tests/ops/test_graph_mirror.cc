@@ -21,24 +21,7 @@ namespace {
 
 using testing::expect_mirror_matches;
 using testing::RandomEdits;
-
-/// A write-ahead log stand-in that may refuse the next change.
-class RefusingJournal : public GraphJournal {
- public:
-  absl::Status on_create(const GraphSnapshot&) override { return take(); }
-  absl::Status on_apply(const std::string&, std::span<const Edit>, const ApplyResult&) override {
-    return take();
-  }
-  absl::Status on_remove(const std::string&) override { return take(); }
-  bool refuse_next = false;
-
- private:
-  absl::Status take() {
-    if (!refuse_next) return absl::OkStatus();
-    refuse_next = false;
-    return absl::DataLossError("disk full");
-  }
-};
+using testing::RefusingJournal;
 
 // ---- the mirror with host copies ----------------------------------------------------------
 
