@@ -64,7 +64,9 @@ const char* job_state_name(JobState state) {
       state, {"QUEUED", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED"});
 }
 
-struct JobManager::Job {
+/// What a job is, apart from how its records are ordered: copyable, so that a record can be
+/// made of the job as it is about to become.
+struct JobManager::JobFields {
   std::string id;
   std::string tenant;
   std::string key;
@@ -84,7 +86,10 @@ struct JobManager::Job {
   std::shared_ptr<const std::string> restored_result;  ///< a SUCCEEDED job from before a restart
   bool stopped = false;    ///< cancelled by the drain: its record stays as it was
   bool forgotten = false;  ///< expired or never accepted: no more records
-  std::mutex journal_mu;   ///< orders its record's writes (taken before mu_)
+};
+
+struct JobManager::Job : JobFields {
+  std::mutex journal_mu;  ///< orders its record's writes (taken before mu_)
 };
 
 // ---- JobWatch ------------------------------------------------------------------------------
@@ -263,7 +268,7 @@ void JobManager::forget_locked(const JobPtr& job) {
   report_counts();
 }
 
-JobRecord JobManager::record_locked(const Job& job) const {
+JobRecord JobManager::record_locked(const JobFields& job) const {
   JobRecord r;
   for_shared_fields(job, r, kToOther);
   r.tenant = job.tenant;
@@ -274,21 +279,49 @@ JobRecord JobManager::record_locked(const Job& job) const {
   return r;
 }
 
+/// How a job that ran ended: the fields finish() publishes.
+struct JobManager::Outcome {
+  JobState state = JobState::kFailed;
+  absl::Status status;
+  std::shared_ptr<const OpResult> result;
+  absl::Time finished;
+};
+
+namespace {
+
+// Gives a job (or a copy of one) its outcome.
+template <typename JobFields, typename Outcome>
+void apply_outcome(JobFields& job, const Outcome& outcome) {
+  job.state = outcome.state;
+  job.status = outcome.status;
+  job.result = outcome.result;
+  job.finished = outcome.finished;
+}
+
+}  // namespace
+
 absl::Status JobManager::journal_save(const JobPtr& job) {
-  JobJournal* journal = options_.journal;
-  if (journal == nullptr) return absl::OkStatus();
+  if (options_.journal == nullptr) return absl::OkStatus();
   // Held from the snapshot through the write: the last write holds the latest state.
   std::lock_guard order(job->journal_mu);
+  return journal_save_ordered(job, nullptr);
+}
+
+absl::Status JobManager::journal_save_ordered(const JobPtr& job, const Outcome* outcome) {
+  JobJournal* journal = options_.journal;
+  if (journal == nullptr) return absl::OkStatus();
   JobRecord record;
   std::optional<JobView> succeeded;
   {
     std::lock_guard lock(mu_);
-    if (job->forgotten || (job->stopped && job->state != JobState::kSucceeded)) {
+    JobFields fields = *job;
+    if (outcome != nullptr) apply_outcome(fields, *outcome);
+    if (fields.forgotten || (fields.stopped && fields.state != JobState::kSucceeded)) {
       return absl::OkStatus();
     }
-    record = record_locked(*job);
-    if (job->state == JobState::kSucceeded && job->result) {
-      succeeded = view_locked(*job, absl::Now(), true);
+    record = record_locked(fields);
+    if (fields.state == JobState::kSucceeded && fields.result) {
+      succeeded = view_locked(fields, absl::Now(), true);
     }
   }
   if (succeeded) record.result = journal->encode_result(*succeeded);
@@ -380,38 +413,46 @@ void JobManager::restore(std::vector<RestoredJob> jobs) {
 }
 
 void JobManager::finish(const JobPtr& job, absl::StatusOr<OpResult> result) {
-  const absl::Time now = absl::Now();
-  bool now_final = false;
+  Outcome outcome;
+  outcome.finished = absl::Now();
+  bool ran_to_end = false;
   {
     std::lock_guard lock(mu_);
-    if (!is_final(job->state)) {
-      now_final = true;
-      --counts_[job->state];
-      if (result.ok()) {
-        job->state = JobState::kSucceeded;
-        job->result = std::make_shared<const OpResult>(*std::move(result));
-        job->ctx->steps.done.store(job->ctx->steps.total.load());
-      } else {
-        job->state = job->cancel_requested && absl::IsCancelled(result.status())
-                         ? JobState::kCancelled
-                         : JobState::kFailed;
-        job->status = result.status();
-      }
-      ++counts_[job->state];
-      job->finished = now;
-      expiry_.emplace(now + job->ttl, job->id);
-      report_counts();
+    ran_to_end = !is_final(job->state);
+    if (result.ok()) {
+      outcome.state = JobState::kSucceeded;
+      outcome.result = std::make_shared<const OpResult>(*std::move(result));
+    } else {
+      outcome.state = job->cancel_requested && absl::IsCancelled(result.status())
+                          ? JobState::kCancelled
+                          : JobState::kFailed;
+      outcome.status = result.status();
     }
   }
-  // Before the engine lets go of the job (the destructor waits for that).
-  if (now_final) {
-    if (absl::Status saved = journal_save(job); !saved.ok()) log_journal_error(saved);
+  if (ran_to_end) {
+    // Recorded before anyone can see the final state, so a client never sees an outcome that
+    // a restart could lose; journal_mu keeps any later record (a cancel) after this one.
+    std::lock_guard order(job->journal_mu);
+    if (absl::Status saved = journal_save_ordered(job, &outcome); !saved.ok()) {
+      log_journal_error(saved);
+    }
+    std::lock_guard lock(mu_);
+    if (!is_final(job->state)) {  // a queued job refused by the engine may be cancelled meanwhile
+      --counts_[job->state];
+      apply_outcome(*job, outcome);
+      if (outcome.state == JobState::kSucceeded) {
+        job->ctx->steps.done.store(job->ctx->steps.total.load());
+      }
+      ++counts_[job->state];
+      expiry_.emplace(outcome.finished + job->ttl, job->id);
+      report_counts();
+    }
   }
   {
     std::lock_guard lock(mu_);
     if (job->started != absl::InfinitePast() && options_.on_finished) {
       options_.on_finished(job->method, job->ctx->times.queue_seconds,
-                           absl::ToDoubleSeconds(now - job->started));
+                           absl::ToDoubleSeconds(outcome.finished - job->started));
     }
     if (--active_per_tenant_[job->tenant] == 0) active_per_tenant_.erase(job->tenant);
     --active_;
@@ -430,7 +471,7 @@ JobManager::JobPtr JobManager::find_locked(const Caller& caller, const std::stri
   return it->second;
 }
 
-JobView JobManager::view_locked(const Job& job, absl::Time now, bool with_result) const {
+JobView JobManager::view_locked(const JobFields& job, absl::Time now, bool with_result) const {
   JobView v;
   for_shared_fields(job, v, kToOther);
   if (is_final(job.state)) v.expires = job.finished + job.ttl;

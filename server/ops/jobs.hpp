@@ -205,6 +205,7 @@ class JobManager {
   void restore(std::vector<RestoredJob> jobs);
 
  private:
+  struct JobFields;
   struct Job;
   using JobPtr = std::shared_ptr<Job>;
 
@@ -212,17 +213,21 @@ class JobManager {
                                        const JobRecord* restored);
   /// Removes a job that was never accepted from the tables (under the lock).
   void forget_locked(const JobPtr& job);
-  JobRecord record_locked(const Job& job) const;
+  JobRecord record_locked(const JobFields& job) const;
   /// Brings the job's record up to date (no-op without a journal, after expiry, or for a job
   /// stopped by the drain unless it succeeded).
   absl::Status journal_save(const JobPtr& job);
+  struct Outcome;
+  /// journal_save with job->journal_mu held by the caller; with `outcome`, the record is the
+  /// job as it will be once the outcome is published (finish writes it before publishing).
+  absl::Status journal_save_ordered(const JobPtr& job, const Outcome* outcome);
   void journal_erase(const JobPtr& job);
   /// Erases the records of expired jobs (the ticker, outside the lock).
   void erase_expired_records();
   void cancel_every(bool shutdown);
 
   JobPtr find_locked(const Caller& caller, const std::string& id, absl::Time now);
-  JobView view_locked(const Job& job, absl::Time now, bool with_result) const;
+  JobView view_locked(const JobFields& job, absl::Time now, bool with_result) const;
   void finish(const JobPtr& job, absl::StatusOr<OpResult> result);
   void cancel_locked(Job& job, absl::Time now);
   /// Drops finished jobs whose TTL has passed.
