@@ -43,8 +43,7 @@ absl::StatusOr<ApspOutput> apsp_on_host(const Matrix& weights, const kernels::Ap
 absl::StatusOr<EighOutput> eigh_on_host(const Matrix& a, const kernels::EighShape& shape,
                                         JobContext& ctx);
 
-/// SVD with LAPACK on host bytes (`a` must be on the host). The CPU backend's svd; the CUDA
-/// backend's for SvdMethod::kPolar, which has no GPU implementation yet.
+/// SVD with LAPACK on host bytes (`a` must be on the host): the CPU backend's svd.
 absl::StatusOr<SvdOutput> svd_on_host(const Matrix& a, const kernels::SvdShape& shape,
                                       JobContext& ctx);
 

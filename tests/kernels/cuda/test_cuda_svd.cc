@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// cuda::svd_jacobi against LAPACK's dgesvd (double precision) on fresh random inputs, plus the
-// residual |A - U S Vt| / |A| and the orthogonality of U and Vt, computed on the host in double.
+// cuda::svd_jacobi and cuda::svd_polar against LAPACK's dgesvd (double precision) on fresh
+// random inputs, plus the residual |A - U S Vt| / |A| and the orthogonality of U and Vt, computed
+// on the host in double.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -256,7 +257,14 @@ class CudaSvdTest : public testing::DeviceTest {
     DeviceBuffer da = device_.buffer(ha.size() * el), ds = device_.buffer(batch * p * el),
                  du = device_.buffer(batch * m * ucols * el),
                  dvt = device_.buffer(batch * vtrows * n * el);
-    const std::size_t ws_bytes = cuda::svd_workspace_bytes(shape, tuning_);
+    shape.method = method_;
+    const bool polar = method_ == SvdMethod::kPolar;
+    std::size_t ws_bytes = cuda::svd_workspace_bytes(shape, tuning_);
+    if (polar) {
+      absl::StatusOr<std::size_t> need = cuda::svd_polar_workspace_bytes(ctx_, shape);
+      ASSERT_TRUE(need.ok()) << need.status();
+      ws_bytes = *need;
+    }
     DeviceBuffer ws = device_.buffer(ws_bytes);
     ASSERT_EQ(ws.size(), ws_bytes);
     ASSERT_EQ(dvt.size(), static_cast<std::size_t>(batch * vtrows * n) * el);
@@ -266,9 +274,12 @@ class CudaSvdTest : public testing::DeviceTest {
     ASSERT_CUDA(cudaMemset(du.data(), 0xFF, batch * m * ucols * el));
     ASSERT_CUDA(cudaMemset(dvt.data(), 0xFF, batch * vtrows * n * el));
     ASSERT_CUDA(cudaMemset(ws.data(), 0xFF, ws_bytes));
-    absl::StatusOr<SvdInfo> info = cuda::svd_jacobi(
-        ctx_, da.data(), ds.data(), shape.compute_uv ? du.data() : nullptr,
-        shape.compute_uv ? dvt.data() : nullptr, shape, ws.data(), ws_bytes, {}, tuning_);
+    void* const u = shape.compute_uv ? du.data() : nullptr;
+    void* const vt = shape.compute_uv ? dvt.data() : nullptr;
+    absl::StatusOr<SvdInfo> info =
+        polar ? cuda::svd_polar(ctx_, da.data(), ds.data(), u, vt, shape, ws.data(), ws_bytes)
+              : cuda::svd_jacobi(ctx_, da.data(), ds.data(), u, vt, shape, ws.data(), ws_bytes, {},
+                                 tuning_);
     ASSERT_TRUE(info.ok()) << info.status();
     if (info_out != nullptr) *info_out = *info;
     if (shape.max_sweeps == 0) {
@@ -366,6 +377,7 @@ class CudaSvdTest : public testing::DeviceTest {
   }
 
   SvdTuning tuning_;
+  SvdMethod method_ = SvdMethod::kJacobi;
 };
 
 struct Dims {
@@ -683,6 +695,126 @@ TEST_F(CudaSvdTest, CancelledAndInvalid) {
   r = cuda::svd_jacobi(no_blas, da.data(), ds.data(), du.data(), dvt.data(), shape, ws.data(),
                        ws_bytes);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+// ---- svd_polar (QDWH + syevd) ------------------------------------------------------------
+
+TEST_F(CudaSvdTest, PolarRaggedShapes) {
+  GC_REQUIRE_GPU();
+  method_ = SvdMethod::kPolar;
+  all_shapes<float>(this);
+  all_shapes<double>(this);
+}
+
+TEST_F(CudaSvdTest, PolarIllConditionedRankDeficientAndZero) {
+  GC_REQUIRE_GPU();
+  method_ = SvdMethod::kPolar;
+  shape_case<double>(Kind::kIllConditioned, 1, 50, 40, true, true);
+  shape_case<double>(Kind::kIllConditioned, 1, 90, 140, true, false);
+  shape_case<float>(Kind::kIllConditioned, 1, 120, 120, true, false);
+  shape_case<float>(Kind::kRankDeficient, 1, 60, 40, true, true, 10);
+  shape_case<double>(Kind::kRankDeficient, 1, 100, 150, true, true, 20);
+  shape_case<double>(Kind::kRankDeficient, 1, 130, 130, true, false, 7);
+  for (const Kind kind : {Kind::kZero, Kind::kZeroColumn, Kind::kOnes, Kind::kIntegerRankOne,
+                          Kind::kIntegerRankTwo, Kind::kRepeatedRow}) {
+    SCOPED_TRACE(kind_name(kind));
+    shape_case<float>(kind, 1, 40, 30, true, true);
+    shape_case<double>(kind, 1, 100, 150, true, true);
+    shape_case<double>(kind, 1, 90, 90, true, false);
+  }
+}
+
+TEST_F(CudaSvdTest, PolarBatchMixesKinds) {
+  GC_REQUIRE_GPU();
+  method_ = SvdMethod::kPolar;
+  const std::vector<Kind> kinds = {Kind::kGaussian, Kind::kZero, Kind::kIntegerRankOne,
+                                   Kind::kIllConditioned};
+  shape_case<double>(kinds, 8, 33, 20, true, true, 1);
+  shape_case<float>(kinds, 8, 20, 33, true, false, 1);
+  shape_case<double>(kinds, 8, 48, 48, false, false, 1);
+}
+
+TEST_F(CudaSvdTest, PolarIsCorrectWhereGesvdpIsNot) {
+  GC_REQUIRE_GPU();
+  // Issue 17: cusolverDnSgesvdp returned singular values off by 30x with info = 0 on square
+  // Gaussian f32 matrices from n = 2048 on. Ours must meet the same bounds there.
+  method_ = SvdMethod::kPolar;
+  shape_case<float>(Kind::kGaussian, 1, 2048, 2048, true, false);
+  shape_case<double>(Kind::kGaussian, 1, 1024, 1024, true, false);
+}
+
+TEST_F(CudaSvdTest, PolarCancelledEmptyAndInvalid) {
+  GC_REQUIRE_GPU();
+  SvdShape shape{.m = 80, .n = 70, .dtype = DType::kF32, .method = SvdMethod::kPolar};
+  absl::StatusOr<std::size_t> need = cuda::svd_polar_workspace_bytes(ctx_, shape);
+  ASSERT_TRUE(need.ok()) << need.status();
+  DeviceBuffer da = device_.buffer(80 * 70 * 4), ds = device_.buffer(70 * 4),
+               du = device_.buffer(80 * 70 * 4), dvt = device_.buffer(70 * 70 * 4),
+               ws = device_.buffer(*need);
+  std::vector<float> ha(80 * 70, 1.0f);
+  ASSERT_CUDA(cudaMemcpy(da.data(), ha.data(), ha.size() * 4, cudaMemcpyHostToDevice));
+  std::atomic<bool> flag{true};
+  absl::StatusOr<SvdInfo> r = cuda::svd_polar(ctx_, da.data(), ds.data(), du.data(), dvt.data(),
+                                              shape, ws.data(), *need, StopToken(&flag));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kCancelled) << r.status();
+  r = cuda::svd_polar(ctx_, da.data(), ds.data(), du.data(), dvt.data(), shape, ws.data(),
+                      *need - 1);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
+  SvdShape bad = shape;
+  bad.dtype = DType::kF16;
+  r = cuda::svd_polar(ctx_, da.data(), ds.data(), du.data(), dvt.data(), bad, ws.data(), *need);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
+  cuda::Context no_solver = ctx_;
+  no_solver.cusolver = nullptr;
+  EXPECT_EQ(cuda::svd_polar_workspace_bytes(no_solver, shape).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  r = cuda::svd_polar(no_solver, da.data(), ds.data(), du.data(), dvt.data(), shape, ws.data(),
+                      *need);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition) << r.status();
+
+  // An empty side: a full U is the identity, as from the Jacobi driver.
+  SvdShape empty{
+      .m = 4, .n = 0, .dtype = DType::kF64, .full_matrices = true, .method = SvdMethod::kPolar};
+  need = cuda::svd_polar_workspace_bytes(ctx_, empty);
+  ASSERT_TRUE(need.ok()) << need.status();
+  EXPECT_EQ(*need, 0u);
+  DeviceBuffer du4 = device_.buffer(16 * 8);
+  ASSERT_CUDA(cudaMemset(du4.data(), 0xFF, 16 * 8));
+  r = cuda::svd_polar(ctx_, nullptr, nullptr, du4.data(), nullptr, empty, nullptr, 0);
+  ASSERT_TRUE(r.ok()) << r.status();
+  std::vector<double> h(16);
+  ASSERT_CUDA(cudaMemcpy(h.data(), du4.data(), 16 * 8, cudaMemcpyDeviceToHost));
+  for (int i = 0; i < 4; ++i) {
+    for (int j = 0; j < 4; ++j) EXPECT_EQ(h[i * 4 + j], i == j ? 1.0 : 0.0);
+  }
+}
+
+TEST_F(CudaSvdTest, PolarCancelStopsBetweenIterations) {
+  GC_REQUIRE_GPU();
+  // 4096^2 f64: an iteration takes tens of ms, the whole solve several hundred.
+  SvdShape shape{.m = 4096, .n = 4096, .dtype = DType::kF64, .method = SvdMethod::kPolar};
+  absl::StatusOr<std::size_t> need = cuda::svd_polar_workspace_bytes(ctx_, shape);
+  ASSERT_TRUE(need.ok()) << need.status();
+  const std::size_t elems = 4096 * 4096;
+  std::vector<double> ha(elems);
+  std::mt19937_64 rng(fresh_seed());
+  std::normal_distribution<double> nd;
+  for (double& x : ha) x = nd(rng);
+  DeviceBuffer da = device_.buffer(elems * 8), ds = device_.buffer(4096 * 8),
+               du = device_.buffer(elems * 8), dvt = device_.buffer(elems * 8),
+               ws = device_.buffer(*need);
+  ASSERT_CUDA(cudaMemcpy(da.data(), ha.data(), elems * 8, cudaMemcpyHostToDevice));
+  std::atomic<bool> flag{false};
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    flag.store(true);
+  });
+  const absl::StatusOr<SvdInfo> r = cuda::svd_polar(
+      ctx_, da.data(), ds.data(), du.data(), dvt.data(), shape, ws.data(), *need, StopToken(&flag));
+  canceller.join();
+  EXPECT_EQ(cudaStreamQuery(ctx_.stream), cudaSuccess) << "work left on the stream";
+  ASSERT_EQ(r.status().code(), absl::StatusCode::kCancelled) << r.status();
+  EXPECT_NE(r.status().message().find("QDWH iterations"), std::string::npos) << r.status();
 }
 
 }  // namespace

@@ -12,8 +12,9 @@ namespace gcompute::kernels {
 
 /// How the SVD is computed. Every method returns the same outputs (see SvdShape).
 enum class SvdMethod : std::uint8_t {
-  /// The fastest method of the backend (CPU: LAPACK ?gesdd, divide and conquer). Singular values
-  /// are accurate to about eps * sigma_1, so small ones may lose relative accuracy.
+  /// The fastest method of the backend (CPU: LAPACK ?gesdd, divide and conquer; CUDA: kPolar
+  /// where min(m, n) > 64, else the batched one-sided Jacobi). Singular values are accurate to
+  /// about eps * sigma_1, so small ones may lose relative accuracy.
   kAuto,
   /// One-sided Jacobi (CPU: LAPACK ?gejsv, preconditioned by QR with full pivoting). Small
   /// singular values keep high relative accuracy when A = D1 * B * D2 with diagonal D1, D2 and

@@ -25,4 +25,20 @@ absl::StatusOr<SvdInfo> svd_jacobi(const Context& ctx, const void* a, void* s, v
                                    std::size_t workspace_bytes, StopToken stop = {},
                                    const SvdTuning& tuning = {});
 
+/// Device scratch memory svd_polar needs for this shape (0 for an empty one); asks cuSOLVER,
+/// so it needs ctx.cusolver (FAILED_PRECONDITION without) and returns its errors.
+absl::StatusOr<std::size_t> svd_polar_workspace_bytes(const Context& ctx, const SvdShape& shape);
+
+/// SVD through the polar decomposition on the GPU (SvdMethod::kPolar): QDWH from cuSOLVER and
+/// cuBLAS calls, then cuSOLVER's syevd on H; same outputs and contract as cpu::svd's kPolar.
+/// Device pointers as svd_jacobi; `a` is not modified; nothing is allocated on the device.
+/// Needs ctx.cublas and ctx.cusolver (bound to ctx.stream; left in host pointer mode and the
+/// default math mode). Synchronises ctx.stream once per QDWH iteration, where it polls `stop`
+/// (CANCELLED), and has finished when it returns. info.sweeps counts QDWH iterations.
+/// INVALID_ARGUMENT for an invalid shape, m or n above 2^30, or a workspace smaller than
+/// svd_polar_workspace_bytes(ctx, shape).
+absl::StatusOr<SvdInfo> svd_polar(const Context& ctx, const void* a, void* s, void* u, void* vt,
+                                  const SvdShape& shape, void* workspace,
+                                  std::size_t workspace_bytes, StopToken stop = {});
+
 }  // namespace gcompute::kernels::cuda

@@ -1,0 +1,339 @@
+// SPDX-License-Identifier: Apache-2.0
+// Every GPU SVD method against every cuSOLVER SVD in one run, on the same square N(0, 1)
+// matrices with vectors: ours (polar: QDWH + syevd; jacobi: one-sided Jacobi) and cuSOLVER's
+// gesvdp (polar + syevd), gesvdj (Jacobi) and gesvd (QR bidiagonalisation), f32 and f64. Each
+// row has the time (CUDA-event median after a warm-up; one timed call from n = 2048 on), the
+// iterations or sweeps where the routine reports them, and the accuracy of what it returned,
+// measured on the GPU in the element precision: residual |A - U S V^T|_F / |A|_F and
+// orthogonality |U^T U - I|_F, |V^T V - I|_F, against the bound 50 n eps of the contract.
+// Prints a table and writes CSV to $OUT/svd_methods.csv (or argv[1]).
+//
+// usage: bench_svd_methods [csv_path] [max_n] [sections]
+//   sections: "f32" / "f64" restrict the types; "nogesvd" skips gesvd (the slowest).
+#include <cuda_runtime_api.h>
+#include <cusolverDn.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "bench_device.hpp"
+#include "exit_on_error.hpp"
+#include "gcompute/kernels/cuda/svd.hpp"
+
+namespace {
+
+using gcompute::bench::BenchDevice;
+using gcompute::bench::check_ok;
+using gcompute::kernels::DType;
+using gcompute::kernels::SvdInfo;
+using gcompute::kernels::SvdMethod;
+using gcompute::kernels::SvdShape;
+namespace gk = gcompute::kernels::cuda;
+
+#define CHECK_LIB(call)                                                                      \
+  do {                                                                                       \
+    const int e_ = static_cast<int>(call);                                                   \
+    if (e_ != 0) {                                                                           \
+      std::fprintf(stderr, "%s failed: status %d (%s:%d)\n", #call, e_, __FILE__, __LINE__); \
+      std::exit(1);                                                                          \
+    }                                                                                        \
+  } while (0)
+
+struct Env {
+  BenchDevice device{gk::ResourcesOptions{.non_blocking = false, .priority_stream = false}};
+  gk::Context ctx = device.context();
+  cudaStream_t stream = ctx.stream.value();
+  cusolverDnParams_t params = nullptr;
+  Env() { CHECK_LIB(cusolverDnCreateParams(&params)); }
+  ~Env() { cusolverDnDestroyParams(params); }
+};
+
+template <typename T>
+constexpr cudaDataType_t data_type() {
+  return sizeof(T) == 4 ? CUDA_R_32F : CUDA_R_64F;
+}
+
+/// Median of `reps` timings of f() in ms (after one warm-up call unless reps == 1).
+double time_ms(const Env& env, int reps, const std::function<void()>& f) {
+  if (reps > 1) f();
+  CHECK_CUDA(cudaStreamSynchronize(env.stream));
+  const gk::Event a = gcompute::bench::timing_event();
+  const gk::Event b = gcompute::bench::timing_event();
+  std::vector<double> t;
+  for (int r = 0; r < reps; ++r) {
+    CHECK_CUDA(cudaEventRecord(a.value(), env.stream));
+    f();
+    CHECK_CUDA(cudaEventRecord(b.value(), env.stream));
+    CHECK_CUDA(cudaEventSynchronize(b.value()));
+    t.push_back(check_ok(gk::elapsed_ms(a, b), "cudaEventElapsedTime"));
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+struct Row {
+  std::string method, dtype;
+  int n;
+  double ms, iterations, residual, orth_u, orth_v, bound;
+};
+
+/// Column-major n x n factors of one result: A = U diag(S) V^T.
+template <typename T>
+struct Factors {
+  const T* u;
+  const T* s;
+  const T* v;
+};
+
+template <typename T>
+class Accuracy {
+ public:
+  Accuracy(const Env& env, int n)
+      : env_(env), n_(n), w_(env.device.array<T>(nn())), r_(env.device.array<T>(nn())) {}
+
+  /// |A - U S V^T|_F / |A|_F with A the column-major n x n matrix a.
+  double residual(const T* a, const Factors<T>& f) {
+    cublasHandle_t h = env_.ctx.cublas;
+    const T one = 1, minus_one = -1;
+    CHECK_LIB(dgmm(h, f.u, f.s, w_.data()));
+    CHECK_CUDA(
+        cudaMemcpyAsync(r_.data(), a, nn() * sizeof(T), cudaMemcpyDeviceToDevice, env_.stream));
+    CHECK_LIB(gemm(h, CUBLAS_OP_N, CUBLAS_OP_T, minus_one, w_.data(), f.v, one, r_.data()));
+    return nrm2(h, r_.data()) / nrm2(h, a);
+  }
+
+  /// |Q^T Q - I|_F.
+  double orthogonality(const T* q) {
+    cublasHandle_t h = env_.ctx.cublas;
+    std::vector<T> identity(nn(), T(0));
+    for (int i = 0; i < n_; ++i) identity[static_cast<std::size_t>(i) * n_ + i] = T(1);
+    CHECK_CUDA(cudaMemcpy(r_.data(), identity.data(), nn() * sizeof(T), cudaMemcpyHostToDevice));
+    const T one = 1, minus_one = -1;
+    CHECK_LIB(gemm(h, CUBLAS_OP_T, CUBLAS_OP_N, one, q, q, minus_one, r_.data()));
+    return nrm2(h, r_.data());
+  }
+
+ private:
+  std::size_t nn() const { return static_cast<std::size_t>(n_) * n_; }
+  cublasStatus_t dgmm(cublasHandle_t h, const T* u, const T* s, T* out) const {
+    if constexpr (sizeof(T) == 4) {
+      return cublasSdgmm(h, CUBLAS_SIDE_RIGHT, n_, n_, u, n_, s, 1, out, n_);
+    } else {
+      return cublasDdgmm(h, CUBLAS_SIDE_RIGHT, n_, n_, u, n_, s, 1, out, n_);
+    }
+  }
+  cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, T alpha,
+                      const T* a, const T* b, T beta, T* c) const {
+    if constexpr (sizeof(T) == 4) {
+      return cublasSgemm(h, ta, tb, n_, n_, n_, &alpha, a, n_, b, n_, &beta, c, n_);
+    } else {
+      return cublasDgemm(h, ta, tb, n_, n_, n_, &alpha, a, n_, b, n_, &beta, c, n_);
+    }
+  }
+  double nrm2(cublasHandle_t h, const T* x) const {
+    T out = 0;
+    if constexpr (sizeof(T) == 4) {
+      CHECK_LIB(cublasSnrm2(h, static_cast<int>(nn()), x, 1, &out));
+    } else {
+      CHECK_LIB(cublasDnrm2(h, static_cast<int>(nn()), x, 1, &out));
+    }
+    return static_cast<double>(out);
+  }
+
+  const Env& env_;
+  int n_;
+  gk::DeviceArray<T> w_, r_;
+};
+
+template <typename T>
+void run_size(const Env& env, int n, std::mt19937_64& rng, bool with_gesvd,
+              std::vector<Row>& rows) {
+  const std::size_t nn = static_cast<std::size_t>(n) * n;
+  const char* dtype = sizeof(T) == 4 ? "f32" : "f64";
+  const double bound = 50.0 * n * std::numeric_limits<T>::epsilon();
+  std::vector<T> h(nn);
+  std::normal_distribution<double> nd;
+  for (T& x : h) x = static_cast<T>(nd(rng));
+  gk::DeviceArray<T> a = env.device.array<T>(nn), work_a = env.device.array<T>(nn),
+                     s = env.device.array<T>(n), u = env.device.array<T>(nn),
+                     v = env.device.array<T>(nn), vt = env.device.array<T>(nn);
+  gk::DeviceArray<int> info = env.device.array<int>(1);
+  CHECK_CUDA(cudaMemcpy(a.data(), h.data(), nn * sizeof(T), cudaMemcpyHostToDevice));
+  const int reps = n >= 2048 ? 1 : 3;
+  Accuracy<T> acc(env, n);
+  auto add = [&](const char* method, double ms, double iterations, const Factors<T>& f) {
+    rows.push_back(Row{method, dtype, n, ms, iterations, acc.residual(a.data(), f),
+                       acc.orthogonality(f.u), acc.orthogonality(f.v), bound});
+    std::fprintf(stderr, "done %s %s %d\n", method, dtype, n);
+  };
+
+  // Ours. The row-major buffer is the column-major A^T = V S U^T: the factors swap roles.
+  SvdShape shape{.m = n, .n = n, .dtype = sizeof(T) == 4 ? DType::kF32 : DType::kF64};
+  for (const SvdMethod method : {SvdMethod::kPolar, SvdMethod::kJacobi}) {
+    shape.method = method;
+    const bool polar = method == SvdMethod::kPolar;
+    const std::size_t wsb = polar ? check_ok(gk::svd_polar_workspace_bytes(env.ctx, shape), "ws")
+                                  : gk::svd_workspace_bytes(shape);
+    gk::DeviceBuffer ws = env.device.buffer(wsb);
+    SvdInfo result;
+    const double ms = time_ms(env, reps, [&] {
+      result = check_ok(polar ? gk::svd_polar(env.ctx, a.data(), s.data(), u.data(), vt.data(),
+                                              shape, ws.data(), wsb)
+                              : gk::svd_jacobi(env.ctx, a.data(), s.data(), u.data(), vt.data(),
+                                               shape, ws.data(), wsb),
+                        "ours");
+    });
+    // u holds U^T column-major: its transpose into v is the V of A^T = V S U^T.
+    const T one = 1, zero = 0;
+    if constexpr (sizeof(T) == 4) {
+      CHECK_LIB(cublasSgeam(env.ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, n, n, &one, u.data(), n,
+                            &zero, v.data(), n, v.data(), n));
+    } else {
+      CHECK_LIB(cublasDgeam(env.ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, n, n, &one, u.data(), n,
+                            &zero, v.data(), n, v.data(), n));
+    }
+    add(polar ? "ours polar" : "ours jacobi", ms, result.sweeps,
+        Factors<T>{vt.data(), s.data(), v.data()});
+  }
+
+  // cuSOLVER gesvdp: A is overwritten, so each call starts from a copy (included in the time,
+  // as for every cuSOLVER row: a D2D copy of n^2 elements).
+  {
+    std::size_t dev_bytes = 0, host_bytes = 0;
+    const cudaDataType_t t = data_type<T>();
+    CHECK_LIB(cusolverDnXgesvdp_bufferSize(env.ctx.cusolver, env.params, CUSOLVER_EIG_MODE_VECTOR,
+                                           0, n, n, t, work_a.data(), n, t, s.data(), t, u.data(),
+                                           n, t, v.data(), n, t, &dev_bytes, &host_bytes));
+    gk::DeviceBuffer dev = env.device.buffer(std::max<std::size_t>(dev_bytes, 1));
+    std::vector<char> host(std::max<std::size_t>(host_bytes, 1));
+    double err_sigma = 0;
+    const double ms = time_ms(env, reps, [&] {
+      CHECK_CUDA(cudaMemcpyAsync(work_a.data(), a.data(), nn * sizeof(T), cudaMemcpyDeviceToDevice,
+                                 env.stream));
+      CHECK_LIB(cusolverDnXgesvdp(env.ctx.cusolver, env.params, CUSOLVER_EIG_MODE_VECTOR, 0, n, n,
+                                  t, work_a.data(), n, t, s.data(), t, u.data(), n, t, v.data(), n,
+                                  t, dev.data(), dev_bytes, host.data(), host_bytes, info.data(),
+                                  &err_sigma));
+    });
+    add("cusolver gesvdp", ms, NAN, Factors<T>{u.data(), s.data(), v.data()});
+  }
+
+  // cuSOLVER gesvdj (default tolerance and sweeps).
+  {
+    gesvdjInfo_t params;
+    CHECK_LIB(cusolverDnCreateGesvdjInfo(&params));
+    int lwork = 0;
+    if constexpr (sizeof(T) == 4) {
+      CHECK_LIB(cusolverDnSgesvdj_bufferSize(env.ctx.cusolver, CUSOLVER_EIG_MODE_VECTOR, 0, n, n,
+                                             work_a.data(), n, s.data(), u.data(), n, v.data(), n,
+                                             &lwork, params));
+    } else {
+      CHECK_LIB(cusolverDnDgesvdj_bufferSize(env.ctx.cusolver, CUSOLVER_EIG_MODE_VECTOR, 0, n, n,
+                                             work_a.data(), n, s.data(), u.data(), n, v.data(), n,
+                                             &lwork, params));
+    }
+    gk::DeviceArray<T> work = env.device.array<T>(static_cast<std::size_t>(std::max(lwork, 1)));
+    const double ms = time_ms(env, reps, [&] {
+      CHECK_CUDA(cudaMemcpyAsync(work_a.data(), a.data(), nn * sizeof(T), cudaMemcpyDeviceToDevice,
+                                 env.stream));
+      if constexpr (sizeof(T) == 4) {
+        CHECK_LIB(cusolverDnSgesvdj(env.ctx.cusolver, CUSOLVER_EIG_MODE_VECTOR, 0, n, n,
+                                    work_a.data(), n, s.data(), u.data(), n, v.data(), n,
+                                    work.data(), lwork, info.data(), params));
+      } else {
+        CHECK_LIB(cusolverDnDgesvdj(env.ctx.cusolver, CUSOLVER_EIG_MODE_VECTOR, 0, n, n,
+                                    work_a.data(), n, s.data(), u.data(), n, v.data(), n,
+                                    work.data(), lwork, info.data(), params));
+      }
+    });
+    int sweeps = 0;
+    CHECK_LIB(cusolverDnXgesvdjGetSweeps(env.ctx.cusolver, params, &sweeps));
+    CHECK_LIB(cusolverDnDestroyGesvdjInfo(params));
+    add("cusolver gesvdj", ms, sweeps, Factors<T>{u.data(), s.data(), v.data()});
+  }
+
+  // cuSOLVER gesvd (returns V^T: transposed into v for the checks, outside the timing).
+  if (with_gesvd) {
+    std::size_t dev_bytes = 0, host_bytes = 0;
+    const cudaDataType_t t = data_type<T>();
+    CHECK_LIB(cusolverDnXgesvd_bufferSize(env.ctx.cusolver, env.params, 'A', 'A', n, n, t,
+                                          work_a.data(), n, t, s.data(), t, u.data(), n, t,
+                                          vt.data(), n, t, &dev_bytes, &host_bytes));
+    gk::DeviceBuffer dev = env.device.buffer(std::max<std::size_t>(dev_bytes, 1));
+    std::vector<char> host(std::max<std::size_t>(host_bytes, 1));
+    const double ms = time_ms(env, reps, [&] {
+      CHECK_CUDA(cudaMemcpyAsync(work_a.data(), a.data(), nn * sizeof(T), cudaMemcpyDeviceToDevice,
+                                 env.stream));
+      CHECK_LIB(cusolverDnXgesvd(env.ctx.cusolver, env.params, 'A', 'A', n, n, t, work_a.data(), n,
+                                 t, s.data(), t, u.data(), n, t, vt.data(), n, t, dev.data(),
+                                 dev_bytes, host.data(), host_bytes, info.data()));
+    });
+    const T one = 1, zero = 0;
+    if constexpr (sizeof(T) == 4) {
+      CHECK_LIB(cublasSgeam(env.ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, n, n, &one, vt.data(), n,
+                            &zero, v.data(), n, v.data(), n));
+    } else {
+      CHECK_LIB(cublasDgeam(env.ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, n, n, &one, vt.data(), n,
+                            &zero, v.data(), n, v.data(), n));
+    }
+    add("cusolver gesvd", ms, NAN, Factors<T>{u.data(), s.data(), v.data()});
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string csv = argc > 1 ? argv[1] : "";
+  if (csv.empty()) {
+    const char* out = std::getenv("OUT");
+    csv = std::string(out != nullptr ? out : ".") + "/svd_methods.csv";
+  }
+  const int max_n = argc > 2 ? std::atoi(argv[2]) : 4096;
+  const std::string sections = argc > 3 ? argv[3] : "";
+  const auto has = [&](const char* w) { return sections.find(w) != std::string::npos; };
+  const bool want_f32 = has("f32") || !has("f64");
+  const bool want_f64 = has("f64") || !has("f32");
+  cudaDeviceProp prop;
+  CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+  const Env env;
+  CHECK_LIB(cublasSetPointerMode(env.ctx.cublas, CUBLAS_POINTER_MODE_HOST));
+  std::mt19937_64 rng(std::random_device{}());
+  std::printf("device: %s (%d SMs)\n", prop.name, prop.multiProcessorCount);
+  std::vector<Row> rows;
+  for (int n : {256, 512, 1024, 2048, 4096, 8192}) {
+    if (n > max_n) break;
+    if (want_f32) run_size<float>(env, n, rng, !has("nogesvd"), rows);
+    if (want_f64) run_size<double>(env, n, rng, !has("nogesvd"), rows);
+  }
+
+  FILE* f = std::fopen(csv.c_str(), "w");
+  if (f != nullptr) {
+    std::fprintf(f,
+                 "device,method,dtype,n,ms,iterations,residual,orth_u,orth_v,bound,within_bound,"
+                 "polar_speedup\n");
+  }
+  std::printf("%-16s %-4s %5s %10s %5s %10s %10s %10s %6s %8s\n", "method", "type", "n", "ms",
+              "iters", "residual", "orth_u", "orth_v", "ok", "ms/polar");
+  double polar_ms = NAN;
+  for (const Row& r : rows) {
+    if (r.method == "ours polar") polar_ms = r.ms;
+    const bool ok = r.residual <= r.bound && r.orth_u <= r.bound && r.orth_v <= r.bound;
+    std::printf("%-16s %-4s %5d %10.2f %5.0f %10.2e %10.2e %10.2e %6s %8.2f\n", r.method.c_str(),
+                r.dtype.c_str(), r.n, r.ms, r.iterations, r.residual, r.orth_u, r.orth_v,
+                ok ? "yes" : "NO", r.ms / polar_ms);
+    if (f != nullptr) {
+      std::fprintf(f, "%s,%s,%s,%d,%.4f,%.0f,%.3e,%.3e,%.3e,%.3e,%d,%.3f\n", prop.name,
+                   r.method.c_str(), r.dtype.c_str(), r.n, r.ms, r.iterations, r.residual, r.orth_u,
+                   r.orth_v, r.bound, ok ? 1 : 0, r.ms / polar_ms);
+    }
+  }
+  if (f != nullptr) std::fclose(f);
+  return 0;
+}
