@@ -5,14 +5,17 @@
 // why and exit 1, like CHECK_CUDA (exit_on_error.hpp).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "exit_on_error.hpp"
 #include "gcompute/kernels/cuda/context.hpp"
 #include "gcompute/kernels/cuda/event.hpp"
 #include "gcompute/kernels/cuda/memory.hpp"
@@ -68,6 +71,26 @@ class BenchDevice {
 /// A timing event (exit 1 on failure).
 inline kernels::cuda::Event timing_event() {
   return check_ok(kernels::cuda::Event::create(kernels::cuda::EventTiming::kEnabled), "event");
+}
+
+/// Median of `reps` timings of f() on `stream` (after one warm-up call), in ms: CUDA events
+/// around each call, which enqueues its work on `stream`.
+template <typename F>
+double median_ms(cudaStream_t stream, int reps, F&& f) {
+  f();
+  CHECK_CUDA(cudaStreamSynchronize(stream));
+  const kernels::cuda::Event start = timing_event();
+  const kernels::cuda::Event stop = timing_event();
+  std::vector<double> times;
+  for (int r = 0; r < reps; ++r) {
+    CHECK_CUDA(cudaEventRecord(start.value(), stream));
+    f();
+    CHECK_CUDA(cudaEventRecord(stop.value(), stream));
+    CHECK_CUDA(cudaEventSynchronize(stop.value()));
+    times.push_back(check_ok(kernels::cuda::elapsed_ms(start, stop), "cudaEventElapsedTime"));
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
 }
 
 }  // namespace gcompute::bench

@@ -17,6 +17,14 @@ namespace gcompute::bench {
   std::exit(1);
 }
 
+/// A cuBLAS or cuSOLVER status (0 is success); any other prints "status N" and exits 1.
+inline void exit_on_library_failure(int status, const char* file, int line, const char* call) {
+  if (status == 0) return;
+  char why[32];
+  std::snprintf(why, sizeof(why), "status %d", status);
+  exit_on_failure(file, line, call, why);
+}
+
 }  // namespace gcompute::bench
 
 #define CHECK_CUDA(call)                                                                     \
@@ -24,3 +32,7 @@ namespace gcompute::bench {
     if (const cudaError_t e_ = (call); e_ != cudaSuccess)                                    \
       ::gcompute::bench::exit_on_failure(__FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
   } while (0)
+
+/// For cuBLAS and cuSOLVER calls (their status enums, 0 = success).
+#define CHECK_LIBRARY(call) \
+  ::gcompute::bench::exit_on_library_failure(static_cast<int>(call), __FILE__, __LINE__, #call)

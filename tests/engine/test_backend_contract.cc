@@ -345,16 +345,22 @@ class BackendEigh : public BackendContract {
  protected:
   /// A batch of symmetric matrices Q diag(lambda) Q^T with known eigenvalues in [-10, 10):
   /// w must match them and, with vectors, A V = V diag(w) with orthonormal V.
+  /// `repeated`: every eigenvalue appears twice or more (integers in [-3, 3]).
   template <typename T>
-  void check(Rng& rng, std::int64_t batch, std::int64_t n, bool vectors) {
+  void check(Rng& rng, std::int64_t batch, std::int64_t n, bool vectors, bool repeated = false) {
     SCOPED_TRACE(::testing::Message()
                  << "eigh " << batch << " x " << n << "x" << n << " " << dtype_name(dtype_of<T>())
-                 << (vectors ? " vectors" : " values only"));
+                 << (vectors ? " vectors" : " values only") << (repeated ? " repeated" : ""));
     std::vector<double> a;
     std::vector<std::vector<double>> lambdas;
     for (std::int64_t b = 0; b < batch; ++b) {
       std::vector<double> lambda =
           gcompute::testing::random_uniform<double>(rng, static_cast<std::size_t>(n), -10, 10);
+      if (repeated) {
+        for (std::size_t i = 0; i < lambda.size(); ++i) {
+          lambda[i] = static_cast<double>(static_cast<int>(i / 2) % 7 - 3);
+        }
+      }
       // Rounding to T keeps the matrix exactly symmetric: (j, i) is a copy of (i, j).
       const std::vector<double> m =
           rounded<T>(gcompute::testing::matrix_with_eigenvalues(rng, lambda));
@@ -370,6 +376,7 @@ class BackendEigh : public BackendContract {
     JobContext ctx;
     auto out = backend_->eigh(host_matrix<T>(batch, n, n, a), s, ctx);
     ASSERT_TRUE(out.ok()) << out.status();
+    expect_ran_here(ctx);
     EXPECT_TRUE(out->info.converged);
     expect_desc(out->w.desc, MatrixDesc{s.dtype, batch, 1, n});
     ASSERT_EQ(out->v.has_value(), vectors);
@@ -405,6 +412,19 @@ TEST_P(BackendEigh, KnownEigenvaluesOnRaggedSizes) {
     check<float>(rng, 1, n, true);
     check<double>(rng, 3, n, true);
     check<float>(rng, 2, n, false);
+  }
+}
+
+TEST_P(BackendEigh, BatchesOfSmallMatricesAndRepeatedEigenvalues) {
+  GC_SEEDED_RNG(rng);
+  // Many small matrices in one call (the GPU's batched Jacobi kernel), and eigenvalues that
+  // repeat, on both sides of n = 32.
+  check<float>(rng, 40, 16, true);
+  check<double>(rng, 25, 32, true);
+  check<double>(rng, 9, 5, false);
+  for (const std::int64_t n : {6, 17, 32, 40}) {
+    check<double>(rng, 2, n, true, true);
+    check<float>(rng, 2, n, true, true);
   }
 }
 

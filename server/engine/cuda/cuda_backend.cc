@@ -16,6 +16,7 @@
 #include "gcompute/kernels/cpu/apsp.hpp"
 #include "gcompute/kernels/cuda/apsp.hpp"
 #include "gcompute/kernels/cuda/check.hpp"
+#include "gcompute/kernels/cuda/eigh.hpp"
 #include "gcompute/kernels/cuda/matmul.hpp"
 #include "gcompute/kernels/cuda/svd.hpp"
 #include "gcompute/kernels/cuda/transpose.hpp"
@@ -437,11 +438,38 @@ absl::StatusOr<Matrix> CudaBackend::matmul(const Matrix& a, const Matrix& b, con
 
 absl::StatusOr<EighOutput> CudaBackend::eigh(const Matrix& a, const kernels::EighShape& shape,
                                              JobContext& ctx) {
-  // No GPU eigensolver yet: the host runs LAPACK, with the same outputs as the CPU backend.
+  // The symmetry check scans host bytes (a matrix that lives on the device is copied back for
+  // it); it runs before a lane is taken, with the CPU backend's INVALID_ARGUMENT.
   Matrix host = a;
   if (auto st = ensure_on_host(host); !st.ok()) return st;
-  ctx.device = "cpu";
-  return eigh_on_host(host, shape, ctx);
+  GC_RETURN_IF_ERROR(kernels::check_symmetric(host.bytes(), shape));
+  GC_ASSIGN_OR_RETURN(const LaneLease lane, acquire_lane_for(ctx));
+  Lane& l = *lane;
+  GC_ASSIGN_OR_RETURN(const std::shared_ptr<DeviceCopy> da, to_device(l, host, ctx));
+  const EighOutputDescs descs = eigh_outputs(shape);
+  GC_ASSIGN_OR_RETURN(std::shared_ptr<DeviceCopy> w, allocate(l, descs.w.bytes()));
+  std::shared_ptr<DeviceCopy> v;
+  if (shape.compute_vectors) {
+    GC_ASSIGN_OR_RETURN(v, allocate(l, descs.v.bytes()));
+  }
+  auto ws_bytes = kernels::cuda::eigh_workspace_bytes(l.context(), shape);
+  if (!ws_bytes.ok()) return check_device(l.device(), ws_bytes.status());
+  GC_ASSIGN_OR_RETURN(const std::shared_ptr<DeviceCopy> ws, allocate(l, *ws_bytes));
+  const auto t0 = Clock::now();
+  auto info = kernels::cuda::eigh(l.context(), da->ptr, w->ptr, v ? v->ptr : nullptr, shape,
+                                  ws->ptr, *ws_bytes, ctx.stop_token());
+  if (!info.ok()) {
+    cudaStreamSynchronize(l.stream());  // buffers are freed stream-ordered; settle first
+    return check_device(l.device(), info.status());
+  }
+  ctx.times.compute_seconds += seconds_since(t0);
+  EighOutput out;
+  out.info = *info;
+  GC_ASSIGN_OR_RETURN(out.w, finish_output(l, descs.w, std::move(w), ctx));
+  if (shape.compute_vectors) {
+    GC_ASSIGN_OR_RETURN(out.v, finish_output(l, descs.v, std::move(v), ctx));
+  }
+  return out;
 }
 
 namespace {

@@ -1,0 +1,250 @@
+// SPDX-License-Identifier: Apache-2.0
+// cuda::eigh: symmetric eigendecomposition on the GPU.
+//
+// n <= kEighJacobiMaxN: parallel cyclic Jacobi, every matrix of a launch in the shared memory of
+// its own thread group, all sweeps in one kernel (detail/eigh_kernels.cuh), launched in chunks
+// of the batch with a cancellation check between them. f32 computes in float, f64 in double;
+// the rotations of a sweep run until one sweep rotates nothing, at most kMaxSweeps.
+//
+// Larger n: cusolverDnXsyevd (divide and conquer) on one matrix at a time. A row-major matrix
+// whose lower triangle is read is the column-major matrix whose upper triangle is, so each
+// matrix is copied into the workspace (syevd overwrites its input with the vectors) and solved
+// with CUBLAS_FILL_MODE_UPPER; the column-major vectors are then transposed into row-major V.
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "detail/eigh_kernels.cuh"
+#include "detail/stop_pacer.hpp"
+#include "gcompute/kernels/cuda/check.hpp"
+#include "gcompute/kernels/cuda/eigh.hpp"
+#include "gcompute/kernels/cuda/transpose.hpp"
+#include "gcompute/kernels/cuda/unique_handle.hpp"
+
+namespace gcompute::kernels::cuda {
+namespace {
+
+// Random matrices take 6 to 10 sweeps at n <= 32, counting the last one, which rotates nothing
+// (host emulation of the kernel); convergence is quadratic, so a matrix still rotating after 30
+// is reported (converged = false).
+constexpr int kMaxSweeps = 30;
+constexpr std::int64_t kMaxChunk = 1 << 16;  // most matrices per Jacobi launch
+constexpr std::size_t kAlign = 256;
+
+using ParamsHandle = UniqueHandle<cusolverDnParams_t, cusolverDnDestroyParams>;
+
+std::size_t align_up(std::size_t bytes) {
+  return (bytes + kAlign - 1) / kAlign * kAlign;
+}
+
+bool uses_jacobi(const EighShape& s) {
+  return s.n <= kEighJacobiMaxN;
+}
+
+cudaDataType_t cuda_type(DType dtype) {
+  return dtype == DType::kF32 ? CUDA_R_32F : CUDA_R_64F;
+}
+
+/// The syevd driver's workspace: per-matrix info words, the working copy of one matrix, then
+/// cuSOLVER's device workspace.
+struct SyevdLayout {
+  std::size_t info_offset = 0;
+  std::size_t copy_offset = 0;
+  std::size_t work_offset = 0;
+  std::size_t work_bytes = 0;
+  std::size_t host_bytes = 0;
+  std::size_t total = 0;
+};
+
+absl::StatusOr<ParamsHandle> make_params() {
+  cusolverDnParams_t params = nullptr;
+  GC_CUSOLVER_TRY(cusolverDnCreateParams(&params));
+  return ParamsHandle(params);
+}
+
+/// `a` and `w` may be null: the size query reads neither.
+absl::StatusOr<SyevdLayout> syevd_layout(const Context& ctx, cusolverDnParams_t params,
+                                         const EighShape& s, const void* a, const void* w) {
+  if (ctx.cusolver == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "eigh: n=", s.n, " is above ", kEighJacobiMaxN, " and needs ctx.cusolver (syevd)"));
+  }
+  const cudaDataType_t type = cuda_type(s.dtype);
+  SyevdLayout l;
+  GC_CUSOLVER_TRY(cusolverDnXsyevd_bufferSize(
+      ctx.cusolver, params,
+      s.compute_vectors ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR,
+      CUBLAS_FILL_MODE_UPPER, s.n, type, a, s.n, type, w, type, &l.work_bytes, &l.host_bytes));
+  const std::size_t el = dtype_size(s.dtype);
+  l.info_offset = 0;
+  l.copy_offset = align_up(static_cast<std::size_t>(s.batch) * sizeof(int));
+  l.work_offset = l.copy_offset + align_up(static_cast<std::size_t>(s.n * s.n) * el);
+  l.total = l.work_offset + align_up(std::max<std::size_t>(l.work_bytes, 1));
+  return l;
+}
+
+absl::Status cancelled_after(std::int64_t done, std::int64_t batch) {
+  return absl::CancelledError(
+      absl::StrCat("eigh: cancelled after ", done, " of ", batch, " matrices"));
+}
+
+/// Matrices per Jacobi launch: 2^29 / n^3 (16384 at n = 32), at least 1024 to fill the GPU and
+/// at most kMaxChunk, so that the cancellation checks between launches come every few ms (an
+/// estimate from the work per matrix, not yet measured on a GPU).
+std::int64_t jacobi_chunk(std::int64_t n) {
+  const std::int64_t per_matrix = std::max<std::int64_t>(1, n * n * n);
+  return std::clamp<std::int64_t>((std::int64_t{1} << 29) / per_matrix, 1024, kMaxChunk);
+}
+
+template <typename T>
+absl::StatusOr<EighInfo> run_jacobi(const Context& ctx, const T* a, T* w, T* v, const EighShape& s,
+                                    int* converged, StopToken stop) {
+  const cudaStream_t st = ctx.stream;
+  const int n = static_cast<int>(s.n);
+  // Nonzero: converged; a matrix that is not clears it.
+  GC_CUDA_TRY(cudaMemsetAsync(converged, 1, sizeof(int), st));
+  const std::int64_t chunk = jacobi_chunk(s.n);
+  detail::StopPacer pacer(st, ctx.events[3], 1, stop);
+  for (std::int64_t c0 = 0; c0 < s.batch; c0 += chunk) {
+    const std::int64_t cn = std::min(chunk, s.batch - c0);
+    const T* ac = a + c0 * s.n * s.n;
+    T* wc = w + c0 * s.n;
+    T* vc = s.compute_vectors ? v + c0 * s.n * s.n : nullptr;
+    if (n <= 16) {
+      constexpr int kPer = detail::EighJacobiGeometry<16>::kPerBlock;
+      detail::eigh_jacobi_kernel<T, 16>
+          <<<static_cast<unsigned>((cn + kPer - 1) / kPer), detail::kEighBlockThreads, 0, st>>>(
+              ac, wc, vc, n, cn, s.compute_vectors, kMaxSweeps, converged);
+    } else {
+      constexpr int kPer = detail::EighJacobiGeometry<32>::kPerBlock;
+      detail::eigh_jacobi_kernel<T, 32>
+          <<<static_cast<unsigned>((cn + kPer - 1) / kPer), detail::kEighBlockThreads, 0, st>>>(
+              ac, wc, vc, n, cn, s.compute_vectors, kMaxSweeps, converged);
+    }
+    GC_CUDA_CHECK_LAUNCH("eigh_jacobi_kernel");
+    if (c0 + cn < s.batch) {
+      const absl::StatusOr<bool> stopping = pacer.stop_after_step();
+      if (!stopping.ok()) return stopping.status();
+      if (*stopping) return cancelled_after(c0 + cn, s.batch);
+    }
+  }
+  int flag = 0;
+  GC_CUDA_TRY(cudaMemcpyAsync(&flag, converged, sizeof(int), cudaMemcpyDeviceToHost, st));
+  GC_CUDA_TRY(cudaStreamSynchronize(st));
+  return EighInfo{flag != 0};
+}
+
+template <typename T>
+absl::StatusOr<EighInfo> run_syevd(const Context& ctx, const T* a, T* w, T* v, const EighShape& s,
+                                   void* workspace, std::size_t workspace_bytes, StopToken stop) {
+  const cudaStream_t st = ctx.stream;
+  GC_ASSIGN_OR_RETURN(const ParamsHandle params, make_params());
+  // The query of eigh_workspace_bytes again, now with the operands.
+  GC_ASSIGN_OR_RETURN(const SyevdLayout l, syevd_layout(ctx, params.value(), s, a, w));
+  if (l.total > workspace_bytes) {
+    return absl::InternalError(absl::StrCat("eigh: syevd asks for ", l.total,
+                                            " bytes of workspace, more than the ", workspace_bytes,
+                                            " it asked for before"));
+  }
+  char* base = static_cast<char*>(workspace);
+  int* info = reinterpret_cast<int*>(base + l.info_offset);
+  T* copy = reinterpret_cast<T*>(base + l.copy_offset);
+  void* work = base + l.work_offset;
+  // cuSOLVER's host workspace (usually none) must outlive the work queued with it: on every
+  // return the stream has drained first (`drain` is destroyed before `host_work`).
+  std::vector<char> host_work(l.host_bytes);
+  struct DrainOnExit {
+    cudaStream_t stream;
+    bool armed;
+    ~DrainOnExit() {
+      if (armed) GC_CUDA_TRY_NO_THROW(cudaStreamSynchronize(stream));
+    }
+  } drain{st, !host_work.empty()};
+  const cudaDataType_t type = cuda_type(s.dtype);
+  const std::int64_t n = s.n, nn = s.n * s.n;
+  const cusolverEigMode_t jobz =
+      s.compute_vectors ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
+  detail::StopPacer pacer(st, ctx.events[3], 1, stop);
+  for (std::int64_t b = 0; b < s.batch; ++b) {
+    GC_CUDA_TRY(cudaMemcpyAsync(copy, a + b * nn, static_cast<std::size_t>(nn) * sizeof(T),
+                                cudaMemcpyDeviceToDevice, st));
+    GC_CUSOLVER_TRY(cusolverDnXsyevd(ctx.cusolver, params.value(), jobz, CUBLAS_FILL_MODE_UPPER, n,
+                                     type, copy, n, type, w + b * n, type, work, l.work_bytes,
+                                     host_work.empty() ? nullptr : host_work.data(), l.host_bytes,
+                                     info + b));
+    if (s.compute_vectors) {
+      // Column-major Z (vectors as columns) read as row-major is Z^T: its transpose is V.
+      GC_RETURN_IF_ERROR(transpose(ctx, copy, v + b * nn, TransposeShape{1, n, n, sizeof(T)}));
+    }
+    if (b + 1 < s.batch) {
+      const absl::StatusOr<bool> stopping = pacer.stop_after_step();
+      if (!stopping.ok()) return stopping.status();
+      if (*stopping) return cancelled_after(b + 1, s.batch);
+    }
+  }
+  std::vector<int> infos(static_cast<std::size_t>(s.batch));
+  GC_CUDA_TRY(
+      cudaMemcpyAsync(infos.data(), info, infos.size() * sizeof(int), cudaMemcpyDeviceToHost, st));
+  GC_CUDA_TRY(cudaStreamSynchronize(st));
+  EighInfo out{true};
+  for (std::size_t b = 0; b < infos.size(); ++b) {
+    if (infos[b] < 0) {
+      return absl::InternalError(
+          absl::StrCat("eigh: cusolverDnXsyevd rejected parameter ", -infos[b], " for matrix ", b));
+    }
+    if (infos[b] > 0) out.converged = false;
+  }
+  return out;
+}
+
+template <typename T>
+absl::StatusOr<EighInfo> run(const Context& ctx, const void* a, void* w, void* v,
+                             const EighShape& s, void* workspace, std::size_t workspace_bytes,
+                             StopToken stop) {
+  const T* ta = static_cast<const T*>(a);
+  T* tw = static_cast<T*>(w);
+  T* tv = static_cast<T*>(v);
+  if (uses_jacobi(s)) {
+    return run_jacobi<T>(ctx, ta, tw, tv, s, static_cast<int*>(workspace), stop);
+  }
+  return run_syevd<T>(ctx, ta, tw, tv, s, workspace, workspace_bytes, stop);
+}
+
+}  // namespace
+
+absl::StatusOr<std::size_t> eigh_workspace_bytes(const Context& ctx, const EighShape& shape) {
+  GC_RETURN_IF_ERROR(validate(shape));
+  if (shape.batch == 0 || shape.n == 0) return std::size_t{0};
+  if (uses_jacobi(shape)) return align_up(sizeof(int));
+  GC_ASSIGN_OR_RETURN(const ParamsHandle params, make_params());
+  GC_ASSIGN_OR_RETURN(const SyevdLayout l,
+                      syevd_layout(ctx, params.value(), shape, nullptr, nullptr));
+  return l.total;
+}
+
+absl::StatusOr<EighInfo> eigh(const Context& ctx, const void* a, void* w, void* v,
+                              const EighShape& shape, void* workspace, std::size_t workspace_bytes,
+                              StopToken stop) {
+  GC_RETURN_IF_ERROR(validate(shape));
+  if (shape.batch == 0 || shape.n == 0) return EighInfo{true};
+  if (a == nullptr || w == nullptr) {
+    return absl::InvalidArgumentError("eigh: null input or eigenvalue buffer");
+  }
+  if (shape.compute_vectors && v == nullptr) {
+    return absl::InvalidArgumentError("eigh: compute_vectors needs a V buffer");
+  }
+  GC_ASSIGN_OR_RETURN(const std::size_t need, eigh_workspace_bytes(ctx, shape));
+  if (workspace_bytes < need || workspace == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("eigh: workspace of ", workspace_bytes,
+                                                   " bytes is smaller than the ", need, " needed"));
+  }
+  if (stop.stop_requested()) return absl::CancelledError("eigh: cancelled before the first matrix");
+  if (shape.dtype == DType::kF32) {
+    return run<float>(ctx, a, w, v, shape, workspace, workspace_bytes, stop);
+  }
+  return run<double>(ctx, a, w, v, shape, workspace, workspace_bytes, stop);
+}
+
+}  // namespace gcompute::kernels::cuda
