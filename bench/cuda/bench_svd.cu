@@ -34,15 +34,6 @@ using gcompute::kernels::SvdShape;
 using gcompute::kernels::SvdTuning;
 namespace gk = gcompute::kernels::cuda;
 
-#define CHECK_LIB(call)                                                                      \
-  do {                                                                                       \
-    const int e_ = static_cast<int>(call);                                                   \
-    if (e_ != 0) {                                                                           \
-      std::fprintf(stderr, "%s failed: status %d (%s:%d)\n", #call, e_, __FILE__, __LINE__); \
-      std::exit(1);                                                                          \
-    }                                                                                        \
-  } while (0)
-
 /// The device (blocking streams: the inputs are copied in with cudaMemcpy), its cuSOLVER
 /// handle and context, and the kernels' tuning.
 struct Env {
@@ -142,14 +133,14 @@ Row square(const Env& env, int n, std::mt19937_64& rng, bool with_ref) {
   // cuSOLVER gesvdj, vectors, default tolerance and sweeps. It overwrites A: copy it in each time
   // (a D2D copy of n^2 elements, far below the solver's time; included in the measurement).
   gesvdjInfo_t params;
-  CHECK_LIB(cusolverDnCreateGesvdjInfo(&params));
+  CHECK_LIBRARY(cusolverDnCreateGesvdjInfo(&params));
   int lwork = 0;
   if constexpr (sizeof(T) == 4) {
-    CHECK_LIB(cusolverDnSgesvdj_bufferSize(env.cusolver, CUSOLVER_EIG_MODE_VECTOR, 0, n, n, a2, n,
-                                           s2, u2, n, v2, n, &lwork, params));
+    CHECK_LIBRARY(cusolverDnSgesvdj_bufferSize(env.cusolver, CUSOLVER_EIG_MODE_VECTOR, 0, n, n, a2,
+                                               n, s2, u2, n, v2, n, &lwork, params));
   } else {
-    CHECK_LIB(cusolverDnDgesvdj_bufferSize(env.cusolver, CUSOLVER_EIG_MODE_VECTOR, 0, n, n, a2, n,
-                                           s2, u2, n, v2, n, &lwork, params));
+    CHECK_LIBRARY(cusolverDnDgesvdj_bufferSize(env.cusolver, CUSOLVER_EIG_MODE_VECTOR, 0, n, n, a2,
+                                               n, s2, u2, n, v2, n, &lwork, params));
   }
   gk::DeviceArray<T> dwork = env.device.array<T>(static_cast<std::size_t>(lwork));
   gk::DeviceArray<int> ddinfo = env.device.array<int>(1);
@@ -158,22 +149,22 @@ Row square(const Env& env, int n, std::mt19937_64& rng, bool with_ref) {
   const double ref = time_ms(env, reps, [&] {
     CHECK_CUDA(cudaMemcpyAsync(a2, a, nn * sizeof(T), cudaMemcpyDeviceToDevice, env.stream));
     if constexpr (sizeof(T) == 4) {
-      CHECK_LIB(cusolverDnSgesvdj(env.cusolver, CUSOLVER_EIG_MODE_VECTOR, 0, n, n, a2, n, s2, u2, n,
-                                  v2, n, work, lwork, dinfo, params));
+      CHECK_LIBRARY(cusolverDnSgesvdj(env.cusolver, CUSOLVER_EIG_MODE_VECTOR, 0, n, n, a2, n, s2,
+                                      u2, n, v2, n, work, lwork, dinfo, params));
     } else {
-      CHECK_LIB(cusolverDnDgesvdj(env.cusolver, CUSOLVER_EIG_MODE_VECTOR, 0, n, n, a2, n, s2, u2, n,
-                                  v2, n, work, lwork, dinfo, params));
+      CHECK_LIBRARY(cusolverDnDgesvdj(env.cusolver, CUSOLVER_EIG_MODE_VECTOR, 0, n, n, a2, n, s2,
+                                      u2, n, v2, n, work, lwork, dinfo, params));
     }
   });
   int ref_sweeps = 0;
-  CHECK_LIB(cusolverDnXgesvdjGetSweeps(env.cusolver, params, &ref_sweeps));
+  CHECK_LIBRARY(cusolverDnXgesvdjGetSweeps(env.cusolver, params, &ref_sweeps));
   std::vector<T> so(n), sr(n);
   CHECK_CUDA(cudaMemcpy(so.data(), s, n * sizeof(T), cudaMemcpyDeviceToHost));
   CHECK_CUDA(cudaMemcpy(sr.data(), s2, n * sizeof(T), cudaMemcpyDeviceToHost));
   double err = 0;
   for (int k = 0; k < n; ++k) err = std::max(err, std::abs(double(so[k]) - double(sr[k])));
   err /= std::max(1e-300, double(sr[0]));
-  CHECK_LIB(cusolverDnDestroyGesvdjInfo(params));
+  CHECK_LIBRARY(cusolverDnDestroyGesvdjInfo(params));
   return Row{"square" + knob_suffix(env.tuning),
              f32 ? "f32" : "f64",
              1,
@@ -220,18 +211,18 @@ Row batched(const Env& env, int n, long long batch, std::mt19937_64& rng) {
     float *a2 = da2.data(), *s2 = ds2.data(), *u2 = du2.data(), *v2 = dv2.data();
     int* dinfo = ddinfo.data();
     gesvdjInfo_t params;
-    CHECK_LIB(cusolverDnCreateGesvdjInfo(&params));
+    CHECK_LIBRARY(cusolverDnCreateGesvdjInfo(&params));
     int lwork = 0;
-    CHECK_LIB(cusolverDnSgesvdjBatched_bufferSize(env.cusolver, CUSOLVER_EIG_MODE_VECTOR, n, n, a2,
-                                                  n, s2, u2, n, v2, n, &lwork, params,
-                                                  static_cast<int>(batch)));
+    CHECK_LIBRARY(cusolverDnSgesvdjBatched_bufferSize(env.cusolver, CUSOLVER_EIG_MODE_VECTOR, n, n,
+                                                      a2, n, s2, u2, n, v2, n, &lwork, params,
+                                                      static_cast<int>(batch)));
     gk::DeviceArray<float> dwork = env.device.array<float>(static_cast<std::size_t>(lwork));
     float* work = dwork.data();
     ref = time_ms(env, 5, [&] {
       CHECK_CUDA(cudaMemcpyAsync(a2, a, el * 4, cudaMemcpyDeviceToDevice, env.stream));
-      CHECK_LIB(cusolverDnSgesvdjBatched(env.cusolver, CUSOLVER_EIG_MODE_VECTOR, n, n, a2, n, s2,
-                                         u2, n, v2, n, work, lwork, dinfo, params,
-                                         static_cast<int>(batch)));
+      CHECK_LIBRARY(cusolverDnSgesvdjBatched(env.cusolver, CUSOLVER_EIG_MODE_VECTOR, n, n, a2, n,
+                                             s2, u2, n, v2, n, work, lwork, dinfo, params,
+                                             static_cast<int>(batch)));
     });
     // gesvdjBatched sorts by default; compare the first matrices' values.
     std::vector<float> so(n * 64), sr(n * 64);
@@ -243,7 +234,7 @@ Row batched(const Env& env, int n, long long batch, std::mt19937_64& rng) {
         err = std::max(err, std::abs(double(so[b * n + k]) - sr[b * n + k]) / sr[b * n]);
       }
     }
-    CHECK_LIB(cusolverDnDestroyGesvdjInfo(params));
+    CHECK_LIBRARY(cusolverDnDestroyGesvdjInfo(params));
   }
   // Per-matrix microseconds in the *_ms columns' place would confuse: keep ms for the batch.
   return Row{"batched", "f32", batch, n, ours, double(info.sweeps), ref, NAN, err};

@@ -37,21 +37,12 @@ using gcompute::kernels::SvdMethod;
 using gcompute::kernels::SvdShape;
 namespace gk = gcompute::kernels::cuda;
 
-#define CHECK_LIB(call)                                                                      \
-  do {                                                                                       \
-    const int e_ = static_cast<int>(call);                                                   \
-    if (e_ != 0) {                                                                           \
-      std::fprintf(stderr, "%s failed: status %d (%s:%d)\n", #call, e_, __FILE__, __LINE__); \
-      std::exit(1);                                                                          \
-    }                                                                                        \
-  } while (0)
-
 struct Env {
   BenchDevice device{gk::ResourcesOptions{.non_blocking = false, .priority_stream = false}};
   gk::Context ctx = device.context();
   cudaStream_t stream = ctx.stream.value();
   cusolverDnParams_t params = nullptr;
-  Env() { CHECK_LIB(cusolverDnCreateParams(&params)); }
+  Env() { CHECK_LIBRARY(cusolverDnCreateParams(&params)); }
   ~Env() { cusolverDnDestroyParams(params); }
 };
 
@@ -102,10 +93,10 @@ class Accuracy {
   double residual(const T* a, const Factors<T>& f) {
     cublasHandle_t h = env_.ctx.cublas;
     const T one = 1, minus_one = -1;
-    CHECK_LIB(dgmm(h, f.u, f.s, w_.data()));
+    CHECK_LIBRARY(dgmm(h, f.u, f.s, w_.data()));
     CHECK_CUDA(
         cudaMemcpyAsync(r_.data(), a, nn() * sizeof(T), cudaMemcpyDeviceToDevice, env_.stream));
-    CHECK_LIB(gemm(h, CUBLAS_OP_N, CUBLAS_OP_T, minus_one, w_.data(), f.v, one, r_.data()));
+    CHECK_LIBRARY(gemm(h, CUBLAS_OP_N, CUBLAS_OP_T, minus_one, w_.data(), f.v, one, r_.data()));
     return nrm2(h, r_.data()) / nrm2(h, a);
   }
 
@@ -116,7 +107,7 @@ class Accuracy {
     for (int i = 0; i < n_; ++i) identity[static_cast<std::size_t>(i) * n_ + i] = T(1);
     CHECK_CUDA(cudaMemcpy(r_.data(), identity.data(), nn() * sizeof(T), cudaMemcpyHostToDevice));
     const T one = 1, minus_one = -1;
-    CHECK_LIB(gemm(h, CUBLAS_OP_T, CUBLAS_OP_N, one, q, q, minus_one, r_.data()));
+    CHECK_LIBRARY(gemm(h, CUBLAS_OP_T, CUBLAS_OP_N, one, q, q, minus_one, r_.data()));
     return nrm2(h, r_.data());
   }
 
@@ -140,9 +131,9 @@ class Accuracy {
   double nrm2(cublasHandle_t h, const T* x) const {
     T out = 0;
     if constexpr (sizeof(T) == 4) {
-      CHECK_LIB(cublasSnrm2(h, static_cast<int>(nn()), x, 1, &out));
+      CHECK_LIBRARY(cublasSnrm2(h, static_cast<int>(nn()), x, 1, &out));
     } else {
-      CHECK_LIB(cublasDnrm2(h, static_cast<int>(nn()), x, 1, &out));
+      CHECK_LIBRARY(cublasDnrm2(h, static_cast<int>(nn()), x, 1, &out));
     }
     return static_cast<double>(out);
   }
@@ -193,11 +184,11 @@ void run_size(const Env& env, int n, std::mt19937_64& rng, bool with_gesvd,
     // u holds U^T column-major: its transpose into v is the V of A^T = V S U^T.
     const T one = 1, zero = 0;
     if constexpr (sizeof(T) == 4) {
-      CHECK_LIB(cublasSgeam(env.ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, n, n, &one, u.data(), n,
-                            &zero, v.data(), n, v.data(), n));
+      CHECK_LIBRARY(cublasSgeam(env.ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, n, n, &one, u.data(), n,
+                                &zero, v.data(), n, v.data(), n));
     } else {
-      CHECK_LIB(cublasDgeam(env.ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, n, n, &one, u.data(), n,
-                            &zero, v.data(), n, v.data(), n));
+      CHECK_LIBRARY(cublasDgeam(env.ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, n, n, &one, u.data(), n,
+                                &zero, v.data(), n, v.data(), n));
     }
     add(polar ? "ours polar" : "ours jacobi", ms, result.sweeps,
         Factors<T>{vt.data(), s.data(), v.data()});
@@ -208,19 +199,19 @@ void run_size(const Env& env, int n, std::mt19937_64& rng, bool with_gesvd,
   {
     std::size_t dev_bytes = 0, host_bytes = 0;
     const cudaDataType_t t = data_type<T>();
-    CHECK_LIB(cusolverDnXgesvdp_bufferSize(env.ctx.cusolver, env.params, CUSOLVER_EIG_MODE_VECTOR,
-                                           0, n, n, t, work_a.data(), n, t, s.data(), t, u.data(),
-                                           n, t, v.data(), n, t, &dev_bytes, &host_bytes));
+    CHECK_LIBRARY(cusolverDnXgesvdp_bufferSize(
+        env.ctx.cusolver, env.params, CUSOLVER_EIG_MODE_VECTOR, 0, n, n, t, work_a.data(), n, t,
+        s.data(), t, u.data(), n, t, v.data(), n, t, &dev_bytes, &host_bytes));
     gk::DeviceBuffer dev = env.device.buffer(std::max<std::size_t>(dev_bytes, 1));
     std::vector<char> host(std::max<std::size_t>(host_bytes, 1));
     double err_sigma = 0;
     const double ms = time_ms(env, reps, [&] {
       CHECK_CUDA(cudaMemcpyAsync(work_a.data(), a.data(), nn * sizeof(T), cudaMemcpyDeviceToDevice,
                                  env.stream));
-      CHECK_LIB(cusolverDnXgesvdp(env.ctx.cusolver, env.params, CUSOLVER_EIG_MODE_VECTOR, 0, n, n,
-                                  t, work_a.data(), n, t, s.data(), t, u.data(), n, t, v.data(), n,
-                                  t, dev.data(), dev_bytes, host.data(), host_bytes, info.data(),
-                                  &err_sigma));
+      CHECK_LIBRARY(cusolverDnXgesvdp(env.ctx.cusolver, env.params, CUSOLVER_EIG_MODE_VECTOR, 0, n,
+                                      n, t, work_a.data(), n, t, s.data(), t, u.data(), n, t,
+                                      v.data(), n, t, dev.data(), dev_bytes, host.data(),
+                                      host_bytes, info.data(), &err_sigma));
     });
     add("cusolver gesvdp", ms, NAN, Factors<T>{u.data(), s.data(), v.data()});
   }
@@ -228,34 +219,34 @@ void run_size(const Env& env, int n, std::mt19937_64& rng, bool with_gesvd,
   // cuSOLVER gesvdj (default tolerance and sweeps).
   {
     gesvdjInfo_t params;
-    CHECK_LIB(cusolverDnCreateGesvdjInfo(&params));
+    CHECK_LIBRARY(cusolverDnCreateGesvdjInfo(&params));
     int lwork = 0;
     if constexpr (sizeof(T) == 4) {
-      CHECK_LIB(cusolverDnSgesvdj_bufferSize(env.ctx.cusolver, CUSOLVER_EIG_MODE_VECTOR, 0, n, n,
-                                             work_a.data(), n, s.data(), u.data(), n, v.data(), n,
-                                             &lwork, params));
+      CHECK_LIBRARY(cusolverDnSgesvdj_bufferSize(env.ctx.cusolver, CUSOLVER_EIG_MODE_VECTOR, 0, n,
+                                                 n, work_a.data(), n, s.data(), u.data(), n,
+                                                 v.data(), n, &lwork, params));
     } else {
-      CHECK_LIB(cusolverDnDgesvdj_bufferSize(env.ctx.cusolver, CUSOLVER_EIG_MODE_VECTOR, 0, n, n,
-                                             work_a.data(), n, s.data(), u.data(), n, v.data(), n,
-                                             &lwork, params));
+      CHECK_LIBRARY(cusolverDnDgesvdj_bufferSize(env.ctx.cusolver, CUSOLVER_EIG_MODE_VECTOR, 0, n,
+                                                 n, work_a.data(), n, s.data(), u.data(), n,
+                                                 v.data(), n, &lwork, params));
     }
     gk::DeviceArray<T> work = env.device.array<T>(static_cast<std::size_t>(std::max(lwork, 1)));
     const double ms = time_ms(env, reps, [&] {
       CHECK_CUDA(cudaMemcpyAsync(work_a.data(), a.data(), nn * sizeof(T), cudaMemcpyDeviceToDevice,
                                  env.stream));
       if constexpr (sizeof(T) == 4) {
-        CHECK_LIB(cusolverDnSgesvdj(env.ctx.cusolver, CUSOLVER_EIG_MODE_VECTOR, 0, n, n,
-                                    work_a.data(), n, s.data(), u.data(), n, v.data(), n,
-                                    work.data(), lwork, info.data(), params));
+        CHECK_LIBRARY(cusolverDnSgesvdj(env.ctx.cusolver, CUSOLVER_EIG_MODE_VECTOR, 0, n, n,
+                                        work_a.data(), n, s.data(), u.data(), n, v.data(), n,
+                                        work.data(), lwork, info.data(), params));
       } else {
-        CHECK_LIB(cusolverDnDgesvdj(env.ctx.cusolver, CUSOLVER_EIG_MODE_VECTOR, 0, n, n,
-                                    work_a.data(), n, s.data(), u.data(), n, v.data(), n,
-                                    work.data(), lwork, info.data(), params));
+        CHECK_LIBRARY(cusolverDnDgesvdj(env.ctx.cusolver, CUSOLVER_EIG_MODE_VECTOR, 0, n, n,
+                                        work_a.data(), n, s.data(), u.data(), n, v.data(), n,
+                                        work.data(), lwork, info.data(), params));
       }
     });
     int sweeps = 0;
-    CHECK_LIB(cusolverDnXgesvdjGetSweeps(env.ctx.cusolver, params, &sweeps));
-    CHECK_LIB(cusolverDnDestroyGesvdjInfo(params));
+    CHECK_LIBRARY(cusolverDnXgesvdjGetSweeps(env.ctx.cusolver, params, &sweeps));
+    CHECK_LIBRARY(cusolverDnDestroyGesvdjInfo(params));
     add("cusolver gesvdj", ms, sweeps, Factors<T>{u.data(), s.data(), v.data()});
   }
 
@@ -263,25 +254,25 @@ void run_size(const Env& env, int n, std::mt19937_64& rng, bool with_gesvd,
   if (with_gesvd) {
     std::size_t dev_bytes = 0, host_bytes = 0;
     const cudaDataType_t t = data_type<T>();
-    CHECK_LIB(cusolverDnXgesvd_bufferSize(env.ctx.cusolver, env.params, 'A', 'A', n, n, t,
-                                          work_a.data(), n, t, s.data(), t, u.data(), n, t,
-                                          vt.data(), n, t, &dev_bytes, &host_bytes));
+    CHECK_LIBRARY(cusolverDnXgesvd_bufferSize(env.ctx.cusolver, env.params, 'A', 'A', n, n, t,
+                                              work_a.data(), n, t, s.data(), t, u.data(), n, t,
+                                              vt.data(), n, t, &dev_bytes, &host_bytes));
     gk::DeviceBuffer dev = env.device.buffer(std::max<std::size_t>(dev_bytes, 1));
     std::vector<char> host(std::max<std::size_t>(host_bytes, 1));
     const double ms = time_ms(env, reps, [&] {
       CHECK_CUDA(cudaMemcpyAsync(work_a.data(), a.data(), nn * sizeof(T), cudaMemcpyDeviceToDevice,
                                  env.stream));
-      CHECK_LIB(cusolverDnXgesvd(env.ctx.cusolver, env.params, 'A', 'A', n, n, t, work_a.data(), n,
-                                 t, s.data(), t, u.data(), n, t, vt.data(), n, t, dev.data(),
-                                 dev_bytes, host.data(), host_bytes, info.data()));
+      CHECK_LIBRARY(cusolverDnXgesvd(env.ctx.cusolver, env.params, 'A', 'A', n, n, t, work_a.data(),
+                                     n, t, s.data(), t, u.data(), n, t, vt.data(), n, t, dev.data(),
+                                     dev_bytes, host.data(), host_bytes, info.data()));
     });
     const T one = 1, zero = 0;
     if constexpr (sizeof(T) == 4) {
-      CHECK_LIB(cublasSgeam(env.ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, n, n, &one, vt.data(), n,
-                            &zero, v.data(), n, v.data(), n));
+      CHECK_LIBRARY(cublasSgeam(env.ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, n, n, &one, vt.data(), n,
+                                &zero, v.data(), n, v.data(), n));
     } else {
-      CHECK_LIB(cublasDgeam(env.ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, n, n, &one, vt.data(), n,
-                            &zero, v.data(), n, v.data(), n));
+      CHECK_LIBRARY(cublasDgeam(env.ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, n, n, &one, vt.data(), n,
+                                &zero, v.data(), n, v.data(), n));
     }
     add("cusolver gesvd", ms, NAN, Factors<T>{u.data(), s.data(), v.data()});
   }
@@ -303,7 +294,7 @@ int main(int argc, char** argv) {
   cudaDeviceProp prop;
   CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
   const Env env;
-  CHECK_LIB(cublasSetPointerMode(env.ctx.cublas, CUBLAS_POINTER_MODE_HOST));
+  CHECK_LIBRARY(cublasSetPointerMode(env.ctx.cublas, CUBLAS_POINTER_MODE_HOST));
   std::mt19937_64 rng(std::random_device{}());
   std::printf("device: %s (%d SMs)\n", prop.name, prop.multiProcessorCount);
   std::vector<Row> rows;

@@ -762,9 +762,14 @@ absl::StatusOr<SvdInfo> run(const Context& ctx, const SvdShape& s, const void* a
     T* si = static_cast<T*>(s_out) + i * p.N;
     T* ui = p.vectors ? static_cast<T*>(u) + i * u_stride : nullptr;
     T* vti = p.vectors ? static_cast<T*>(vt) + i * vt_stride : nullptr;
-    GC_ASSIGN_OR_RETURN(const SvdInfo one, solver.solve(s, ai, si, ui, vti, max_iterations, stop));
-    all.sweeps = std::max(all.sweeps, one.sweeps);
-    all.converged = all.converged && one.converged;
+    absl::StatusOr<SvdInfo> one = solver.solve(s, ai, si, ui, vti, max_iterations, stop);
+    if (!one.ok()) {
+      // Finished when it returns, errors included: nothing may still use the caller's buffers.
+      GC_CUDA_TRY_NO_THROW(cudaStreamSynchronize(ctx.stream.value()));
+      return one.status();
+    }
+    all.sweeps = std::max(all.sweeps, one->sweeps);
+    all.converged = all.converged && one->converged;
   }
   GC_CUDA_TRY(cudaStreamSynchronize(ctx.stream.value()));
   return all;

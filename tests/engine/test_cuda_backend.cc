@@ -86,13 +86,15 @@ TEST_F(CudaBackendTest, ResultsAndUploadsStayOnTheDeviceUntilAskedFor) {
   EXPECT_TRUE(m->device);
 }
 
-TEST_F(CudaBackendTest, PolarSvdRunsOnTheHostAndSaysSo) {
-  // QDWH has no GPU implementation: the host runs it, and the job's device says where.
+TEST_F(CudaBackendTest, EverySvdMethodRunsOnTheGpuAndTheyAgree) {
+  // Jacobi, QDWH and AUTO (QDWH here: min(m, n) > 64) all run on the device, and the job's
+  // device says so; their singular values agree.
   kernels::SvdShape s;
   s.m = 90;
   s.n = 70;
   s.dtype = DType::kF64;
   Matrix a = random_f64(s.m, s.n);
+  std::vector<double> first;
   for (const auto method :
        {kernels::SvdMethod::kAuto, kernels::SvdMethod::kJacobi, kernels::SvdMethod::kPolar}) {
     SCOPED_TRACE(kernels::svd_method_name(method));
@@ -100,7 +102,17 @@ TEST_F(CudaBackendTest, PolarSvdRunsOnTheHostAndSaysSo) {
     JobContext j;
     auto g = gpu_->svd(a, s, j);
     ASSERT_TRUE(g.ok()) << g.status();
-    EXPECT_EQ(j.device, method == kernels::SvdMethod::kPolar ? "cpu" : "cuda:0");
+    EXPECT_EQ(j.device, "cuda:0");
+    EXPECT_TRUE(g->info.converged);
+    ASSERT_TRUE(gpu_->ensure_on_host(g->s).ok());
+    const double* values = g->s.as<double>();
+    if (first.empty()) {
+      first.assign(values, values + s.n);
+      continue;
+    }
+    for (std::int64_t k = 0; k < s.n; ++k) {
+      EXPECT_NEAR(values[k], first[k], 1e-12 * first[0]) << "s[" << k << "]";
+    }
   }
 }
 
