@@ -44,25 +44,6 @@ struct Env {
   SvdTuning tuning = gk::tuning_from_environment().svd;
 };
 
-/// Median of `reps` timings of f() (after one warm-up call), in ms.
-template <typename F>
-double time_ms(const Env& env, int reps, F&& f) {
-  f();
-  CHECK_CUDA(cudaStreamSynchronize(env.stream));
-  const gk::Event a = gcompute::bench::timing_event();
-  const gk::Event b = gcompute::bench::timing_event();
-  std::vector<double> t;
-  for (int r = 0; r < reps; ++r) {
-    CHECK_CUDA(cudaEventRecord(a.value(), env.stream));
-    f();
-    CHECK_CUDA(cudaEventRecord(b.value(), env.stream));
-    CHECK_CUDA(cudaEventSynchronize(b.value()));
-    t.push_back(gcompute::bench::check_ok(gk::elapsed_ms(a, b), "cudaEventElapsedTime"));
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-
 struct Row {
   std::string what, dtype;
   long long batch, n;
@@ -110,7 +91,7 @@ Row square(const Env& env, int n, std::mt19937_64& rng, bool with_ref) {
   void* ws = dws.data();
   SvdInfo info;
   const int reps = n >= 2048 ? 3 : 5;
-  const double ours = time_ms(env, reps, [&] {
+  const double ours = gcompute::bench::median_ms(env.stream, reps, [&] {
     auto r = gk::svd_jacobi(env.ctx, a, s, u, vt, shape, ws, wsb, {}, env.tuning);
     if (!r.ok()) {
       std::fprintf(stderr, "svd_jacobi: %s\n", std::string(r.status().message()).c_str());
@@ -146,7 +127,7 @@ Row square(const Env& env, int n, std::mt19937_64& rng, bool with_ref) {
   gk::DeviceArray<int> ddinfo = env.device.array<int>(1);
   T* work = dwork.data();
   int* dinfo = ddinfo.data();
-  const double ref = time_ms(env, reps, [&] {
+  const double ref = gcompute::bench::median_ms(env.stream, reps, [&] {
     CHECK_CUDA(cudaMemcpyAsync(a2, a, nn * sizeof(T), cudaMemcpyDeviceToDevice, env.stream));
     if constexpr (sizeof(T) == 4) {
       CHECK_LIBRARY(cusolverDnSgesvdj(env.cusolver, CUSOLVER_EIG_MODE_VECTOR, 0, n, n, a2, n, s2,
@@ -194,7 +175,7 @@ Row batched(const Env& env, int n, long long batch, std::mt19937_64& rng) {
   gk::DeviceBuffer dws = env.device.buffer(wsb);
   void* ws = dws.data();
   SvdInfo info;
-  const double ours = time_ms(env, 5, [&] {
+  const double ours = gcompute::bench::median_ms(env.stream, 5, [&] {
     auto r = gk::svd_jacobi(env.ctx, a, s, u, vt, shape, ws, wsb, {}, env.tuning);
     if (!r.ok()) {
       std::fprintf(stderr, "svd_jacobi: %s\n", std::string(r.status().message()).c_str());
@@ -218,7 +199,7 @@ Row batched(const Env& env, int n, long long batch, std::mt19937_64& rng) {
                                                       static_cast<int>(batch)));
     gk::DeviceArray<float> dwork = env.device.array<float>(static_cast<std::size_t>(lwork));
     float* work = dwork.data();
-    ref = time_ms(env, 5, [&] {
+    ref = gcompute::bench::median_ms(env.stream, 5, [&] {
       CHECK_CUDA(cudaMemcpyAsync(a2, a, el * 4, cudaMemcpyDeviceToDevice, env.stream));
       CHECK_LIBRARY(cusolverDnSgesvdjBatched(env.cusolver, CUSOLVER_EIG_MODE_VECTOR, n, n, a2, n,
                                              s2, u2, n, v2, n, work, lwork, dinfo, params,

@@ -2,7 +2,8 @@
 // Every GPU SVD method against every cuSOLVER SVD in one run, on the same square N(0, 1)
 // matrices with vectors: ours (polar: QDWH + syevd; jacobi: one-sided Jacobi) and cuSOLVER's
 // gesvdp (polar + syevd), gesvdj (Jacobi) and gesvd (QR bidiagonalisation), f32 and f64. Each
-// row has the time (CUDA-event median after a warm-up; one timed call from n = 2048 on), the
+// row has the time (CUDA-event median of 3 after a warm-up; one timed call after it from
+// n = 2048 on), the
 // iterations or sweeps where the routine reports them, and the accuracy of what it returned,
 // measured on the GPU in the element precision: residual |A - U S V^T|_F / |A|_F and
 // orthogonality |U^T U - I|_F, |V^T V - I|_F, against the bound 50 n eps of the contract.
@@ -17,7 +18,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <functional>
 #include <limits>
 #include <random>
 #include <string>
@@ -49,24 +49,6 @@ struct Env {
 template <typename T>
 constexpr cudaDataType_t data_type() {
   return sizeof(T) == 4 ? CUDA_R_32F : CUDA_R_64F;
-}
-
-/// Median of `reps` timings of f() in ms (after one warm-up call unless reps == 1).
-double time_ms(const Env& env, int reps, const std::function<void()>& f) {
-  if (reps > 1) f();
-  CHECK_CUDA(cudaStreamSynchronize(env.stream));
-  const gk::Event a = gcompute::bench::timing_event();
-  const gk::Event b = gcompute::bench::timing_event();
-  std::vector<double> t;
-  for (int r = 0; r < reps; ++r) {
-    CHECK_CUDA(cudaEventRecord(a.value(), env.stream));
-    f();
-    CHECK_CUDA(cudaEventRecord(b.value(), env.stream));
-    CHECK_CUDA(cudaEventSynchronize(b.value()));
-    t.push_back(check_ok(gk::elapsed_ms(a, b), "cudaEventElapsedTime"));
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
 }
 
 struct Row {
@@ -143,6 +125,19 @@ class Accuracy {
   gk::DeviceArray<T> w_, r_;
 };
 
+/// out <- in^T for n x n column-major matrices.
+template <typename T>
+void transpose(const Env& env, const T* in, T* out, int n) {
+  const T one = 1, zero = 0;
+  if constexpr (sizeof(T) == 4) {
+    CHECK_LIBRARY(cublasSgeam(env.ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, n, n, &one, in, n, &zero,
+                              out, n, out, n));
+  } else {
+    CHECK_LIBRARY(cublasDgeam(env.ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, n, n, &one, in, n, &zero,
+                              out, n, out, n));
+  }
+}
+
 template <typename T>
 void run_size(const Env& env, int n, std::mt19937_64& rng, bool with_gesvd,
               std::vector<Row>& rows) {
@@ -157,7 +152,7 @@ void run_size(const Env& env, int n, std::mt19937_64& rng, bool with_gesvd,
                      v = env.device.array<T>(nn), vt = env.device.array<T>(nn);
   gk::DeviceArray<int> info = env.device.array<int>(1);
   CHECK_CUDA(cudaMemcpy(a.data(), h.data(), nn * sizeof(T), cudaMemcpyHostToDevice));
-  const int reps = n >= 2048 ? 1 : 3;
+  const int reps = n >= 2048 ? 1 : 3;  // after one warm-up call
   Accuracy<T> acc(env, n);
   auto add = [&](const char* method, double ms, double iterations, const Factors<T>& f) {
     rows.push_back(Row{method, dtype, n, ms, iterations, acc.residual(a.data(), f),
@@ -174,7 +169,7 @@ void run_size(const Env& env, int n, std::mt19937_64& rng, bool with_gesvd,
                                   : gk::svd_workspace_bytes(shape);
     gk::DeviceBuffer ws = env.device.buffer(wsb);
     SvdInfo result;
-    const double ms = time_ms(env, reps, [&] {
+    const double ms = gcompute::bench::median_ms(env.stream, reps, [&] {
       result = check_ok(polar ? gk::svd_polar(env.ctx, a.data(), s.data(), u.data(), vt.data(),
                                               shape, ws.data(), wsb)
                               : gk::svd_jacobi(env.ctx, a.data(), s.data(), u.data(), vt.data(),
@@ -182,14 +177,7 @@ void run_size(const Env& env, int n, std::mt19937_64& rng, bool with_gesvd,
                         "ours");
     });
     // u holds U^T column-major: its transpose into v is the V of A^T = V S U^T.
-    const T one = 1, zero = 0;
-    if constexpr (sizeof(T) == 4) {
-      CHECK_LIBRARY(cublasSgeam(env.ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, n, n, &one, u.data(), n,
-                                &zero, v.data(), n, v.data(), n));
-    } else {
-      CHECK_LIBRARY(cublasDgeam(env.ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, n, n, &one, u.data(), n,
-                                &zero, v.data(), n, v.data(), n));
-    }
+    transpose(env, u.data(), v.data(), n);
     add(polar ? "ours polar" : "ours jacobi", ms, result.sweeps,
         Factors<T>{vt.data(), s.data(), v.data()});
   }
@@ -205,7 +193,7 @@ void run_size(const Env& env, int n, std::mt19937_64& rng, bool with_gesvd,
     gk::DeviceBuffer dev = env.device.buffer(std::max<std::size_t>(dev_bytes, 1));
     std::vector<char> host(std::max<std::size_t>(host_bytes, 1));
     double err_sigma = 0;
-    const double ms = time_ms(env, reps, [&] {
+    const double ms = gcompute::bench::median_ms(env.stream, reps, [&] {
       CHECK_CUDA(cudaMemcpyAsync(work_a.data(), a.data(), nn * sizeof(T), cudaMemcpyDeviceToDevice,
                                  env.stream));
       CHECK_LIBRARY(cusolverDnXgesvdp(env.ctx.cusolver, env.params, CUSOLVER_EIG_MODE_VECTOR, 0, n,
@@ -231,7 +219,7 @@ void run_size(const Env& env, int n, std::mt19937_64& rng, bool with_gesvd,
                                                  v.data(), n, &lwork, params));
     }
     gk::DeviceArray<T> work = env.device.array<T>(static_cast<std::size_t>(std::max(lwork, 1)));
-    const double ms = time_ms(env, reps, [&] {
+    const double ms = gcompute::bench::median_ms(env.stream, reps, [&] {
       CHECK_CUDA(cudaMemcpyAsync(work_a.data(), a.data(), nn * sizeof(T), cudaMemcpyDeviceToDevice,
                                  env.stream));
       if constexpr (sizeof(T) == 4) {
@@ -259,21 +247,14 @@ void run_size(const Env& env, int n, std::mt19937_64& rng, bool with_gesvd,
                                               vt.data(), n, t, &dev_bytes, &host_bytes));
     gk::DeviceBuffer dev = env.device.buffer(std::max<std::size_t>(dev_bytes, 1));
     std::vector<char> host(std::max<std::size_t>(host_bytes, 1));
-    const double ms = time_ms(env, reps, [&] {
+    const double ms = gcompute::bench::median_ms(env.stream, reps, [&] {
       CHECK_CUDA(cudaMemcpyAsync(work_a.data(), a.data(), nn * sizeof(T), cudaMemcpyDeviceToDevice,
                                  env.stream));
       CHECK_LIBRARY(cusolverDnXgesvd(env.ctx.cusolver, env.params, 'A', 'A', n, n, t, work_a.data(),
                                      n, t, s.data(), t, u.data(), n, t, vt.data(), n, t, dev.data(),
                                      dev_bytes, host.data(), host_bytes, info.data()));
     });
-    const T one = 1, zero = 0;
-    if constexpr (sizeof(T) == 4) {
-      CHECK_LIBRARY(cublasSgeam(env.ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, n, n, &one, vt.data(), n,
-                                &zero, v.data(), n, v.data(), n));
-    } else {
-      CHECK_LIBRARY(cublasDgeam(env.ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, n, n, &one, vt.data(), n,
-                                &zero, v.data(), n, v.data(), n));
-    }
+    transpose(env, vt.data(), v.data(), n);
     add("cusolver gesvd", ms, NAN, Factors<T>{u.data(), s.data(), v.data()});
   }
 }

@@ -22,25 +22,12 @@
 #include "detail/dense.hpp"
 #include "detail/lapack.hpp"
 #include "detail/svd_tall.hpp"
+#include "gcompute/kernels/qdwh.hpp"
 
 namespace gcompute::kernels::cpu::detail {
 namespace {
 
 constexpr const char* kOp = "svd";
-
-struct Weights {
-  double a, b, c;
-};
-
-// The dynamically weighted Halley coefficients for lower bound l in (0, 1].
-Weights qdwh_weights(double l) {
-  const double l2 = l * l;
-  const double d = std::cbrt(4.0 * (1.0 - l2) / (l2 * l2));
-  const double sd = std::sqrt(1.0 + d);
-  const double a = sd + 0.5 * std::sqrt(8.0 - 4.0 * d + 8.0 * (2.0 - l2) / (l2 * sd));
-  const double b = (a - 1.0) * (a - 1.0) / 4.0;
-  return {a, b, a + b - 1.0};
-}
 
 template <typename T>
 double frobenius_distance(const Buffer<T>& x, const Buffer<T>& y) {
@@ -58,7 +45,7 @@ class Qdwh {
   Qdwh(Int n, Buffer<T>& x) : n_(n), nn_(static_cast<std::size_t>(n) * n), x_(x) {}
 
   // X <- (b/c) X + (a - b/c)/sqrt(c) * Q1 Q2^T with [sqrt(c) X; I] = [Q1; Q2] R.
-  absl::Status qr_step(const Weights& w) {
+  absl::Status qr_step(const QdwhWeights& w) {
     const Int n2 = 2 * n_;
     z_.assign(static_cast<std::size_t>(n2) * n_, T(0));
     const T root_c = static_cast<T>(std::sqrt(w.c));
@@ -85,7 +72,7 @@ class Qdwh {
 
   // X <- (b/c) X + (a - b/c) X Z^-1 with Z = I + c X^T X = W^T W (Cholesky). False when Z is
   // not numerically positive definite (then the caller takes the QR step).
-  absl::StatusOr<bool> cholesky_step(const Weights& w, const Buffer<T>& x_prev) {
+  absl::StatusOr<bool> cholesky_step(const QdwhWeights& w, const Buffer<T>& x_prev) {
     z_.assign(nn_, T(0));
     for (Int j = 0; j < n_; ++j) z_[static_cast<std::size_t>(j) * n_ + j] = T(1);
     syrk_t(n_, n_, w.c, x_.data(), n_, 1.0, z_.data(), n_);
@@ -224,7 +211,7 @@ absl::StatusOr<SvdInfo> polar_tall(const TallSvdArgs<T>& x, int max_iterations, 
           absl::StrCat(kOp, ": cancelled after ", info.sweeps, " QDWH iterations"));
     }
     ++info.sweeps;
-    const Weights w = qdwh_weights(l);
+    const QdwhWeights w = qdwh_weights(l);
     x_prev = xk;
     bool done = false;
     if (w.c <= 100) {
@@ -236,7 +223,7 @@ absl::StatusOr<SvdInfo> polar_tall(const TallSvdArgs<T>& x, int max_iterations, 
     if (!done) {
       if (absl::Status st = qdwh.qr_step(w); !st.ok()) return st;
     }
-    l = std::min(1.0, l * (w.a + w.b * l * l) / (1.0 + w.c * l * l));
+    l = qdwh_next_bound(l, w);
     // Converged once l_k = 1 and the step was small: the iteration is cubically convergent,
     // so the last step leaves an error of about dx^3 <= 5 eps.
     info.converged = frobenius_distance(xk, x_prev) <= dx_tolerance && 1.0 - l <= 10 * eps;

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "detail/launch_helpers.hpp"
 #include "detail/stop_pacer.hpp"
 #include "detail/svd_kernels.cuh"
 #include "gcompute/kernels/cuda/check.hpp"
@@ -262,19 +263,11 @@ class PointerModeGuard {
   cublasPointerMode_t saved_ = CUBLAS_POINTER_MODE_HOST;
 };
 
-template <typename T>
-constexpr cudaDataType_t cuda_type() {
-  return sizeof(T) == 4 ? CUDA_R_32F : CUDA_R_64F;
-}
+using detail::cuda_type;
+using detail::grid_1d;
 template <typename T>
 constexpr cublasComputeType_t compute_type() {
-  // PEDANTIC: exactly the element precision, whatever math mode the handle was given (no TF32).
-  return sizeof(T) == 4 ? CUBLAS_COMPUTE_32F_PEDANTIC : CUBLAS_COMPUTE_64F_PEDANTIC;
-}
-
-unsigned grid_1d(std::int64_t work, int threads) {
-  const std::int64_t g = (work + threads - 1) / threads;
-  return static_cast<unsigned>(std::clamp<std::int64_t>(g, 1, 1 << 20));
+  return detail::pedantic_compute_type<T>();
 }
 
 /// max|a| per matrix of `count` matrices starting at `a`.

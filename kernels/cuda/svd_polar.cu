@@ -26,9 +26,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "detail/launch_helpers.hpp"
 #include "gcompute/kernels/cuda/check.hpp"
 #include "gcompute/kernels/cuda/svd.hpp"
 #include "gcompute/kernels/cuda/unique_handle.hpp"
+#include "gcompute/kernels/qdwh.hpp"
 
 namespace gcompute::kernels::cuda {
 namespace {
@@ -43,15 +45,8 @@ absl::StatusOr<CusolverParams> create_params() {
   return CusolverParams(params);
 }
 
-template <typename T>
-constexpr cudaDataType_t data_type() {
-  return sizeof(T) == 4 ? CUDA_R_32F : CUDA_R_64F;
-}
-
-unsigned blocks_for(std::int64_t work, int threads) {
-  const std::int64_t g = (work + threads - 1) / threads;
-  return static_cast<unsigned>(std::clamp<std::int64_t>(g, 1, 1 << 20));
-}
+using detail::cuda_type;
+using detail::grid_1d;
 
 // ---- kernels ---------------------------------------------------------------------------------
 
@@ -205,7 +200,7 @@ template <typename T>
 absl::StatusOr<SolverScratch> solver_scratch(const Context& ctx, cusolverDnParams_t params,
                                              const Plan& p) {
   const cusolverDnHandle_t h = ctx.cusolver;
-  const cudaDataType_t t = data_type<T>();
+  const cudaDataType_t t = cuda_type<T>();
   SolverScratch sc;
   std::size_t d = 0, hb = 0;
   auto geqrf = [&](std::int64_t m, std::int64_t n) -> absl::Status {
@@ -307,20 +302,6 @@ Buffers<T> carve(const Plan& p, std::size_t solver_bytes, Carver& c) {
 
 // ---- the solver ------------------------------------------------------------------------------
 
-struct Weights {
-  double a, b, c;
-};
-
-// The dynamically weighted Halley coefficients for lower bound l in (0, 1].
-Weights qdwh_weights(double l) {
-  const double l2 = l * l;
-  const double d = std::cbrt(4.0 * (1.0 - l2) / (l2 * l2));
-  const double sd = std::sqrt(1.0 + d);
-  const double a = sd + 0.5 * std::sqrt(8.0 - 4.0 * d + 8.0 * (2.0 - l2) / (l2 * sd));
-  const double b = (a - 1.0) * (a - 1.0) / 4.0;
-  return {a, b, a + b - 1.0};
-}
-
 /// One matrix's solve: the cuBLAS and cuSOLVER calls in order, on ctx.stream.
 template <typename T>
 class PolarSolver {
@@ -344,7 +325,7 @@ class PolarSolver {
     const T* a0 = b_.w;
     if (p_.tall) {
       GC_RETURN_IF_ERROR(geqrf(b_.w, M, N, M, b_.tau_w));
-      upper_triangle_kernel<T><<<blocks_for(N * N, 256), 256, 0, stream()>>>(b_.w, M, N, b_.r);
+      upper_triangle_kernel<T><<<grid_1d(N * N, 256), 256, 0, stream()>>>(b_.w, M, N, b_.r);
       GC_CUDA_CHECK_LAUNCH("upper_triangle_kernel");
       a0 = b_.r;
     }
@@ -431,7 +412,7 @@ class PolarSolver {
   absl::Status identity_rect(T* out, std::int64_t rows, std::int64_t cols) {
     GC_CUDA_TRY(cudaMemsetAsync(out, 0, bytes(rows * cols), stream()));
     const std::int64_t d = std::min(rows, cols);
-    unit_diagonal_kernel<T><<<blocks_for(d, 256), 256, 0, stream()>>>(out, cols, d);
+    unit_diagonal_kernel<T><<<grid_1d(d, 256), 256, 0, stream()>>>(out, cols, d);
     GC_CUDA_CHECK_LAUNCH("unit_diagonal_kernel");
     return absl::OkStatus();
   }
@@ -449,7 +430,7 @@ class PolarSolver {
             absl::StrCat(kOp, ": cancelled after ", info.sweeps, " QDWH iterations"));
       }
       ++info.sweeps;
-      const Weights w = qdwh_weights(l);
+      const QdwhWeights w = qdwh_weights(l);
       GC_CUDA_TRY(cudaMemcpyAsync(b_.prev, b_.x, bytes(N * N), cudaMemcpyDeviceToDevice, stream()));
       bool done = false;
       if (w.c <= 100) {
@@ -462,7 +443,7 @@ class PolarSolver {
         }
         GC_RETURN_IF_ERROR(qr_step(w));
       }
-      l = std::min(1.0, l * (w.a + w.b * l * l) / (1.0 + w.c * l * l));
+      l = qdwh_next_bound(l, w);
       // Converged once l_k = 1 and the step was small: the iteration is cubically convergent,
       // so the last step leaves an error of about dx^3 <= 5 eps. Until l_k = 1 the step size
       // cannot decide, and is not computed (it costs a synchronisation).
@@ -477,9 +458,9 @@ class PolarSolver {
   }
 
   // X <- (b/c) X + (a - b/c)/sqrt(c) * Q1 Q2^T with [sqrt(c) X; I] = [Q1; Q2] R.
-  absl::Status qr_step(const Weights& w) {
+  absl::Status qr_step(const QdwhWeights& w) {
     const std::int64_t N = p_.N;
-    stack_with_identity_kernel<T><<<blocks_for(2 * N * N, 256), 256, 0, stream()>>>(
+    stack_with_identity_kernel<T><<<grid_1d(2 * N * N, 256), 256, 0, stream()>>>(
         b_.x, N, static_cast<T>(std::sqrt(w.c)), b_.z);
     GC_CUDA_CHECK_LAUNCH("stack_with_identity_kernel");
     GC_RETURN_IF_ERROR(geqrf(b_.z, 2 * N, N, 2 * N, b_.tau));
@@ -491,10 +472,10 @@ class PolarSolver {
 
   // X <- (b/c) X_prev + (a - b/c) X_prev Z^-1 with Z = I + c X^T X = R^T R. False when Z is not
   // numerically positive definite (the caller then takes the QR step).
-  absl::StatusOr<bool> cholesky_step(const Weights& w) {
+  absl::StatusOr<bool> cholesky_step(const QdwhWeights& w) {
     const std::int64_t N = p_.N;
     T* z = b_.z;
-    identity_kernel<T><<<blocks_for(N * N, 256), 256, 0, stream()>>>(z, N);
+    identity_kernel<T><<<grid_1d(N * N, 256), 256, 0, stream()>>>(z, N);
     GC_CUDA_CHECK_LAUNCH("identity_kernel");
     const T c = static_cast<T>(w.c), one = T(1);
     if constexpr (sizeof(T) == 4) {
@@ -505,7 +486,7 @@ class PolarSolver {
                                    N, &one, z, N));
     }
     GC_CUSOLVER_TRY(cusolverDnXpotrf(ctx_.cusolver, params_, CUBLAS_FILL_MODE_UPPER, N,
-                                     data_type<T>(), z, N, data_type<T>(), b_.solver,
+                                     cuda_type<T>(), z, N, cuda_type<T>(), b_.solver,
                                      b_.solver_bytes, host_.data(), host_.size(), b_.info));
     GC_ASSIGN_OR_RETURN(const int potrf_info, read_info());
     if (potrf_info < 0) {
@@ -527,11 +508,11 @@ class PolarSolver {
     // right = V with its columns in sigma order; prev = Up right is then in that order too, and
     // takes the signs of lambda.
     permute_columns_kernel<T>
-        <<<blocks_for(N * N, 256), 256, 0, stream()>>>(hs, N, N, b_.order, b_.right);
+        <<<grid_1d(N * N, 256), 256, 0, stream()>>>(hs, N, N, b_.order, b_.right);
     GC_CUDA_CHECK_LAUNCH("permute_columns_kernel");
     GC_RETURN_IF_ERROR(
         gemm(CUBLAS_OP_N, CUBLAS_OP_N, N, N, N, 1.0, b_.x, N, b_.right, N, 0.0, b_.prev, N));
-    negate_columns_kernel<T><<<blocks_for(N * N, 256), 256, 0, stream()>>>(b_.prev, N, N, b_.flip);
+    negate_columns_kernel<T><<<grid_1d(N * N, 256), 256, 0, stream()>>>(b_.prev, N, N, b_.flip);
     GC_CUDA_CHECK_LAUNCH("negate_columns_kernel");
     if (!p_.tall) {
       GC_CUDA_TRY(
@@ -574,10 +555,10 @@ class PolarSolver {
     // Householder QR signed so that R's diagonal is non-negative: columns that already were
     // orthonormal stay (up to rounding).
     GC_RETURN_IF_ERROR(geqrf(b_.left, M, L, M, b_.tau));
-    negative_diagonal_kernel<T><<<blocks_for(L, 256), 256, 0, stream()>>>(b_.left, M, L, b_.flip);
+    negative_diagonal_kernel<T><<<grid_1d(L, 256), 256, 0, stream()>>>(b_.left, M, L, b_.flip);
     GC_CUDA_CHECK_LAUNCH("negative_diagonal_kernel");
     GC_RETURN_IF_ERROR(orgqr(b_.left, M, L, L, M, b_.tau));
-    negate_columns_kernel<T><<<blocks_for(M * L, 256), 256, 0, stream()>>>(b_.left, M, L, b_.flip);
+    negate_columns_kernel<T><<<grid_1d(M * L, 256), 256, 0, stream()>>>(b_.left, M, L, b_.flip);
     GC_CUDA_CHECK_LAUNCH("negate_columns_kernel");
     return absl::OkStatus();
   }
@@ -686,8 +667,8 @@ class PolarSolver {
   // geqrf and orgqr report through info only invalid arguments, which the plan rules out: their
   // info is not read (that would cost a synchronisation per call).
   absl::Status geqrf(T* a, std::int64_t m, std::int64_t n, std::int64_t lda, T* tau) {
-    GC_CUSOLVER_TRY(cusolverDnXgeqrf(ctx_.cusolver, params_, m, n, data_type<T>(), a, lda,
-                                     data_type<T>(), tau, data_type<T>(), b_.solver,
+    GC_CUSOLVER_TRY(cusolverDnXgeqrf(ctx_.cusolver, params_, m, n, cuda_type<T>(), a, lda,
+                                     cuda_type<T>(), tau, cuda_type<T>(), b_.solver,
                                      b_.solver_bytes, host_.data(), host_.size(), b_.info));
     return absl::OkStatus();
   }
@@ -712,8 +693,8 @@ class PolarSolver {
     const cusolverEigMode_t jobz =
         p_.vectors ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
     GC_CUSOLVER_TRY(cusolverDnXsyevd(ctx_.cusolver, params_, jobz, CUBLAS_FILL_MODE_UPPER, n,
-                                     data_type<T>(), a, n, data_type<T>(), b_.lambda,
-                                     data_type<T>(), b_.solver, b_.solver_bytes, host_.data(),
+                                     cuda_type<T>(), a, n, cuda_type<T>(), b_.lambda,
+                                     cuda_type<T>(), b_.solver, b_.solver_bytes, host_.data(),
                                      host_.size(), b_.info));
     return absl::OkStatus();
   }
