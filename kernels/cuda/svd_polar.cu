@@ -14,9 +14,10 @@
 // rounding-level singular values leave Up without an isometry on their directions, as on the
 // host. For m < n the roles of the two factors swap.
 //
-// Every GEMM computes in the element precision (no TF32). The host synchronises once per
-// iteration (the step size decides convergence, potrf's info decides the step) and polls `stop`
-// there; a batch is solved one matrix after another.
+// Every GEMM computes in the element precision (no TF32). The host polls `stop` before every
+// iteration and synchronises where a result decides: potrf's info (the Cholesky step or the QR
+// one), and once l_k = 1 the orthogonality of X and the step size (converged or not). A batch
+// is solved one matrix after another.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -125,6 +126,24 @@ __global__ void column_unit_deviation_kernel(const T* u, std::int64_t rows,
     const double dev = fabs(sqrt(total) - 1.0);
     atomicMax(deviation, static_cast<unsigned long long>(__double_as_longlong(dev)));
   }
+}
+
+/// sum[0] += the squares of the elements of the symmetric n x n matrix whose upper triangle z
+/// holds (off-diagonal ones twice); sum must hold 0 before the launch.
+template <typename T>
+__global__ void symmetric_sum_of_squares_kernel(const T* z, std::int64_t n, double* sum) {
+  double local = 0;
+  for (std::int64_t e = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; e < n * n;
+       e += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const std::int64_t i = e % n, j = e / n;
+    if (i > j) continue;
+    const double v = static_cast<double>(z[e]);
+    local += (i == j ? 1.0 : 2.0) * v * v;
+  }
+  for (int offset = 16; offset > 0; offset /= 2) {
+    local += __shfl_down_sync(0xffffffffu, local, offset);
+  }
+  if (threadIdx.x % 32 == 0) atomicAdd(sum, local);
 }
 
 /// negative[j] = (diag_j < 0) for the diagonal of the column-major matrix a (leading dimension
@@ -254,6 +273,7 @@ struct Buffers {
   int* flip = nullptr;   // max(N, L)
   int* info = nullptr;
   unsigned long long* deviation = nullptr;
+  double* sum = nullptr;
   void* solver = nullptr;
   std::size_t solver_bytes = 0;
 };
@@ -295,6 +315,7 @@ Buffers<T> carve(const Plan& p, std::size_t solver_bytes, Carver& c) {
   b.flip = c.take<int>(std::max(N, p.L));
   b.info = c.take<int>(1);
   b.deviation = c.take<unsigned long long>(1);
+  b.sum = c.take<double>(1);
   b.solver = c.take<char>(static_cast<std::int64_t>(solver_bytes));
   b.solver_bytes = solver_bytes;
   return b;
@@ -421,6 +442,7 @@ class PolarSolver {
     const std::int64_t N = p_.N;
     const double eps = std::numeric_limits<T>::epsilon();
     const double dx_tolerance = std::cbrt(5 * eps);
+    const double orthogonality_tolerance = 10 * static_cast<double>(N) * eps;
     // sigma_min(X0) >= l0 for cond(A0) <= 1 / eps; a smaller sigma_min costs iterations only.
     double l = eps;
     SvdInfo info{0, false};
@@ -444,10 +466,20 @@ class PolarSolver {
         GC_RETURN_IF_ERROR(qr_step(w));
       }
       l = qdwh_next_bound(l, w);
-      // Converged once l_k = 1 and the step was small: the iteration is cubically convergent,
-      // so the last step leaves an error of about dx^3 <= 5 eps. Until l_k = 1 the step size
-      // cannot decide, and is not computed (it costs a synchronisation).
+      // Until l_k = 1 nothing can have converged, and nothing is measured (a measurement costs
+      // a synchronisation).
       if (1.0 - l > 10 * eps) continue;
+      // Converged once X is orthogonal to the contract's precision: the iterates keep A's
+      // singular vectors, so an orthogonal iterate is the polar factor, and U = Up V inherits
+      // exactly |X^T X - I|_F. Where l0 was a true lower bound this holds as soon as l_k = 1,
+      // which saves the step that would only confirm it. Singular values at zero (rank
+      // deficiency) stay at zero and never pass that test; then the step size decides: the
+      // iteration is cubically convergent, so a step dx leaves an error of about dx^3 <= 5 eps.
+      GC_ASSIGN_OR_RETURN(const double orthogonality, orthogonality_error());
+      if (orthogonality <= orthogonality_tolerance) {
+        info.converged = true;
+        break;
+      }
       // prev <- X - prev, then its norm: the step size.
       GC_RETURN_IF_ERROR(
           geam(CUBLAS_OP_N, CUBLAS_OP_N, N, N, 1.0, b_.x, N, -1.0, b_.prev, N, b_.prev, N));
@@ -455,6 +487,28 @@ class PolarSolver {
       info.converged = dx <= dx_tolerance;
     }
     return info;
+  }
+
+  /// |X^T X - I|_F, through z (free between steps).
+  absl::StatusOr<double> orthogonality_error() {
+    const std::int64_t N = p_.N;
+    T* g = b_.z;
+    identity_kernel<T><<<grid_1d(N * N, 256), 256, 0, stream()>>>(g, N);
+    GC_CUDA_CHECK_LAUNCH("identity_kernel");
+    const T one = T(1), minus_one = T(-1);
+    if constexpr (sizeof(T) == 4) {
+      GC_CUBLAS_TRY(cublasSsyrk_64(ctx_.cublas, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, N, N, &one,
+                                   b_.x, N, &minus_one, g, N));
+    } else {
+      GC_CUBLAS_TRY(cublasDsyrk_64(ctx_.cublas, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, N, N, &one,
+                                   b_.x, N, &minus_one, g, N));
+    }
+    GC_CUDA_TRY(cudaMemsetAsync(b_.sum, 0, sizeof(double), stream()));
+    symmetric_sum_of_squares_kernel<T><<<grid_1d(N * N, 256), 256, 0, stream()>>>(g, N, b_.sum);
+    GC_CUDA_CHECK_LAUNCH("symmetric_sum_of_squares_kernel");
+    double sum = 0;
+    GC_RETURN_IF_ERROR(to_host(&sum, b_.sum, sizeof(sum)));
+    return std::sqrt(sum);
   }
 
   // X <- (b/c) X + (a - b/c)/sqrt(c) * Q1 Q2^T with [sqrt(c) X; I] = [Q1; Q2] R.
