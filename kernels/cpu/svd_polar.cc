@@ -30,19 +30,38 @@ namespace {
 constexpr const char* kOp = "svd";
 
 template <typename T>
-double frobenius_distance(const Buffer<T>& x, const Buffer<T>& y) {
-  double sum = 0;
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    const double d = static_cast<double>(x[i]) - static_cast<double>(y[i]);
-    sum += d * d;
-  }
-  return std::sqrt(sum);
-}
-
-template <typename T>
 class Qdwh {
  public:
-  Qdwh(Int n, Buffer<T>& x) : n_(n), nn_(static_cast<std::size_t>(n) * n), x_(x) {}
+  Qdwh(Int n, Buffer<T>& x) : n_(n), nn_(static_cast<std::size_t>(n) * n), x_(x), x_prev_(nn_) {}
+
+  // The steps of qdwh_iterate, on X in x.
+  absl::Status keep_previous() {
+    x_prev_ = x_;
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<double> step_size() const {
+    double sum = 0;
+    for (std::size_t i = 0; i < nn_; ++i) {
+      const double d = static_cast<double>(x_[i]) - static_cast<double>(x_prev_[i]);
+      sum += d * d;
+    }
+    return std::sqrt(sum);
+  }
+
+  // ||X^T X - I||_F from the upper triangle of X^T X - I (syrk).
+  absl::StatusOr<double> orthogonality_error() {
+    identity_into_z();
+    syrk_t(n_, n_, 1.0, x_.data(), n_, -1.0, z_.data(), n_);
+    double sum = 0;
+    for (Int j = 0; j < n_; ++j) {
+      for (Int i = 0; i <= j; ++i) {
+        const double g = z_[static_cast<std::size_t>(j) * n_ + i];
+        sum += (i == j ? 1.0 : 2.0) * g * g;
+      }
+    }
+    return std::sqrt(sum);
+  }
 
   // X <- (b/c) X + (a - b/c)/sqrt(c) * Q1 Q2^T with [sqrt(c) X; I] = [Q1; Q2] R.
   absl::Status qr_step(const QdwhWeights& w) {
@@ -70,11 +89,10 @@ class Qdwh {
     return absl::OkStatus();
   }
 
-  // X <- (b/c) X + (a - b/c) X Z^-1 with Z = I + c X^T X = W^T W (Cholesky). False when Z is
-  // not numerically positive definite (then the caller takes the QR step).
-  absl::StatusOr<bool> cholesky_step(const QdwhWeights& w, const Buffer<T>& x_prev) {
-    z_.assign(nn_, T(0));
-    for (Int j = 0; j < n_; ++j) z_[static_cast<std::size_t>(j) * n_ + j] = T(1);
+  // X <- (b/c) X + (a - b/c) X Z^-1 with Z = I + c X^T X = W^T W (Cholesky). False, X
+  // untouched, when Z is not numerically positive definite (then the caller takes the QR step).
+  absl::StatusOr<bool> cholesky_step(const QdwhWeights& w) {
+    identity_into_z();
     syrk_t(n_, n_, w.c, x_.data(), n_, 1.0, z_.data(), n_);
     Int info = 0;
     potrf('U', n_, z_.data(), n_, &info);
@@ -83,15 +101,21 @@ class Qdwh {
     trsm_right_upper(CblasNoTrans, n_, n_, z_.data(), n_, x_.data(), n_);
     trsm_right_upper(CblasTrans, n_, n_, z_.data(), n_, x_.data(), n_);
     const T bc = static_cast<T>(w.b / w.c), ab = static_cast<T>(w.a - w.b / w.c);
-    for (std::size_t i = 0; i < nn_; ++i) x_[i] = ab * x_[i] + bc * x_prev[i];
+    for (std::size_t i = 0; i < nn_; ++i) x_[i] = ab * x_[i] + bc * x_prev_[i];
     return true;
   }
 
  private:
+  /// z <- the n x n identity.
+  void identity_into_z() {
+    z_.resize(nn_);
+    set_identity(z_.data(), n_, n_, n_);
+  }
+
   Int n_;
   std::size_t nn_;
   Buffer<T>& x_;
-  Buffer<T> z_, tau_;
+  Buffer<T> x_prev_, z_, tau_;
 };
 
 // A lower bound on sigma_min(X) from LAPACK's 1-norm condition estimate:
@@ -201,33 +225,10 @@ absl::StatusOr<SvdInfo> polar_tall(const TallSvdArgs<T>& x, int max_iterations, 
   if (!l_est.ok()) return l_est.status();
   double l = std::clamp(*l_est, eps * eps, 1.0);
 
-  const double dx_tolerance = std::cbrt(5 * eps);
   Qdwh<T> qdwh(n, xk);
-  Buffer<T> x_prev(nn);
-  SvdInfo info{0, false};
-  while (!info.converged && info.sweeps < max_iterations) {
-    if (stop.stop_requested()) {
-      return absl::CancelledError(
-          absl::StrCat(kOp, ": cancelled after ", info.sweeps, " QDWH iterations"));
-    }
-    ++info.sweeps;
-    const QdwhWeights w = qdwh_weights(l);
-    x_prev = xk;
-    bool done = false;
-    if (w.c <= 100) {
-      absl::StatusOr<bool> ok = qdwh.cholesky_step(w, x_prev);
-      if (!ok.ok()) return ok.status();
-      done = *ok;
-      if (!done) xk = x_prev;
-    }
-    if (!done) {
-      if (absl::Status st = qdwh.qr_step(w); !st.ok()) return st;
-    }
-    l = qdwh_next_bound(l, w);
-    // Converged once l_k = 1 and the step was small: the iteration is cubically convergent,
-    // so the last step leaves an error of about dx^3 <= 5 eps.
-    info.converged = frobenius_distance(xk, x_prev) <= dx_tolerance && 1.0 - l <= 10 * eps;
-  }
+  absl::StatusOr<SvdInfo> iterated = qdwh_iterate(qdwh, n, l, eps, max_iterations, stop, kOp);
+  if (!iterated.ok()) return iterated.status();
+  SvdInfo info = *iterated;
 
   // H = Up^T A0 (symmetric positive semidefinite up to rounding), then H = V diag(lambda) V^T.
   Buffer<T> h(nn);

@@ -16,12 +16,14 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "detail/cusolver_params.hpp"
 #include "detail/eigh_kernels.cuh"
+#include "detail/launch_helpers.hpp"
 #include "detail/stop_pacer.hpp"
+#include "detail/workspace_carver.hpp"
 #include "gcompute/kernels/cuda/check.hpp"
 #include "gcompute/kernels/cuda/eigh.hpp"
 #include "gcompute/kernels/cuda/transpose.hpp"
-#include "gcompute/kernels/cuda/unique_handle.hpp"
 
 namespace gcompute::kernels::cuda {
 namespace {
@@ -31,58 +33,53 @@ namespace {
 // is reported (converged = false).
 constexpr int kMaxSweeps = 30;
 constexpr std::int64_t kMaxChunk = 1 << 16;  // most matrices per Jacobi launch
-constexpr std::size_t kAlign = 256;
 
-using ParamsHandle = UniqueHandle<cusolverDnParams_t, cusolverDnDestroyParams>;
-
-std::size_t align_up(std::size_t bytes) {
-  return (bytes + kAlign - 1) / kAlign * kAlign;
-}
+using detail::cuda_type;
+using detail::CusolverParams;
 
 bool uses_jacobi(const EighShape& s) {
   return s.n <= kEighJacobiMaxN;
 }
 
-cudaDataType_t cuda_type(DType dtype) {
-  return dtype == DType::kF32 ? CUDA_R_32F : CUDA_R_64F;
-}
-
-/// The syevd driver's workspace: per-matrix info words, the working copy of one matrix, then
-/// cuSOLVER's device workspace.
-struct SyevdLayout {
-  std::size_t info_offset = 0;
-  std::size_t copy_offset = 0;
-  std::size_t work_offset = 0;
+/// The syevd driver's workspace: per-matrix info words, the working copy of one matrix (syevd
+/// overwrites its input with the vectors), then cuSOLVER's device workspace.
+template <typename T>
+struct SyevdBuffers {
+  int* info = nullptr;
+  T* copy = nullptr;
+  void* work = nullptr;
   std::size_t work_bytes = 0;
-  std::size_t host_bytes = 0;
-  std::size_t total = 0;
+  std::size_t host_bytes = 0;  ///< cuSOLVER's host workspace (usually none)
 };
 
-absl::StatusOr<ParamsHandle> make_params() {
-  cusolverDnParams_t params = nullptr;
-  GC_CUSOLVER_TRY(cusolverDnCreateParams(&params));
-  return ParamsHandle(params);
-}
-
-/// `a` and `w` may be null: the size query reads neither.
-absl::StatusOr<SyevdLayout> syevd_layout(const Context& ctx, cusolverDnParams_t params,
-                                         const EighShape& s, const void* a, const void* w) {
+/// The syevd buffers, carved by c (whose null base only counts bytes). `a` and `w` may be null:
+/// cuSOLVER's size query reads neither.
+template <typename T>
+absl::StatusOr<SyevdBuffers<T>> carve_syevd(const Context& ctx, cusolverDnParams_t params,
+                                            const EighShape& s, const T* a, const T* w,
+                                            detail::WorkspaceCarver& c) {
   if (ctx.cusolver == nullptr) {
     return absl::FailedPreconditionError(absl::StrCat(
         "eigh: n=", s.n, " is above ", kEighJacobiMaxN, " and needs ctx.cusolver (syevd)"));
   }
-  const cudaDataType_t type = cuda_type(s.dtype);
-  SyevdLayout l;
+  constexpr cudaDataType_t type = cuda_type<T>();
+  SyevdBuffers<T> b;
   GC_CUSOLVER_TRY(cusolverDnXsyevd_bufferSize(
       ctx.cusolver, params,
       s.compute_vectors ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR,
-      CUBLAS_FILL_MODE_UPPER, s.n, type, a, s.n, type, w, type, &l.work_bytes, &l.host_bytes));
-  const std::size_t el = dtype_size(s.dtype);
-  l.info_offset = 0;
-  l.copy_offset = align_up(static_cast<std::size_t>(s.batch) * sizeof(int));
-  l.work_offset = l.copy_offset + align_up(static_cast<std::size_t>(s.n * s.n) * el);
-  l.total = l.work_offset + align_up(std::max<std::size_t>(l.work_bytes, 1));
-  return l;
+      CUBLAS_FILL_MODE_UPPER, s.n, type, a, s.n, type, w, type, &b.work_bytes, &b.host_bytes));
+  b.info = c.take<int>(s.batch);
+  b.copy = c.take<T>(s.n * s.n);
+  b.work = c.take<char>(static_cast<std::int64_t>(std::max<std::size_t>(b.work_bytes, 1)));
+  return b;
+}
+
+template <typename T>
+absl::StatusOr<std::size_t> syevd_workspace_bytes(const Context& ctx, const EighShape& s) {
+  GC_ASSIGN_OR_RETURN(const CusolverParams params, detail::create_cusolver_params());
+  detail::WorkspaceCarver c(nullptr);
+  GC_RETURN_IF_ERROR(carve_syevd<T>(ctx, params.value(), s, nullptr, nullptr, c).status());
+  return c.bytes();
 }
 
 absl::Status cancelled_after(std::int64_t done, std::int64_t batch) {
@@ -140,18 +137,15 @@ template <typename T>
 absl::StatusOr<EighInfo> run_syevd(const Context& ctx, const T* a, T* w, T* v, const EighShape& s,
                                    void* workspace, std::size_t workspace_bytes, StopToken stop) {
   const cudaStream_t st = ctx.stream;
-  GC_ASSIGN_OR_RETURN(const ParamsHandle params, make_params());
+  GC_ASSIGN_OR_RETURN(const CusolverParams params, detail::create_cusolver_params());
   // The query of eigh_workspace_bytes again, now with the operands.
-  GC_ASSIGN_OR_RETURN(const SyevdLayout l, syevd_layout(ctx, params.value(), s, a, w));
-  if (l.total > workspace_bytes) {
-    return absl::InternalError(absl::StrCat("eigh: syevd asks for ", l.total,
+  detail::WorkspaceCarver c(workspace);
+  GC_ASSIGN_OR_RETURN(const SyevdBuffers<T> l, carve_syevd<T>(ctx, params.value(), s, a, w, c));
+  if (c.bytes() > workspace_bytes) {
+    return absl::InternalError(absl::StrCat("eigh: syevd asks for ", c.bytes(),
                                             " bytes of workspace, more than the ", workspace_bytes,
                                             " it asked for before"));
   }
-  char* base = static_cast<char*>(workspace);
-  int* info = reinterpret_cast<int*>(base + l.info_offset);
-  T* copy = reinterpret_cast<T*>(base + l.copy_offset);
-  void* work = base + l.work_offset;
   // cuSOLVER's host workspace (usually none) must outlive the work queued with it: on every
   // return the stream has drained first (`drain` is destroyed before `host_work`).
   std::vector<char> host_work(l.host_bytes);
@@ -162,21 +156,21 @@ absl::StatusOr<EighInfo> run_syevd(const Context& ctx, const T* a, T* w, T* v, c
       if (armed) GC_CUDA_TRY_NO_THROW(cudaStreamSynchronize(stream));
     }
   } drain{st, !host_work.empty()};
-  const cudaDataType_t type = cuda_type(s.dtype);
+  constexpr cudaDataType_t type = cuda_type<T>();
   const std::int64_t n = s.n, nn = s.n * s.n;
   const cusolverEigMode_t jobz =
       s.compute_vectors ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
   detail::StopPacer pacer(st, ctx.events[3], 1, stop);
   for (std::int64_t b = 0; b < s.batch; ++b) {
-    GC_CUDA_TRY(cudaMemcpyAsync(copy, a + b * nn, static_cast<std::size_t>(nn) * sizeof(T),
+    GC_CUDA_TRY(cudaMemcpyAsync(l.copy, a + b * nn, static_cast<std::size_t>(nn) * sizeof(T),
                                 cudaMemcpyDeviceToDevice, st));
     GC_CUSOLVER_TRY(cusolverDnXsyevd(ctx.cusolver, params.value(), jobz, CUBLAS_FILL_MODE_UPPER, n,
-                                     type, copy, n, type, w + b * n, type, work, l.work_bytes,
+                                     type, l.copy, n, type, w + b * n, type, l.work, l.work_bytes,
                                      host_work.empty() ? nullptr : host_work.data(), l.host_bytes,
-                                     info + b));
+                                     l.info + b));
     if (s.compute_vectors) {
       // Column-major Z (vectors as columns) read as row-major is Z^T: its transpose is V.
-      GC_RETURN_IF_ERROR(transpose(ctx, copy, v + b * nn, TransposeShape{1, n, n, sizeof(T)}));
+      GC_RETURN_IF_ERROR(transpose(ctx, l.copy, v + b * nn, TransposeShape{1, n, n, sizeof(T)}));
     }
     if (b + 1 < s.batch) {
       const absl::StatusOr<bool> stopping = pacer.stop_after_step();
@@ -185,8 +179,8 @@ absl::StatusOr<EighInfo> run_syevd(const Context& ctx, const T* a, T* w, T* v, c
     }
   }
   std::vector<int> infos(static_cast<std::size_t>(s.batch));
-  GC_CUDA_TRY(
-      cudaMemcpyAsync(infos.data(), info, infos.size() * sizeof(int), cudaMemcpyDeviceToHost, st));
+  GC_CUDA_TRY(cudaMemcpyAsync(infos.data(), l.info, infos.size() * sizeof(int),
+                              cudaMemcpyDeviceToHost, st));
   GC_CUDA_TRY(cudaStreamSynchronize(st));
   EighInfo out{true};
   for (std::size_t b = 0; b < infos.size(); ++b) {
@@ -217,11 +211,9 @@ absl::StatusOr<EighInfo> run(const Context& ctx, const void* a, void* w, void* v
 absl::StatusOr<std::size_t> eigh_workspace_bytes(const Context& ctx, const EighShape& shape) {
   GC_RETURN_IF_ERROR(validate(shape));
   if (shape.batch == 0 || shape.n == 0) return std::size_t{0};
-  if (uses_jacobi(shape)) return align_up(sizeof(int));
-  GC_ASSIGN_OR_RETURN(const ParamsHandle params, make_params());
-  GC_ASSIGN_OR_RETURN(const SyevdLayout l,
-                      syevd_layout(ctx, params.value(), shape, nullptr, nullptr));
-  return l.total;
+  if (uses_jacobi(shape)) return sizeof(int);  // the converged flag
+  return shape.dtype == DType::kF32 ? syevd_workspace_bytes<float>(ctx, shape)
+                                    : syevd_workspace_bytes<double>(ctx, shape);
 }
 
 absl::StatusOr<EighInfo> eigh(const Context& ctx, const void* a, void* w, void* v,

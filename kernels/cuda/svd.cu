@@ -35,6 +35,7 @@
 #include "detail/launch_helpers.hpp"
 #include "detail/stop_pacer.hpp"
 #include "detail/svd_kernels.cuh"
+#include "detail/workspace_carver.hpp"
 #include "gcompute/kernels/cuda/check.hpp"
 #include "gcompute/kernels/cuda/event.hpp"
 #include "gcompute/kernels/cuda/svd.hpp"
@@ -165,24 +166,6 @@ Plan make_plan(const SvdShape& s, const SvdTuning& tuning) {
   return pl;
 }
 
-/// Carves aligned pieces out of the workspace; with a null base it only counts bytes.
-class Carver {
- public:
-  explicit Carver(void* base) : base_(static_cast<char*>(base)) {}
-  template <typename X>
-  X* take(std::int64_t count) {
-    offset_ = (offset_ + 255) / 256 * 256;
-    X* p = base_ != nullptr ? reinterpret_cast<X*>(base_ + offset_) : nullptr;
-    offset_ += static_cast<std::size_t>(count) * sizeof(X);
-    return p;
-  }
-  std::size_t bytes() const { return offset_; }
-
- private:
-  char* base_;
-  std::size_t offset_ = 0;
-};
-
 template <typename T>
 struct Buffers {
   using Bits = typename detail::BitsOf<T>::Type;
@@ -203,7 +186,7 @@ struct Buffers {
 };
 
 template <typename T>
-Buffers<T> carve(const Plan& pl, const SvdShape& s, Carver& c) {
+Buffers<T> carve(const Plan& pl, const SvdShape& s, detail::WorkspaceCarver& c) {
   Buffers<T> b;
   const bool uv = s.compute_uv;
   b.max_bits = c.take<typename Buffers<T>::Bits>(s.batch);
@@ -237,7 +220,7 @@ Buffers<T> carve(const Plan& pl, const SvdShape& s, Carver& c) {
 }
 
 std::size_t workspace_for(const Plan& pl, const SvdShape& s) {
-  Carver c(nullptr);
+  detail::WorkspaceCarver c(nullptr);
   if (s.dtype == DType::kF32) {
     carve<float>(pl, s, c);
   } else {
@@ -782,7 +765,7 @@ absl::StatusOr<SvdInfo> run(const Context& ctx, const SvdShape& s, const SvdTuni
                             const void* a, void* s_out, void* u, void* vt, void* workspace,
                             StopToken stop) {
   const Plan pl = make_plan(s, tuning);
-  Carver c(workspace);
+  detail::WorkspaceCarver c(workspace);
   const Buffers<T> b = carve<T>(pl, s, c);
   const T tol = static_cast<T>(effective_tolerance(s));
   const int max_sweeps = s.max_sweeps > 0 ? s.max_sweeps : kSvdDefaultMaxSweeps;

@@ -27,7 +27,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "detail/cusolver_params.hpp"
 #include "detail/launch_helpers.hpp"
+#include "detail/workspace_carver.hpp"
 #include "gcompute/kernels/cuda/check.hpp"
 #include "gcompute/kernels/cuda/svd.hpp"
 #include "gcompute/kernels/cuda/unique_handle.hpp"
@@ -38,15 +40,8 @@ namespace {
 
 constexpr const char* kOp = "svd";
 
-using CusolverParams = UniqueHandle<cusolverDnParams_t, cusolverDnDestroyParams>;
-
-absl::StatusOr<CusolverParams> create_params() {
-  cusolverDnParams_t params = nullptr;
-  GC_CUSOLVER_TRY(cusolverDnCreateParams(&params));
-  return CusolverParams(params);
-}
-
 using detail::cuda_type;
+using detail::CusolverParams;
 using detail::grid_1d;
 
 // ---- kernels ---------------------------------------------------------------------------------
@@ -278,24 +273,8 @@ struct Buffers {
   std::size_t solver_bytes = 0;
 };
 
-class Carver {
- public:
-  explicit Carver(void* base) : base_(static_cast<char*>(base)) {}
-  template <typename U>
-  U* take(std::int64_t count) {
-    const std::size_t at = offset_;
-    offset_ += (static_cast<std::size_t>(count) * sizeof(U) + 255) / 256 * 256;
-    return base_ == nullptr ? nullptr : reinterpret_cast<U*>(base_ + at);
-  }
-  std::size_t bytes() const { return offset_; }
-
- private:
-  char* base_;
-  std::size_t offset_ = 0;
-};
-
 template <typename T>
-Buffers<T> carve(const Plan& p, std::size_t solver_bytes, Carver& c) {
+Buffers<T> carve(const Plan& p, std::size_t solver_bytes, detail::WorkspaceCarver& c) {
   Buffers<T> b;
   const std::int64_t M = p.M, N = p.N, nn = N * N;
   b.w = c.take<T>(M * N);
@@ -354,7 +333,10 @@ class PolarSolver {
     GC_CUDA_TRY(cudaMemcpyAsync(b_.x, a0, bytes(N * N), cudaMemcpyDeviceToDevice, stream()));
     GC_RETURN_IF_ERROR(scale(b_.x, N * N, 1.0 / alpha));
 
-    GC_ASSIGN_OR_RETURN(SvdInfo info, iterate(max_iterations, stop));
+    // sigma_min(X0) >= l0 = eps for cond(A0) <= 1 / eps; a smaller sigma_min costs iterations
+    // only.
+    const double eps = std::numeric_limits<T>::epsilon();
+    GC_ASSIGN_OR_RETURN(SvdInfo info, qdwh_iterate(*this, N, eps, eps, max_iterations, stop, kOp));
 
     // H = Up^T A0, symmetrised into the second half of z, then H = V diag(lambda) V^T.
     T* h = b_.z;
@@ -438,55 +420,20 @@ class PolarSolver {
     return absl::OkStatus();
   }
 
-  absl::StatusOr<SvdInfo> iterate(int max_iterations, StopToken stop) {
+  // The steps of qdwh_iterate, on X in x (public for it).
+ public:
+  absl::Status keep_previous() {
+    GC_CUDA_TRY(
+        cudaMemcpyAsync(b_.prev, b_.x, bytes(p_.N * p_.N), cudaMemcpyDeviceToDevice, stream()));
+    return absl::OkStatus();
+  }
+
+  /// |X - X_prev|_F, through prev (X_prev is not needed after it).
+  absl::StatusOr<double> step_size() {
     const std::int64_t N = p_.N;
-    const double eps = std::numeric_limits<T>::epsilon();
-    const double dx_tolerance = std::cbrt(5 * eps);
-    const double orthogonality_tolerance = 10 * static_cast<double>(N) * eps;
-    // sigma_min(X0) >= l0 for cond(A0) <= 1 / eps; a smaller sigma_min costs iterations only.
-    double l = eps;
-    SvdInfo info{0, false};
-    while (!info.converged && info.sweeps < max_iterations) {
-      if (stop.stop_requested()) {
-        return absl::CancelledError(
-            absl::StrCat(kOp, ": cancelled after ", info.sweeps, " QDWH iterations"));
-      }
-      ++info.sweeps;
-      const QdwhWeights w = qdwh_weights(l);
-      GC_CUDA_TRY(cudaMemcpyAsync(b_.prev, b_.x, bytes(N * N), cudaMemcpyDeviceToDevice, stream()));
-      bool done = false;
-      if (w.c <= 100) {
-        GC_ASSIGN_OR_RETURN(done, cholesky_step(w));
-      }
-      if (!done) {
-        if (w.c <= 100) {  // potrf failed: start the step again from X_prev
-          GC_CUDA_TRY(
-              cudaMemcpyAsync(b_.x, b_.prev, bytes(N * N), cudaMemcpyDeviceToDevice, stream()));
-        }
-        GC_RETURN_IF_ERROR(qr_step(w));
-      }
-      l = qdwh_next_bound(l, w);
-      // Until l_k = 1 nothing can have converged, and nothing is measured (a measurement costs
-      // a synchronisation).
-      if (1.0 - l > 10 * eps) continue;
-      // Converged once X is orthogonal to the contract's precision: the iterates keep A's
-      // singular vectors, so an orthogonal iterate is the polar factor, and U = Up V inherits
-      // exactly |X^T X - I|_F. Where l0 was a true lower bound this holds as soon as l_k = 1,
-      // which saves the step that would only confirm it. Singular values at zero (rank
-      // deficiency) stay at zero and never pass that test; then the step size decides: the
-      // iteration is cubically convergent, so a step dx leaves an error of about dx^3 <= 5 eps.
-      GC_ASSIGN_OR_RETURN(const double orthogonality, orthogonality_error());
-      if (orthogonality <= orthogonality_tolerance) {
-        info.converged = true;
-        break;
-      }
-      // prev <- X - prev, then its norm: the step size.
-      GC_RETURN_IF_ERROR(
-          geam(CUBLAS_OP_N, CUBLAS_OP_N, N, N, 1.0, b_.x, N, -1.0, b_.prev, N, b_.prev, N));
-      GC_ASSIGN_OR_RETURN(const double dx, nrm2(b_.prev, N * N));
-      info.converged = dx <= dx_tolerance;
-    }
-    return info;
+    GC_RETURN_IF_ERROR(
+        geam(CUBLAS_OP_N, CUBLAS_OP_N, N, N, 1.0, b_.x, N, -1.0, b_.prev, N, b_.prev, N));
+    return nrm2(b_.prev, N * N);
   }
 
   /// |X^T X - I|_F, through z (free between steps).
@@ -524,8 +471,8 @@ class PolarSolver {
                 b_.z + N, 2 * N, bc, b_.x, N);
   }
 
-  // X <- (b/c) X_prev + (a - b/c) X_prev Z^-1 with Z = I + c X^T X = R^T R. False when Z is not
-  // numerically positive definite (the caller then takes the QR step).
+  // X <- (b/c) X_prev + (a - b/c) X_prev Z^-1 with Z = I + c X^T X = R^T R. False, X untouched,
+  // when Z is not numerically positive definite (the caller then takes the QR step).
   absl::StatusOr<bool> cholesky_step(const QdwhWeights& w) {
     const std::int64_t N = p_.N;
     T* z = b_.z;
@@ -555,6 +502,7 @@ class PolarSolver {
     return true;
   }
 
+ private:
   /// left (M x L) and right (N x N) factors of W = left diag(sigma) right^T, from H's
   /// eigenvectors in hs.
   absl::Status factors(const T* hs) {
@@ -767,13 +715,22 @@ class PolarSolver {
 };
 
 template <typename T>
+absl::StatusOr<std::size_t> workspace_for(const Context& ctx, cusolverDnParams_t params,
+                                          const Plan& p) {
+  GC_ASSIGN_OR_RETURN(const SolverScratch scratch, solver_scratch<T>(ctx, params, p));
+  detail::WorkspaceCarver c(nullptr);
+  carve<T>(p, scratch.device, c);
+  return c.bytes();
+}
+
+template <typename T>
 absl::StatusOr<SvdInfo> run(const Context& ctx, const SvdShape& s, const void* a, void* s_out,
                             void* u, void* vt, void* workspace, std::size_t workspace_bytes,
                             StopToken stop) {
   const Plan p = make_plan(s);
-  GC_ASSIGN_OR_RETURN(CusolverParams params, create_params());
+  GC_ASSIGN_OR_RETURN(CusolverParams params, detail::create_cusolver_params());
   GC_ASSIGN_OR_RETURN(const SolverScratch scratch, solver_scratch<T>(ctx, params.value(), p));
-  Carver c(workspace);
+  detail::WorkspaceCarver c(workspace);
   const Buffers<T> b = carve<T>(p, scratch.device, c);
   if (c.bytes() > workspace_bytes) {
     return absl::InvalidArgumentError(absl::StrCat(kOp, ": workspace of ", workspace_bytes,
@@ -820,18 +777,9 @@ absl::StatusOr<std::size_t> svd_polar_workspace_bytes(const Context& ctx, const 
         "svd: the GPU polar method needs ctx.cublas and ctx.cusolver");
   }
   const Plan p = make_plan(shape);
-  GC_ASSIGN_OR_RETURN(CusolverParams params, create_params());
-  SolverScratch scratch;
-  if (shape.dtype == DType::kF32) {
-    GC_ASSIGN_OR_RETURN(scratch, solver_scratch<float>(ctx, params.value(), p));
-    Carver c(nullptr);
-    carve<float>(p, scratch.device, c);
-    return c.bytes();
-  }
-  GC_ASSIGN_OR_RETURN(scratch, solver_scratch<double>(ctx, params.value(), p));
-  Carver c(nullptr);
-  carve<double>(p, scratch.device, c);
-  return c.bytes();
+  GC_ASSIGN_OR_RETURN(CusolverParams params, detail::create_cusolver_params());
+  return shape.dtype == DType::kF32 ? workspace_for<float>(ctx, params.value(), p)
+                                    : workspace_for<double>(ctx, params.value(), p);
 }
 
 absl::StatusOr<SvdInfo> svd_polar(const Context& ctx, const void* a, void* s, void* u, void* vt,

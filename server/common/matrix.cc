@@ -29,4 +29,9 @@ absl::StatusOr<Matrix> allocate_matrix(const MatrixDesc& desc) {
   return m;
 }
 
+absl::StatusOr<std::optional<Matrix>> allocate_matrix_if(bool wanted, const MatrixDesc& desc) {
+  if (!wanted) return std::nullopt;
+  return allocate_matrix(desc);
+}
+
 }  // namespace gcompute::server

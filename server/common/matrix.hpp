@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -67,5 +68,11 @@ struct Matrix {
 /// A host matrix of `desc` (bytes zero-filled). RESOURCE_EXHAUSTED if the host cannot
 /// allocate them.
 absl::StatusOr<Matrix> allocate_matrix(const MatrixDesc& desc);
+/// allocate_matrix(desc) where `wanted`, else no matrix: an optional output not asked for.
+absl::StatusOr<std::optional<Matrix>> allocate_matrix_if(bool wanted, const MatrixDesc& desc);
+/// The host bytes of an optional output, or null where there is none.
+inline std::byte* mutable_bytes_or_null(std::optional<Matrix>& m) {
+  return m ? m->mutable_bytes() : nullptr;
+}
 
 }  // namespace gcompute::server

@@ -118,16 +118,13 @@ absl::StatusOr<SvdOutput> svd_on_host(const Matrix& a, const kernels::SvdShape& 
   const SvdOutputDescs descs = svd_outputs(shape);
   SvdOutput out;
   GC_ASSIGN_OR_RETURN(out.s, allocate_matrix(descs.s));
-  if (shape.compute_uv) {
-    GC_ASSIGN_OR_RETURN(out.u, allocate_matrix(descs.u));
-    GC_ASSIGN_OR_RETURN(out.vt, allocate_matrix(descs.vt));
-  }
-  const auto run = [&] {
-    return kernels::cpu::svd(a.bytes(), out.s.mutable_bytes(),
-                             out.u ? out.u->mutable_bytes() : nullptr,
-                             out.vt ? out.vt->mutable_bytes() : nullptr, shape, ctx.stop_token());
-  };
-  GC_ASSIGN_OR_RETURN(out.info, timed(ctx, run));
+  GC_ASSIGN_OR_RETURN(out.u, allocate_matrix_if(shape.compute_uv, descs.u));
+  GC_ASSIGN_OR_RETURN(out.vt, allocate_matrix_if(shape.compute_uv, descs.vt));
+  GC_ASSIGN_OR_RETURN(out.info, timed(ctx, [&] {
+                        return kernels::cpu::svd(
+                            a.bytes(), out.s.mutable_bytes(), mutable_bytes_or_null(out.u),
+                            mutable_bytes_or_null(out.vt), shape, ctx.stop_token());
+                      }));
   return out;
 }
 
@@ -142,14 +139,12 @@ absl::StatusOr<EighOutput> eigh_on_host(const Matrix& a, const kernels::EighShap
   const EighOutputDescs descs = eigh_outputs(shape);
   EighOutput out;
   GC_ASSIGN_OR_RETURN(out.w, allocate_matrix(descs.w));
-  if (shape.compute_vectors) {
-    GC_ASSIGN_OR_RETURN(out.v, allocate_matrix(descs.v));
-  }
-  const auto run = [&] {
-    return kernels::cpu::eigh(a.bytes(), out.w.mutable_bytes(),
-                              out.v ? out.v->mutable_bytes() : nullptr, shape, ctx.stop_token());
-  };
-  GC_ASSIGN_OR_RETURN(out.info, timed(ctx, run));
+  GC_ASSIGN_OR_RETURN(out.v, allocate_matrix_if(shape.compute_vectors, descs.v));
+  GC_ASSIGN_OR_RETURN(out.info, timed(ctx, [&] {
+                        return kernels::cpu::eigh(a.bytes(), out.w.mutable_bytes(),
+                                                  mutable_bytes_or_null(out.v), shape,
+                                                  ctx.stop_token());
+                      }));
   return out;
 }
 
@@ -162,16 +157,15 @@ absl::StatusOr<ApspOutput> apsp_on_host(const Matrix& weights, const kernels::Ap
                                         JobContext& ctx) {
   ApspOutput out;
   GC_ASSIGN_OR_RETURN(out.distances, allocate_matrix(MatrixDesc{shape.dtype, 1, shape.n, shape.n}));
-  if (shape.next_hop) {
-    GC_ASSIGN_OR_RETURN(out.next_hop,
-                        allocate_matrix(MatrixDesc{DType::kI32, 1, shape.n, shape.n}));
-  }
-  const auto run = [&] {
-    return kernels::cpu::apsp(weights.bytes(), out.distances.mutable_bytes(),
-                              out.next_hop ? out.next_hop->as_mutable<std::int32_t>() : nullptr,
-                              shape, ctx.stop_token());
-  };
-  GC_ASSIGN_OR_RETURN(out.info, timed(ctx, run));
+  GC_ASSIGN_OR_RETURN(
+      out.next_hop,
+      allocate_matrix_if(shape.next_hop, MatrixDesc{DType::kI32, 1, shape.n, shape.n}));
+  GC_ASSIGN_OR_RETURN(out.info, timed(ctx, [&] {
+                        return kernels::cpu::apsp(
+                            weights.bytes(), out.distances.mutable_bytes(),
+                            out.next_hop ? out.next_hop->as_mutable<std::int32_t>() : nullptr,
+                            shape, ctx.stop_token());
+                      }));
   return out;
 }
 

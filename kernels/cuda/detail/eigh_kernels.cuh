@@ -18,6 +18,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "jacobi_angle.cuh"
+
 namespace gcompute::kernels::cuda::detail {
 
 inline constexpr int kEighBlockThreads = 128;
@@ -39,9 +41,6 @@ template <typename T>
 struct EighLimits {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>);
   static constexpr T kEps = std::is_same_v<T, float> ? FLT_EPSILON : DBL_EPSILON;
-  // |theta| above this: theta^2 would overflow long before 1 + theta^2 differs from theta^2,
-  // and t = 1 / (2 theta) to working precision.
-  static constexpr T kBigTheta = std::is_same_v<T, float> ? T(1.0e15f) : T(1.0e150);
 };
 
 /// Pair k of step r of a round-robin tournament on `players` (even) indices: index
@@ -71,17 +70,10 @@ __device__ inline bool eigh_rotation(T app, T aqq, T apq, T tol, T floor, T* cm1
     return false;
   }
   // Halves first: a_qq - a_pp could overflow near the largest finite value.
-  const T theta = (T(0.5) * aqq - T(0.5) * app) / apq;
-  T tn;
-  if (fabs(theta) > EighLimits<T>::kBigTheta) {
-    tn = T(0.5) / theta;
-  } else {
-    tn = (theta >= T(0) ? T(1) : T(-1)) / (fabs(theta) + sqrt(T(1) + theta * theta));
-  }
-  const T r = sqrt(T(1) + tn * tn);
-  *cm1 = -tn * tn / (r * (T(1) + r));
-  *s = tn / r;
-  *t = tn;
+  const JacobiAngle<T> angle = jacobi_angle((T(0.5) * aqq - T(0.5) * app) / apq);
+  *cm1 = angle.cm1;
+  *s = angle.t / angle.r;
+  *t = angle.t;
   return true;
 }
 

@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "jacobi_angle.cuh"
+
 namespace gcompute::kernels::cuda::detail {
 
 /// Thresholds of the Jacobi rotations for float and double.
@@ -26,8 +28,6 @@ struct SvdLimits {
   // Below this (after scaling A so that max|a| is in [0.5, 1)) a column norm is treated as
   // zero: its square would not be a normal number with a margin of 1/eps.
   static constexpr T kZero = kSingle ? 1.0e-12f : 1.0e-138;
-  // |zeta| above this: 1 + zeta^2 would lose zeta's contribution entirely.
-  static constexpr T kBigZeta = kSingle ? 1.0e15f : 1.0e150;
 };
 
 /// The pairing of a round-robin tournament (circle method) on `players` (even) players:
@@ -71,17 +71,9 @@ __device__ inline bool jacobi_rotation(T alpha, T beta, T gamma, T tol, T neglig
     *s = T(0);
     return false;
   }
-  const T zeta = (beta - alpha) / (T(2) * gamma);
-  T t;
-  if (fabs(zeta) > SvdLimits<T>::kBigZeta) {
-    t = T(0.5) / zeta;
-  } else {
-    t = (zeta >= T(0) ? T(1) : T(-1)) / (fabs(zeta) + sqrt(T(1) + zeta * zeta));
-  }
-  const T r = sqrt(T(1) + t * t);
-  const T c = T(1) / r;
-  *cm1 = -(t * t) / (r * (T(1) + r));
-  *s = c * t;
+  const JacobiAngle<T> angle = jacobi_angle((beta - alpha) / (T(2) * gamma));
+  *cm1 = angle.cm1;
+  *s = (T(1) / angle.r) * angle.t;
   return true;
 }
 

@@ -299,6 +299,35 @@ absl::StatusOr<Matrix> CudaBackend::finish_output(Lane& lane, const MatrixDesc& 
   return host;
 }
 
+absl::StatusOr<std::shared_ptr<DeviceCopy>> CudaBackend::allocate_if(Lane& lane, bool wanted,
+                                                                     std::uint64_t bytes) {
+  if (!wanted) return std::shared_ptr<DeviceCopy>();
+  return allocate(lane, bytes);
+}
+
+absl::StatusOr<std::optional<Matrix>> CudaBackend::finish_output_if(
+    Lane& lane, const MatrixDesc& desc, std::shared_ptr<DeviceCopy> buffer, JobContext& ctx) {
+  if (buffer == nullptr) return std::nullopt;
+  return finish_output(lane, desc, std::move(buffer), ctx);
+}
+
+template <typename Launch>
+auto CudaBackend::launch_with_workspace(Lane& lane, absl::StatusOr<std::uint64_t> workspace_bytes,
+                                        JobContext& ctx, Launch&& launch)
+    -> decltype(launch(static_cast<void*>(nullptr), std::uint64_t{})) {
+  if (!workspace_bytes.ok()) return check_device(lane.device(), workspace_bytes.status());
+  GC_ASSIGN_OR_RETURN(const std::shared_ptr<DeviceCopy> workspace,
+                      allocate(lane, *workspace_bytes));
+  const auto t0 = Clock::now();
+  auto info = launch(workspace->ptr, *workspace_bytes);
+  if (!info.ok()) {
+    cudaStreamSynchronize(lane.stream());
+    return check_device(lane.device(), info.status());
+  }
+  ctx.times.compute_seconds += seconds_since(t0);
+  return info;
+}
+
 absl::Status CudaBackend::ensure_on_host(Matrix& m) {
   if (m.on_host()) return absl::OkStatus();
   if (!m.device) return absl::InternalError("matrix has neither host bytes nor a device copy");
@@ -448,27 +477,18 @@ absl::StatusOr<EighOutput> CudaBackend::eigh(const Matrix& a, const kernels::Eig
   GC_ASSIGN_OR_RETURN(const std::shared_ptr<DeviceCopy> da, to_device(l, host, ctx));
   const EighOutputDescs descs = eigh_outputs(shape);
   GC_ASSIGN_OR_RETURN(std::shared_ptr<DeviceCopy> w, allocate(l, descs.w.bytes()));
-  std::shared_ptr<DeviceCopy> v;
-  if (shape.compute_vectors) {
-    GC_ASSIGN_OR_RETURN(v, allocate(l, descs.v.bytes()));
-  }
-  auto ws_bytes = kernels::cuda::eigh_workspace_bytes(l.context(), shape);
-  if (!ws_bytes.ok()) return check_device(l.device(), ws_bytes.status());
-  GC_ASSIGN_OR_RETURN(const std::shared_ptr<DeviceCopy> ws, allocate(l, *ws_bytes));
-  const auto t0 = Clock::now();
-  auto info = kernels::cuda::eigh(l.context(), da->ptr, w->ptr, v ? v->ptr : nullptr, shape,
-                                  ws->ptr, *ws_bytes, ctx.stop_token());
-  if (!info.ok()) {
-    cudaStreamSynchronize(l.stream());  // buffers are freed stream-ordered; settle first
-    return check_device(l.device(), info.status());
-  }
-  ctx.times.compute_seconds += seconds_since(t0);
+  GC_ASSIGN_OR_RETURN(std::shared_ptr<DeviceCopy> v,
+                      allocate_if(l, shape.compute_vectors, descs.v.bytes()));
   EighOutput out;
-  out.info = *info;
+  GC_ASSIGN_OR_RETURN(
+      out.info, launch_with_workspace(l, kernels::cuda::eigh_workspace_bytes(l.context(), shape),
+                                      ctx, [&](void* ws, std::uint64_t ws_bytes) {
+                                        return kernels::cuda::eigh(l.context(), da->ptr, w->ptr,
+                                                                   v ? v->ptr : nullptr, shape, ws,
+                                                                   ws_bytes, ctx.stop_token());
+                                      }));
   GC_ASSIGN_OR_RETURN(out.w, finish_output(l, descs.w, std::move(w), ctx));
-  if (shape.compute_vectors) {
-    GC_ASSIGN_OR_RETURN(out.v, finish_output(l, descs.v, std::move(v), ctx));
-  }
+  GC_ASSIGN_OR_RETURN(out.v, finish_output_if(l, descs.v, std::move(v), ctx));
   return out;
 }
 
@@ -498,40 +518,28 @@ absl::StatusOr<SvdOutput> CudaBackend::svd(const Matrix& a, const kernels::SvdSh
   GC_ASSIGN_OR_RETURN(const std::shared_ptr<DeviceCopy> da, to_device(l, a, ctx));
   const SvdOutputDescs descs = svd_outputs(shape);
   GC_ASSIGN_OR_RETURN(std::shared_ptr<DeviceCopy> s, allocate(l, descs.s.bytes()));
-  std::shared_ptr<DeviceCopy> u, vt;
-  if (shape.compute_uv) {
-    GC_ASSIGN_OR_RETURN(u, allocate(l, descs.u.bytes()));
-    GC_ASSIGN_OR_RETURN(vt, allocate(l, descs.vt.bytes()));
-  }
-  const bool polar = use_polar_on_gpu(shape);
-  std::uint64_t ws_bytes = 0;
-  if (polar) {
-    absl::StatusOr<std::size_t> need = kernels::cuda::svd_polar_workspace_bytes(l.context(), shape);
-    if (!need.ok()) return check_device(l.device(), need.status());
-    ws_bytes = *need;
-  } else {
-    ws_bytes = kernels::cuda::svd_workspace_bytes(shape, tuning_.svd);
-  }
-  GC_ASSIGN_OR_RETURN(const std::shared_ptr<DeviceCopy> ws, allocate(l, ws_bytes));
-  const auto t0 = Clock::now();
+  GC_ASSIGN_OR_RETURN(std::shared_ptr<DeviceCopy> u,
+                      allocate_if(l, shape.compute_uv, descs.u.bytes()));
+  GC_ASSIGN_OR_RETURN(std::shared_ptr<DeviceCopy> vt,
+                      allocate_if(l, shape.compute_uv, descs.vt.bytes()));
   void* const u_ptr = u ? u->ptr : nullptr;
   void* const vt_ptr = vt ? vt->ptr : nullptr;
-  auto info = polar ? kernels::cuda::svd_polar(l.context(), da->ptr, s->ptr, u_ptr, vt_ptr, shape,
-                                               ws->ptr, ws_bytes, ctx.stop_token())
-                    : kernels::cuda::svd_jacobi(l.context(), da->ptr, s->ptr, u_ptr, vt_ptr, shape,
-                                                ws->ptr, ws_bytes, ctx.stop_token(), tuning_.svd);
-  if (!info.ok()) {
-    cudaStreamSynchronize(l.stream());  // buffers are freed stream-ordered; settle first
-    return check_device(l.device(), info.status());
-  }
-  ctx.times.compute_seconds += seconds_since(t0);
+  const bool polar = use_polar_on_gpu(shape);
+  const absl::StatusOr<std::uint64_t> workspace_bytes =
+      polar ? kernels::cuda::svd_polar_workspace_bytes(l.context(), shape)
+            : absl::StatusOr<std::uint64_t>(kernels::cuda::svd_workspace_bytes(shape, tuning_.svd));
   SvdOutput out;
-  out.info = *info;
+  GC_ASSIGN_OR_RETURN(
+      out.info,
+      launch_with_workspace(l, workspace_bytes, ctx, [&](void* ws, std::uint64_t ws_bytes) {
+        return polar ? kernels::cuda::svd_polar(l.context(), da->ptr, s->ptr, u_ptr, vt_ptr, shape,
+                                                ws, ws_bytes, ctx.stop_token())
+                     : kernels::cuda::svd_jacobi(l.context(), da->ptr, s->ptr, u_ptr, vt_ptr, shape,
+                                                 ws, ws_bytes, ctx.stop_token(), tuning_.svd);
+      }));
   GC_ASSIGN_OR_RETURN(out.s, finish_output(l, descs.s, std::move(s), ctx));
-  if (shape.compute_uv) {
-    GC_ASSIGN_OR_RETURN(out.u, finish_output(l, descs.u, std::move(u), ctx));
-    GC_ASSIGN_OR_RETURN(out.vt, finish_output(l, descs.vt, std::move(vt), ctx));
-  }
+  GC_ASSIGN_OR_RETURN(out.u, finish_output_if(l, descs.u, std::move(u), ctx));
+  GC_ASSIGN_OR_RETURN(out.vt, finish_output_if(l, descs.vt, std::move(vt), ctx));
   return out;
 }
 
@@ -553,32 +561,24 @@ absl::StatusOr<ApspOutput> CudaBackend::apsp(const Matrix& weights, const kernel
   const MatrixDesc dist_desc{shape.dtype, 1, shape.n, shape.n};
   const MatrixDesc next_desc{DType::kI32, 1, shape.n, shape.n};
   GC_ASSIGN_OR_RETURN(std::shared_ptr<DeviceCopy> dist, allocate(l, dist_desc.bytes()));
-  std::shared_ptr<DeviceCopy> next;
-  if (shape.next_hop) {
-    GC_ASSIGN_OR_RETURN(next, allocate(l, next_desc.bytes()));
-  }
-  const std::uint64_t ws_bytes = kernels::cuda::apsp_workspace_bytes(shape);
-  GC_ASSIGN_OR_RETURN(const std::shared_ptr<DeviceCopy> ws, allocate(l, ws_bytes));
-  const auto t0 = Clock::now();
-  auto info = kernels::cuda::apsp(l.context(), dw->ptr, dist->ptr,
-                                  next ? static_cast<std::int32_t*>(next->ptr) : nullptr, shape,
-                                  ws->ptr, ws_bytes, ctx.stop_token(), tuning_.apsp);
-  if (!info.ok()) {
-    cudaStreamSynchronize(l.stream());
-    return check_device(l.device(), info.status());
-  }
-  ctx.times.compute_seconds += seconds_since(t0);
+  GC_ASSIGN_OR_RETURN(std::shared_ptr<DeviceCopy> next,
+                      allocate_if(l, shape.next_hop, next_desc.bytes()));
   ApspOutput out;
-  out.info = *info;
+  GC_ASSIGN_OR_RETURN(
+      out.info, launch_with_workspace(l, kernels::cuda::apsp_workspace_bytes(shape), ctx,
+                                      [&](void* ws, std::uint64_t ws_bytes) {
+                                        return kernels::cuda::apsp(
+                                            l.context(), dw->ptr, dist->ptr,
+                                            next ? static_cast<std::int32_t*>(next->ptr) : nullptr,
+                                            shape, ws, ws_bytes, ctx.stop_token(), tuning_.apsp);
+                                      }));
   if (out.info.negative_cycle) {
     // Distances are meaningless; skip copying them back.
     out.distances = Matrix{dist_desc, nullptr, std::move(dist)};
     return out;
   }
   GC_ASSIGN_OR_RETURN(out.distances, finish_output(l, dist_desc, std::move(dist), ctx));
-  if (next) {
-    GC_ASSIGN_OR_RETURN(out.next_hop, finish_output(l, next_desc, std::move(next), ctx));
-  }
+  GC_ASSIGN_OR_RETURN(out.next_hop, finish_output_if(l, next_desc, std::move(next), ctx));
   return out;
 }
 

@@ -109,6 +109,20 @@ class CudaBackend final : public Backend {
   /// server, else copied back to host bytes.
   absl::StatusOr<Matrix> finish_output(Lane& lane, const MatrixDesc& desc,
                                        std::shared_ptr<DeviceCopy> buffer, JobContext& ctx);
+  /// allocate(lane, bytes) where `wanted`, else null: an optional output not asked for.
+  absl::StatusOr<std::shared_ptr<DeviceCopy>> allocate_if(Lane& lane, bool wanted,
+                                                          std::uint64_t bytes);
+  /// finish_output() of an optional output: none where `buffer` is null.
+  absl::StatusOr<std::optional<Matrix>> finish_output_if(Lane& lane, const MatrixDesc& desc,
+                                                         std::shared_ptr<DeviceCopy> buffer,
+                                                         JobContext& ctx);
+  /// Allocates the workspace a kernel asked for, runs `launch(workspace, bytes)` on lane's
+  /// stream and books its compute time. A failed launch settles the stream before returning:
+  /// the buffers it used are freed stream-ordered.
+  template <typename Launch>
+  auto launch_with_workspace(Lane& lane, absl::StatusOr<std::uint64_t> workspace_bytes,
+                             JobContext& ctx, Launch&& launch)
+      -> decltype(launch(static_cast<void*>(nullptr), std::uint64_t{}));
 
   kernels::cuda::Tuning tuning_;
   std::vector<std::unique_ptr<Device>> devices_;

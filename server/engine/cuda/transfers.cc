@@ -5,24 +5,48 @@
 #include <cstring>
 
 #include "gcompute/kernels/cuda/check.hpp"
+#include "gcompute/kernels/status_macros.hpp"
 
 namespace gcompute::server::cuda {
 namespace {
 
 /// Two staging buffers carved from ONE pinned block (a single acquisition, so transfers
 /// never hold one block while waiting for another). A transfer that fits in the block uses
-/// it whole; larger ones alternate between its halves.
-struct StagingPair {
-  PinnedPool& pool;
-  PinnedPool::Block whole;
-  char* ptr[2];
-  std::uint64_t piece;
-  StagingPair(PinnedPool& p, std::uint64_t bytes) : pool(p), whole(p.acquire(bytes)) {
-    piece = bytes <= whole.size ? whole.size : whole.size / 2;
-    ptr[0] = whole.ptr;
-    ptr[1] = bytes <= whole.size ? whole.ptr : whole.ptr + piece;
+/// it whole; larger ones go in pieces that alternate between its halves.
+class StagingPair {
+ public:
+  /// Piece i of the transfer: its staging buffer (slot 0 or 1) and its range.
+  struct Piece {
+    int slot;
+    char* staging;
+    std::uint64_t offset;
+    std::uint64_t bytes;
+  };
+
+  StagingPair(PinnedPool& pool, std::uint64_t bytes)
+      : pool_(pool), whole_(pool.acquire(bytes)), bytes_(bytes) {
+    const bool fits = bytes <= whole_.size;
+    piece_bytes_ = fits ? whole_.size : whole_.size / 2;
+    ptr_[0] = whole_.ptr;
+    ptr_[1] = fits ? whole_.ptr : whole_.ptr + piece_bytes_;
   }
-  ~StagingPair() { pool.release(whole); }
+  ~StagingPair() { pool_.release(whole_); }
+  StagingPair(const StagingPair&) = delete;
+  StagingPair& operator=(const StagingPair&) = delete;
+
+  std::uint64_t pieces() const { return (bytes_ + piece_bytes_ - 1) / piece_bytes_; }
+  Piece piece(std::uint64_t i) const {
+    const int slot = static_cast<int>(i % 2);
+    const std::uint64_t offset = i * piece_bytes_;
+    return {slot, ptr_[slot], offset, std::min(piece_bytes_, bytes_ - offset)};
+  }
+
+ private:
+  PinnedPool& pool_;
+  PinnedPool::Block whole_;
+  std::uint64_t bytes_;
+  std::uint64_t piece_bytes_;
+  char* ptr_[2];
 };
 
 }  // namespace
@@ -31,19 +55,17 @@ absl::Status copy_to_device(PinnedPool& pool, kernels::cuda::StreamView stream,
                             const StagingEvents& events, void* dst, const char* src,
                             std::uint64_t bytes) {
   if (bytes == 0) return absl::OkStatus();
-  StagingPair staging(pool, bytes);
-  const std::uint64_t piece = staging.piece;
+  const StagingPair staging(pool, bytes);
   bool pending[2] = {false, false};
-  for (std::uint64_t off = 0, i = 0; off < bytes; off += piece, ++i) {
-    const int slot = static_cast<int>(i % 2);
-    const std::uint64_t n = std::min(piece, bytes - off);
+  for (std::uint64_t i = 0; i < staging.pieces(); ++i) {
+    const StagingPair::Piece p = staging.piece(i);
     // The block may be reused once the copy that last read it has finished.
-    if (pending[slot]) GC_CUDA_TRY(cudaEventSynchronize(events[slot].value()));
-    std::memcpy(staging.ptr[slot], src + off, n);
-    GC_CUDA_TRY(cudaMemcpyAsync(static_cast<char*>(dst) + off, staging.ptr[slot], n,
+    if (pending[p.slot]) GC_CUDA_TRY(cudaEventSynchronize(events[p.slot].value()));
+    std::memcpy(p.staging, src + p.offset, p.bytes);
+    GC_CUDA_TRY(cudaMemcpyAsync(static_cast<char*>(dst) + p.offset, p.staging, p.bytes,
                                 cudaMemcpyHostToDevice, stream));
-    GC_CUDA_TRY(cudaEventRecord(events[slot].value(), stream));
-    pending[slot] = true;
+    GC_CUDA_TRY(cudaEventRecord(events[p.slot].value(), stream));
+    pending[p.slot] = true;
   }
   GC_CUDA_TRY(cudaStreamSynchronize(stream));
   return absl::OkStatus();
@@ -53,28 +75,24 @@ absl::Status copy_to_host(PinnedPool& pool, kernels::cuda::StreamView stream,
                           const StagingEvents& events, char* dst, const void* src,
                           std::uint64_t bytes) {
   if (bytes == 0) return absl::OkStatus();
-  StagingPair staging(pool, bytes);
-  const std::uint64_t piece = staging.piece;
-  const std::uint64_t pieces = (bytes + piece - 1) / piece;
+  const StagingPair staging(pool, bytes);
+  const std::uint64_t pieces = staging.pieces();
+  // Two pieces in flight: piece i + 2 is issued once piece i has left its staging buffer.
   auto issue = [&](std::uint64_t i) -> absl::Status {
-    const int slot = static_cast<int>(i % 2);
-    const std::uint64_t off = i * piece, n = std::min(piece, bytes - off);
-    GC_CUDA_TRY(cudaMemcpyAsync(staging.ptr[slot], static_cast<const char*>(src) + off, n,
+    const StagingPair::Piece p = staging.piece(i);
+    GC_CUDA_TRY(cudaMemcpyAsync(p.staging, static_cast<const char*>(src) + p.offset, p.bytes,
                                 cudaMemcpyDeviceToHost, stream));
-    GC_CUDA_TRY(cudaEventRecord(events[slot].value(), stream));
+    GC_CUDA_TRY(cudaEventRecord(events[p.slot].value(), stream));
     return absl::OkStatus();
   };
   for (std::uint64_t i = 0; i < std::min<std::uint64_t>(2, pieces); ++i) {
-    if (auto st = issue(i); !st.ok()) return st;
+    GC_RETURN_IF_ERROR(issue(i));
   }
   for (std::uint64_t i = 0; i < pieces; ++i) {
-    const int slot = static_cast<int>(i % 2);
-    const std::uint64_t off = i * piece, n = std::min(piece, bytes - off);
-    GC_CUDA_TRY(cudaEventSynchronize(events[slot].value()));
-    std::memcpy(dst + off, staging.ptr[slot], n);
-    if (i + 2 < pieces) {
-      if (auto st = issue(i + 2); !st.ok()) return st;
-    }
+    const StagingPair::Piece p = staging.piece(i);
+    GC_CUDA_TRY(cudaEventSynchronize(events[p.slot].value()));
+    std::memcpy(dst + p.offset, p.staging, p.bytes);
+    if (i + 2 < pieces) GC_RETURN_IF_ERROR(issue(i + 2));
   }
   return absl::OkStatus();
 }
