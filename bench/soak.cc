@@ -411,22 +411,14 @@ class Client {
   }
 
   Outcome svd() {
-    v1::SvdRequest req;
-    *req.mutable_a()->mutable_inline_() =
-        random_matrix(rng_, size(8, 48), size(8, 48), v1::DTYPE_F64);
-    v1::SvdResponse resp;
-    if (Outcome o = call(&v1::Compute::Stub::Svd, req, &resp); o.code != 0) return o;
-    if (!resp.converged() || !resp.u().has_inline_()) return Outcome::mismatch("Svd: no U");
-    return {};
+    return decomposition(&v1::Compute::Stub::Svd,
+                         random_matrix(rng_, size(8, 48), size(8, 48), v1::DTYPE_F64),
+                         &v1::SvdResponse::u, "Svd: no U");
   }
 
   Outcome eigh() {
-    v1::EighRequest req;
-    *req.mutable_a()->mutable_inline_() = symmetric_matrix(rng_, size(4, 48));
-    v1::EighResponse resp;
-    if (Outcome o = call(&v1::Compute::Stub::Eigh, req, &resp); o.code != 0) return o;
-    if (!resp.converged() || !resp.v().has_inline_()) return Outcome::mismatch("Eigh: no V");
-    return {};
+    return decomposition(&v1::Compute::Stub::Eigh, symmetric_matrix(rng_, size(4, 48)),
+                         &v1::EighResponse::v, "Eigh: no V");
   }
 
   Outcome apsp() {
@@ -756,6 +748,21 @@ class Client {
     Response unchecked;
     auto ctx = context(kCallSeconds);
     return Outcome::of((stub_.get()->*method)(ctx.get(), req, resp != nullptr ? resp : &unchecked));
+  }
+
+  /// `method` on `a`, sent inline: the response must say it converged and carry the factor
+  /// `factor` inline, else a mismatch (`missing`).
+  template <typename Request, typename Response>
+  Outcome decomposition(grpc::Status (v1::Compute::Stub::*method)(grpc::ClientContext*,
+                                                                  const Request&, Response*),
+                        v1::Matrix a, const v1::MatrixResult& (Response::*factor)() const,
+                        const char* missing) {
+    Request req;
+    *req.mutable_a()->mutable_inline_() = std::move(a);
+    Response resp;
+    if (Outcome o = call(method, req, &resp); o.code != 0) return o;
+    if (!resp.converged() || !(resp.*factor)().has_inline_()) return Outcome::mismatch(missing);
+    return {};
   }
 
   Outcome submit(const v1::SubmitJobRequest& req, std::string* job_id) {

@@ -86,8 +86,7 @@ int main(int argc, char** argv) {
       gcompute::bench::sizes_arg<long long>(argc, argv, {4096, 8192, 16384});
   const long long naive_n = argc > 3 ? std::atoll(argv[3]) : 4096;
 
-  cudaDeviceProp prop{};
-  CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+  const cudaDeviceProp prop = gcompute::bench::device_properties();
   std::printf("device: %s, %d SMs, L2 %d MB\n", prop.name, prop.multiProcessorCount,
               prop.l2CacheSize >> 20);
   // A lane's resources: non-blocking streams, the second at the greatest priority.
@@ -206,16 +205,13 @@ int main(int argc, char** argv) {
     }
   }
 
-  FILE* f = std::fopen(csv.c_str(), "w");
-  if (f != nullptr) {
-    std::fprintf(
-        f, "device,n,dtype,next_hop,streams,ms,t_relax_per_s,ratio_to_naive,naive_n,naive_ms\n");
+  {
+    gcompute::bench::CsvFile out(
+        csv, "device,n,dtype,next_hop,streams,ms,t_relax_per_s,ratio_to_naive,naive_n,naive_ms\n");
     for (const Row& r : rows) {
-      std::fprintf(f, "%s,%lld,%s,%d,%d,%.3f,%.3f,%.2f,%lld,%.3f\n", prop.name, r.n,
-                   r.dtype.c_str(), r.next ? 1 : 0, r.streams, r.ms, r.trel, r.ratio, naive_n,
-                   naive_ms);
+      out.line("%s,%lld,%s,%d,%d,%.3f,%.3f,%.2f,%lld,%.3f\n", prop.name, r.n, r.dtype.c_str(),
+               r.next ? 1 : 0, r.streams, r.ms, r.trel, r.ratio, naive_n, naive_ms);
     }
-    std::fclose(f);
   }
   std::printf(
       "\n%s; naive (one launch per k, global memory) f32 n=%lld: %.1f ms = %.3f T relax/s\n",

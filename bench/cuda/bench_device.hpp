@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -67,6 +68,39 @@ class BenchDevice {
   kernels::cuda::Resources resources_;
   kernels::cuda::MemoryResource memory_;
 };
+
+/// Device 0's properties (exit 1 on failure).
+inline cudaDeviceProp device_properties() {
+  cudaDeviceProp properties{};
+  CHECK_CUDA(cudaGetDeviceProperties(&properties, 0));
+  return properties;
+}
+
+/// What the solver benchmarks run on: device 0's properties, a BenchDevice with blocking
+/// streams (they copy their inputs in with cudaMemcpy, which the legacy default stream orders
+/// before the solver's work), its context, stream and cuSOLVER handle, and one parameters
+/// object (default algorithms) for cuSOLVER's 64-bit API (cusolverDnX*).
+struct SolverEnv {
+  SolverEnv() { CHECK_LIBRARY(cusolverDnCreateParams(&params)); }
+  ~SolverEnv() { cusolverDnDestroyParams(params); }
+  SolverEnv(const SolverEnv&) = delete;
+  SolverEnv& operator=(const SolverEnv&) = delete;
+
+  cudaDeviceProp properties = device_properties();
+  BenchDevice device{
+      kernels::cuda::ResourcesOptions{.non_blocking = false, .priority_stream = false}};
+  kernels::cuda::Context ctx = device.context();
+  cudaStream_t stream = ctx.stream.value();
+  cusolverDnHandle_t cusolver = ctx.cusolver;
+  cusolverDnParams_t params = nullptr;
+};
+
+/// The cudaDataType_t of float or double, for cuSOLVER's 64-bit API.
+template <typename T>
+constexpr cudaDataType_t cuda_data_type() {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>);
+  return std::is_same_v<T, float> ? CUDA_R_32F : CUDA_R_64F;
+}
 
 /// A timing event (exit 1 on failure).
 inline kernels::cuda::Event timing_event() {

@@ -28,19 +28,13 @@
 
 namespace {
 
-using gcompute::bench::BenchDevice;
 using gcompute::kernels::DType;
 using gcompute::kernels::EighShape;
 namespace gk = gcompute::kernels::cuda;
 
 constexpr int kSyevjMaxN = 4096;
 
-struct Env {
-  BenchDevice device{gk::ResourcesOptions{.non_blocking = false, .priority_stream = false}};
-  gk::Context ctx = device.context();
-  cudaStream_t stream = ctx.stream.value();
-  cusolverDnHandle_t cusolver = ctx.cusolver;
-};
+using Env = gcompute::bench::SolverEnv;
 
 /// Median of `reps` timings of f() after a warm-up, in ms.
 template <typename F>
@@ -113,7 +107,7 @@ double eigenvalue_difference(const T* ours_dev, const T* ref_dev, long long batc
 template <typename T>
 Row square(const Env& env, int n, std::mt19937_64& rng) {
   constexpr bool kF32 = sizeof(T) == 4;
-  const cudaDataType_t type = kF32 ? CUDA_R_32F : CUDA_R_64F;
+  const cudaDataType_t type = gcompute::bench::cuda_data_type<T>();
   const std::size_t nn = static_cast<std::size_t>(n) * n;
   const std::vector<T> h = random_symmetric<T>(1, n, rng);
   gk::DeviceArray<T> da = env.device.array<T>(nn), dw = env.device.array<T>(n),
@@ -127,21 +121,18 @@ Row square(const Env& env, int n, std::mt19937_64& rng) {
   const double ours = time_ours<T>(env, a, w, v, 1, n, reps);
 
   // cusolverDnXsyevd alone (upper triangle of the column-major matrix = our lower one).
-  cusolverDnParams_t params;
-  CHECK_LIBRARY(cusolverDnCreateParams(&params));
   std::size_t dbytes = 0, hbytes = 0;
-  CHECK_LIBRARY(cusolverDnXsyevd_bufferSize(env.cusolver, params, CUSOLVER_EIG_MODE_VECTOR,
+  CHECK_LIBRARY(cusolverDnXsyevd_bufferSize(env.cusolver, env.params, CUSOLVER_EIG_MODE_VECTOR,
                                             CUBLAS_FILL_MODE_UPPER, n, type, a2, n, type, w2, type,
                                             &dbytes, &hbytes));
   gk::DeviceBuffer dwork = env.device.buffer(std::max<std::size_t>(dbytes, 1));
   std::vector<char> hwork(std::max<std::size_t>(hbytes, 1));
   const double syevd = time_ms(env, reps, [&] {
     CHECK_CUDA(cudaMemcpyAsync(a2, a, nn * sizeof(T), cudaMemcpyDeviceToDevice, env.stream));
-    CHECK_LIBRARY(cusolverDnXsyevd(env.cusolver, params, CUSOLVER_EIG_MODE_VECTOR,
+    CHECK_LIBRARY(cusolverDnXsyevd(env.cusolver, env.params, CUSOLVER_EIG_MODE_VECTOR,
                                    CUBLAS_FILL_MODE_UPPER, n, type, a2, n, type, w2, type,
                                    dwork.data(), dbytes, hwork.data(), hbytes, info));
   });
-  CHECK_LIBRARY(cusolverDnDestroyParams(params));
   const double err = eigenvalue_difference(w, w2, 1, n);
 
   // cusolverDn<t>syevj, default tolerance and sweeps.
@@ -228,13 +219,10 @@ Row batched(const Env& env, int n, long long batch, std::mt19937_64& rng) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string csv = gcompute::bench::csv_path_arg(argc, argv, "eigh_bench.csv");
-  const int max_n = argc > 2 ? std::atoi(argv[2]) : 8192;
-  cudaDeviceProp prop;
-  CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+  const gcompute::bench::SolverArgs args(argc, argv, "eigh_bench.csv", 8192, "");
   const Env env;
   std::mt19937_64 rng(std::random_device{}());
-  std::printf("device: %s (%d SMs)\n", prop.name, prop.multiProcessorCount);
+  std::printf("device: %s (%d SMs)\n", env.properties.name, env.properties.multiProcessorCount);
   std::vector<Row> rows;
   // Batches that take a few ms in our kernel.
   rows.push_back(batched<float>(env, 16, 65536, rng));
@@ -243,30 +231,25 @@ int main(int argc, char** argv) {
   rows.push_back(batched<double>(env, 32, 16384, rng));
   std::fprintf(stderr, "done batched\n");
   for (int n : {256, 512, 1024, 2048, 4096, 8192}) {
-    if (n > max_n) break;
+    if (n > args.max_n) break;
     rows.push_back(square<float>(env, n, rng));
     rows.push_back(square<double>(env, n, rng));
     std::fprintf(stderr, "done %d\n", n);
   }
 
-  FILE* f = std::fopen(csv.c_str(), "w");
-  if (f != nullptr) {
-    std::fprintf(f,
-                 "device,what,dtype,batch,n,ours_ms,ref,ref_ms,ref_over_ours,syevj_ms,"
-                 "syevj_over_ours,max_w_diff_rel\n");
-  }
+  gcompute::bench::CsvFile out(
+      args.csv,
+      "device,what,dtype,batch,n,ours_ms,ref,ref_ms,ref_over_ours,syevj_ms,"
+      "syevj_over_ours,max_w_diff_rel\n");
   std::printf("%-8s %-4s %6s %5s %10s %-13s %10s %8s %10s %8s %10s\n", "what", "type", "batch", "n",
               "ours_ms", "ref", "ref_ms", "ref/ours", "syevj_ms", "j/ours", "w_diff");
   for (const Row& r : rows) {
     std::printf("%-8s %-4s %6lld %5lld %10.3f %-13s %10.3f %8.2f %10.3f %8.2f %10.2e\n",
                 r.what.c_str(), r.dtype.c_str(), r.batch, r.n, r.ours_ms, r.ref_name.c_str(),
                 r.ref_ms, r.ref_ms / r.ours_ms, r.ref2_ms, r.ref2_ms / r.ours_ms, r.err);
-    if (f != nullptr) {
-      std::fprintf(f, "%s,%s,%s,%lld,%lld,%.4f,%s,%.4f,%.3f,%.4f,%.3f,%.3e\n", prop.name,
-                   r.what.c_str(), r.dtype.c_str(), r.batch, r.n, r.ours_ms, r.ref_name.c_str(),
-                   r.ref_ms, r.ref_ms / r.ours_ms, r.ref2_ms, r.ref2_ms / r.ours_ms, r.err);
-    }
+    out.line("%s,%s,%s,%lld,%lld,%.4f,%s,%.4f,%.3f,%.4f,%.3f,%.3e\n", env.properties.name,
+             r.what.c_str(), r.dtype.c_str(), r.batch, r.n, r.ours_ms, r.ref_name.c_str(), r.ref_ms,
+             r.ref_ms / r.ours_ms, r.ref2_ms, r.ref2_ms / r.ours_ms, r.err);
   }
-  if (f != nullptr) std::fclose(f);
   return 0;
 }

@@ -150,8 +150,7 @@ int main(int argc, char** argv) {
   const unsigned long long batch = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 1000000ull;
   const unsigned long long graph_seed = 0x5EEDull;
 
-  cudaDeviceProp prop{};
-  CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+  const cudaDeviceProp prop = gcompute::bench::device_properties();
   std::printf("device: %s, %d SMs; host: %u hardware threads\n", prop.name,
               prop.multiProcessorCount, std::thread::hardware_concurrency());
   // One blocking stream and the device's pool, as the graph mirror's device has.
@@ -392,15 +391,13 @@ int main(int argc, char** argv) {
     ok = ok && same;
   }
 
-  FILE* f = std::fopen(csv.c_str(), "w");
-  if (f != nullptr) {
-    std::fprintf(f, "device,kind,graph_edges,batch,op,backend,ms,edges_per_s,reps\n");
+  {
+    gcompute::bench::CsvFile out(csv,
+                                 "device,kind,graph_edges,batch,op,backend,ms,edges_per_s,reps\n");
     for (const Row& r : rows) {
-      std::fprintf(f, "%s,%s,%llu,%llu,%s,%s,%.6f,%.6e,%d\n", prop.name, r.kind.c_str(),
-                   r.graph_edges, r.batch, r.op.c_str(), r.backend.c_str(), r.ms, r.edges_per_s,
-                   r.reps);
+      out.line("%s,%s,%llu,%llu,%s,%s,%.6f,%.6e,%d\n", prop.name, r.kind.c_str(), r.graph_edges,
+               r.batch, r.op.c_str(), r.backend.c_str(), r.ms, r.edges_per_s, r.reps);
     }
-    std::fclose(f);
   }
   std::printf("\n%s summary\n%-11s %12s %9s %8s %8s %12s %10s\n", prop.name, "kind", "graph",
               "batch", "op", "backend", "ms", "G edges/s");

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_args.hpp"
 #include "bench_device.hpp"
 #include "exit_on_error.hpp"
 #include "gcompute/kernels/cuda/svd.hpp"
@@ -27,20 +28,14 @@
 
 namespace {
 
-using gcompute::bench::BenchDevice;
 using gcompute::kernels::DType;
 using gcompute::kernels::SvdInfo;
 using gcompute::kernels::SvdShape;
 using gcompute::kernels::SvdTuning;
 namespace gk = gcompute::kernels::cuda;
 
-/// The device (blocking streams: the inputs are copied in with cudaMemcpy), its cuSOLVER
-/// handle and context, and the kernels' tuning.
-struct Env {
-  BenchDevice device{gk::ResourcesOptions{.non_blocking = false, .priority_stream = false}};
-  gk::Context ctx = device.context();
-  cudaStream_t stream = ctx.stream.value();
-  cusolverDnHandle_t cusolver = ctx.cusolver;
+/// The device, and the kernels' tuning.
+struct Env : gcompute::bench::SolverEnv {
   SvdTuning tuning = gk::tuning_from_environment().svd;
 };
 
@@ -224,57 +219,40 @@ Row batched(const Env& env, int n, long long batch, std::mt19937_64& rng) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string csv = argc > 1 ? argv[1] : "";
-  if (csv.empty()) {
-    const char* out = std::getenv("OUT");
-    csv = std::string(out != nullptr ? out : ".") + "/svd_bench.csv";
-  }
-  const int max_n = argc > 2 ? std::atoi(argv[2]) : 4096;
-  const std::string sections = argc > 3 ? argv[3] : "square,batched";
-  const auto has = [&](const char* w) { return sections.find(w) != std::string::npos; };
-  const bool with_ref = !has("noref");
-  const bool want_f32 = has("f32") || !has("f64");
-  const bool want_f64 = has("f64") || !has("f32");
-  cudaDeviceProp prop;
-  CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+  const gcompute::bench::SolverArgs args(argc, argv, "svd_bench.csv", 4096, "square,batched");
+  const bool with_ref = !args.has("noref");
   const Env env;
   std::mt19937_64 rng(std::random_device{}());
-  std::printf("device: %s (%d SMs)\n", prop.name, prop.multiProcessorCount);
+  std::printf("device: %s (%d SMs)\n", env.properties.name, env.properties.multiProcessorCount);
   std::vector<Row> rows;
   for (int n : {256, 512, 1024, 2048, 4096}) {
-    if (n > max_n || !has("square") || !want_f32) break;
+    if (n > args.max_n || !args.has("square") || !args.wants_f32()) break;
     rows.push_back(square<float>(env, n, rng, with_ref));
     std::fprintf(stderr, "done f32 %d\n", n);
   }
   for (int n : {256, 512, 1024, 2048, 4096}) {
-    if (n > max_n || !has("square") || !want_f64) break;
+    if (n > args.max_n || !args.has("square") || !args.wants_f64()) break;
     rows.push_back(square<double>(env, n, rng, with_ref));
     std::fprintf(stderr, "done f64 %d\n", n);
   }
-  if (has("batched")) {
+  if (args.has("batched")) {
     rows.push_back(batched(env, 32, 100000, rng));
     rows.push_back(batched(env, 16, 100000, rng));
     rows.push_back(batched(env, 64, 100000, rng));
   }
 
-  FILE* f = std::fopen(csv.c_str(), "w");
-  if (f != nullptr) {
-    std::fprintf(f,
-                 "device,what,dtype,batch,n,ours_ms,ours_sweeps,cusolver_ms,cusolver_sweeps,"
-                 "speedup,max_sv_diff_rel\n");
-  }
+  gcompute::bench::CsvFile out(args.csv,
+                               "device,what,dtype,batch,n,ours_ms,ours_sweeps,cusolver_ms,"
+                               "cusolver_sweeps,speedup,max_sv_diff_rel\n");
   std::printf("%-28s %-4s %7s %5s %11s %6s %13s %6s %8s %10s\n", "what", "type", "batch", "n",
               "ours_ms", "sweeps", "cusolver_ms", "sweeps", "speedup", "sv_diff");
   for (const Row& r : rows) {
     std::printf("%-28s %-4s %7lld %5lld %11.3f %6.0f %13.3f %6.0f %8.2f %10.2e\n", r.what.c_str(),
                 r.dtype.c_str(), r.batch, r.n, r.ours_ms, r.ours_sweeps, r.ref_ms, r.ref_sweeps,
                 r.ref_ms / r.ours_ms, r.err_vs_ref);
-    if (f != nullptr) {
-      std::fprintf(f, "%s,%s,%s,%lld,%lld,%.4f,%.0f,%.4f,%.0f,%.3f,%.3e\n", prop.name,
-                   r.what.c_str(), r.dtype.c_str(), r.batch, r.n, r.ours_ms, r.ours_sweeps,
-                   r.ref_ms, r.ref_sweeps, r.ref_ms / r.ours_ms, r.err_vs_ref);
-    }
+    out.line("%s,%s,%s,%lld,%lld,%.4f,%.0f,%.4f,%.0f,%.3f,%.3e\n", env.properties.name,
+             r.what.c_str(), r.dtype.c_str(), r.batch, r.n, r.ours_ms, r.ours_sweeps, r.ref_ms,
+             r.ref_sweeps, r.ref_ms / r.ours_ms, r.err_vs_ref);
   }
-  if (f != nullptr) std::fclose(f);
   return 0;
 }

@@ -23,13 +23,13 @@
 #include <string>
 #include <vector>
 
+#include "bench_args.hpp"
 #include "bench_device.hpp"
 #include "exit_on_error.hpp"
 #include "gcompute/kernels/cuda/svd.hpp"
 
 namespace {
 
-using gcompute::bench::BenchDevice;
 using gcompute::bench::check_ok;
 using gcompute::kernels::DType;
 using gcompute::kernels::SvdInfo;
@@ -37,19 +37,7 @@ using gcompute::kernels::SvdMethod;
 using gcompute::kernels::SvdShape;
 namespace gk = gcompute::kernels::cuda;
 
-struct Env {
-  BenchDevice device{gk::ResourcesOptions{.non_blocking = false, .priority_stream = false}};
-  gk::Context ctx = device.context();
-  cudaStream_t stream = ctx.stream.value();
-  cusolverDnParams_t params = nullptr;
-  Env() { CHECK_LIBRARY(cusolverDnCreateParams(&params)); }
-  ~Env() { cusolverDnDestroyParams(params); }
-};
-
-template <typename T>
-constexpr cudaDataType_t data_type() {
-  return sizeof(T) == 4 ? CUDA_R_32F : CUDA_R_64F;
-}
+using Env = gcompute::bench::SolverEnv;
 
 struct Row {
   std::string method, dtype;
@@ -186,7 +174,7 @@ void run_size(const Env& env, int n, std::mt19937_64& rng, bool with_gesvd,
   // as for every cuSOLVER row: a D2D copy of n^2 elements).
   {
     std::size_t dev_bytes = 0, host_bytes = 0;
-    const cudaDataType_t t = data_type<T>();
+    const cudaDataType_t t = gcompute::bench::cuda_data_type<T>();
     CHECK_LIBRARY(cusolverDnXgesvdp_bufferSize(
         env.ctx.cusolver, env.params, CUSOLVER_EIG_MODE_VECTOR, 0, n, n, t, work_a.data(), n, t,
         s.data(), t, u.data(), n, t, v.data(), n, t, &dev_bytes, &host_bytes));
@@ -241,7 +229,7 @@ void run_size(const Env& env, int n, std::mt19937_64& rng, bool with_gesvd,
   // cuSOLVER gesvd (returns V^T: transposed into v for the checks, outside the timing).
   if (with_gesvd) {
     std::size_t dev_bytes = 0, host_bytes = 0;
-    const cudaDataType_t t = data_type<T>();
+    const cudaDataType_t t = gcompute::bench::cuda_data_type<T>();
     CHECK_LIBRARY(cusolverDnXgesvd_bufferSize(env.ctx.cusolver, env.params, 'A', 'A', n, n, t,
                                               work_a.data(), n, t, s.data(), t, u.data(), n, t,
                                               vt.data(), n, t, &dev_bytes, &host_bytes));
@@ -262,35 +250,23 @@ void run_size(const Env& env, int n, std::mt19937_64& rng, bool with_gesvd,
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string csv = argc > 1 ? argv[1] : "";
-  if (csv.empty()) {
-    const char* out = std::getenv("OUT");
-    csv = std::string(out != nullptr ? out : ".") + "/svd_methods.csv";
-  }
-  const int max_n = argc > 2 ? std::atoi(argv[2]) : 4096;
-  const std::string sections = argc > 3 ? argv[3] : "";
-  const auto has = [&](const char* w) { return sections.find(w) != std::string::npos; };
-  const bool want_f32 = has("f32") || !has("f64");
-  const bool want_f64 = has("f64") || !has("f32");
-  cudaDeviceProp prop;
-  CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+  const gcompute::bench::SolverArgs args(argc, argv, "svd_methods.csv", 4096, "");
+  const bool with_gesvd = !args.has("nogesvd");
   const Env env;
   CHECK_LIBRARY(cublasSetPointerMode(env.ctx.cublas, CUBLAS_POINTER_MODE_HOST));
   std::mt19937_64 rng(std::random_device{}());
-  std::printf("device: %s (%d SMs)\n", prop.name, prop.multiProcessorCount);
+  std::printf("device: %s (%d SMs)\n", env.properties.name, env.properties.multiProcessorCount);
   std::vector<Row> rows;
   for (int n : {256, 512, 1024, 2048, 4096, 8192}) {
-    if (n > max_n) break;
-    if (want_f32) run_size<float>(env, n, rng, !has("nogesvd"), rows);
-    if (want_f64) run_size<double>(env, n, rng, !has("nogesvd"), rows);
+    if (n > args.max_n) break;
+    if (args.wants_f32()) run_size<float>(env, n, rng, with_gesvd, rows);
+    if (args.wants_f64()) run_size<double>(env, n, rng, with_gesvd, rows);
   }
 
-  FILE* f = std::fopen(csv.c_str(), "w");
-  if (f != nullptr) {
-    std::fprintf(f,
-                 "device,method,dtype,n,ms,iterations,residual,orth_u,orth_v,bound,within_bound,"
-                 "polar_speedup\n");
-  }
+  gcompute::bench::CsvFile out(
+      args.csv,
+      "device,method,dtype,n,ms,iterations,residual,orth_u,orth_v,bound,within_bound,"
+      "polar_speedup\n");
   std::printf("%-16s %-4s %5s %10s %5s %10s %10s %10s %6s %8s\n", "method", "type", "n", "ms",
               "iters", "residual", "orth_u", "orth_v", "ok", "ms/polar");
   double polar_ms = NAN;
@@ -300,12 +276,9 @@ int main(int argc, char** argv) {
     std::printf("%-16s %-4s %5d %10.2f %5.0f %10.2e %10.2e %10.2e %6s %8.2f\n", r.method.c_str(),
                 r.dtype.c_str(), r.n, r.ms, r.iterations, r.residual, r.orth_u, r.orth_v,
                 ok ? "yes" : "NO", r.ms / polar_ms);
-    if (f != nullptr) {
-      std::fprintf(f, "%s,%s,%s,%d,%.4f,%.0f,%.3e,%.3e,%.3e,%.3e,%d,%.3f\n", prop.name,
-                   r.method.c_str(), r.dtype.c_str(), r.n, r.ms, r.iterations, r.residual, r.orth_u,
-                   r.orth_v, r.bound, ok ? 1 : 0, r.ms / polar_ms);
-    }
+    out.line("%s,%s,%s,%d,%.4f,%.0f,%.3e,%.3e,%.3e,%.3e,%d,%.3f\n", env.properties.name,
+             r.method.c_str(), r.dtype.c_str(), r.n, r.ms, r.iterations, r.residual, r.orth_u,
+             r.orth_v, r.bound, ok ? 1 : 0, r.ms / polar_ms);
   }
-  if (f != nullptr) std::fclose(f);
   return 0;
 }

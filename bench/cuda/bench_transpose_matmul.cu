@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "../../kernels/cuda/detail/transpose_tiled.cuh"
+#include "bench_args.hpp"
 #include "bench_device.hpp"
 #include "exit_on_error.hpp"
 #include "gcompute/kernels/cuda/matmul.hpp"
@@ -30,22 +31,9 @@
 
 namespace gk = gcompute::kernels;
 namespace gc = gcompute::kernels::cuda;
+using gcompute::bench::check_ok;
 
 namespace {
-
-#define CHECK_CUBLAS(call)                                                                    \
-  do {                                                                                        \
-    if (const cublasStatus_t s_ = (call); s_ != CUBLAS_STATUS_SUCCESS)                        \
-      ::gcompute::bench::exit_on_failure(__FILE__, __LINE__, #call, cublasGetStatusName(s_)); \
-  } while (0)
-#define CHECK_OK(expr)                                                                 \
-  do {                                                                                 \
-    const absl::Status st_ = (expr);                                                   \
-    if (!st_.ok()) {                                                                   \
-      std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, st_.ToString().c_str()); \
-      std::exit(1);                                                                    \
-    }                                                                                  \
-  } while (0)
 
 // The device main() creates, and views of its stream and cuBLAS handle (bound to the stream).
 const gcompute::bench::BenchDevice* g_device = nullptr;
@@ -220,14 +208,14 @@ void bench_transpose(std::int64_t batch, std::int64_t rows, std::int64_t cols, s
   fill_bytes(in.ptr, bytes, e);
   const gk::TransposeShape shape{.batch = batch, .rows = rows, .cols = cols, .element_bytes = e};
   gc::Context ctx{.stream = g_stream, .cublas = g_cublas};
-  auto ours = [&] { CHECK_OK(gc::transpose(ctx, in.ptr, out.ptr, shape)); };
+  auto ours = [&] { check_ok(gc::transpose(ctx, in.ptr, out.ptr, shape), "transpose"); };
   auto copy = [&] {
     CHECK_CUDA(cudaMemcpyAsync(ref.ptr, in.ptr, bytes, cudaMemcpyDeviceToDevice, g_stream));
   };
   const bool has_geam = batch == 1 && (e == 4 || e == 8);
   auto geam = [&] {
-    CHECK_CUBLAS(e == 4 ? geam_transpose<float>(in.ptr, ref.ptr, rows, cols)
-                        : geam_transpose<double>(in.ptr, ref.ptr, rows, cols));
+    CHECK_LIBRARY(e == 4 ? geam_transpose<float>(in.ptr, ref.ptr, rows, cols)
+                         : geam_transpose<double>(in.ptr, ref.ptr, rows, cols));
   };
   std::vector<std::function<void()>> fns{ours, copy};
   if (has_geam) fns.push_back(geam);
@@ -321,17 +309,17 @@ void bench_gemm(const GemmCase& g, std::int64_t n, int reps) {
   }
   gc::Context ctx{.stream = g_stream, .cublas = g_cublas};
   const gk::MatmulShape shape{.m = n, .n = n, .k = n, .dtype = g.dtype, .precision = g.precision};
-  auto ours = [&] { CHECK_OK(gc::matmul(ctx, a.ptr, b.ptr, c.ptr, shape)); };
+  auto ours = [&] { check_ok(gc::matmul(ctx, a.ptr, b.ptr, c.ptr, shape), "matmul"); };
   const double one_d = 1, zero_d = 0;
   const float one_f = 1, zero_f = 0;
   const bool dbl = g.compute == CUBLAS_COMPUTE_64F;
   auto direct = [&] {
-    CHECK_CUBLAS(cublasGemmEx(g_cublas, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(n),
-                              static_cast<int>(n), static_cast<int>(n),
-                              dbl ? static_cast<const void*>(&one_d) : &one_f, b.ptr, g.type,
-                              static_cast<int>(n), a.ptr, g.type, static_cast<int>(n),
-                              dbl ? static_cast<const void*>(&zero_d) : &zero_f, c.ptr, g.type,
-                              static_cast<int>(n), g.compute, CUBLAS_GEMM_DEFAULT));
+    CHECK_LIBRARY(cublasGemmEx(g_cublas, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(n),
+                               static_cast<int>(n), static_cast<int>(n),
+                               dbl ? static_cast<const void*>(&one_d) : &one_f, b.ptr, g.type,
+                               static_cast<int>(n), a.ptr, g.type, static_cast<int>(n),
+                               dbl ? static_cast<const void*>(&zero_d) : &zero_f, c.ptr, g.type,
+                               static_cast<int>(n), g.compute, CUBLAS_GEMM_DEFAULT));
   };
   const std::vector<double> ms = time_interleaved({ours, direct}, 2, reps);
   const double tflop = 2.0 * static_cast<double>(n) * n * n / 1e9;  // TFLOP/s with ms
@@ -360,7 +348,7 @@ int main(int argc, char** argv) {
   g_device = &device;
   g_stream = device.context().stream.value();
   g_cublas = device.context().cublas;
-  CHECK_CUBLAS(cublasGetVersion(g_cublas, &cublas_version));
+  CHECK_LIBRARY(cublasGetVersion(g_cublas, &cublas_version));
   std::printf("device: %s, %d SMs, L2 %d MB, %.0f GB memory; driver %d, runtime %d, cuBLAS %d\n",
               prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20,
               static_cast<double>(prop.totalGlobalMem) / 1e9, driver, runtime, cublas_version);
@@ -402,20 +390,18 @@ int main(int argc, char** argv) {
                 r.baseline.c_str(), r.base_rate, r.ratio());
   }
   if (!csv.empty()) {
-    FILE* f = std::fopen(csv.c_str(), "w");
-    if (f == nullptr) {
+    gcompute::bench::CsvFile out(csv,
+                                 "device,section,case,dtype,shape,ours_ms,ours_rate,baseline,"
+                                 "baseline_ms,baseline_rate,ratio\n");
+    if (!out.is_open()) {
       std::fprintf(stderr, "cannot write %s\n", csv.c_str());
       return 1;
     }
-    std::fprintf(f,
-                 "device,section,case,dtype,shape,ours_ms,ours_rate,baseline,baseline_ms,"
-                 "baseline_rate,ratio\n");
     for (const Row& r : g_rows) {
-      std::fprintf(f, "\"%s\",%s,%s,%s,%s,%.5f,%.3f,%s,%.5f,%.3f,%.5f\n", prop.name,
-                   r.section.c_str(), r.name.c_str(), r.dtype.c_str(), r.shape.c_str(), r.ours_ms,
-                   r.ours_rate, r.baseline.c_str(), r.base_ms, r.base_rate, r.ratio());
+      out.line("\"%s\",%s,%s,%s,%s,%.5f,%.3f,%s,%.5f,%.3f,%.5f\n", prop.name, r.section.c_str(),
+               r.name.c_str(), r.dtype.c_str(), r.shape.c_str(), r.ours_ms, r.ours_rate,
+               r.baseline.c_str(), r.base_ms, r.base_rate, r.ratio());
     }
-    std::fclose(f);
     std::printf("csv: %s\n", csv.c_str());
   }
   return 0;

@@ -3,7 +3,9 @@
 // program exits 1 (a benchmark has nothing to recover; the library code returns Status).
 #pragma once
 
+#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
+#include <cusolver_common.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -17,11 +19,19 @@ namespace gcompute::bench {
   std::exit(1);
 }
 
-/// A cuBLAS or cuSOLVER status (0 is success); any other prints "status N" and exits 1.
-inline void exit_on_library_failure(int status, const char* file, int line, const char* call) {
-  if (status == 0) return;
+/// A failed cuBLAS call prints the status's name and exits 1.
+inline void exit_on_library_failure(cublasStatus_t status, const char* file, int line,
+                                    const char* call) {
+  if (status == CUBLAS_STATUS_SUCCESS) return;
+  exit_on_failure(file, line, call, cublasGetStatusName(status));
+}
+
+/// A failed cuSOLVER call prints "status N" (cuSOLVER has no name lookup) and exits 1.
+inline void exit_on_library_failure(cusolverStatus_t status, const char* file, int line,
+                                    const char* call) {
+  if (status == CUSOLVER_STATUS_SUCCESS) return;
   char why[32];
-  std::snprintf(why, sizeof(why), "status %d", status);
+  std::snprintf(why, sizeof(why), "status %d", static_cast<int>(status));
   exit_on_failure(file, line, call, why);
 }
 
@@ -33,6 +43,6 @@ inline void exit_on_library_failure(int status, const char* file, int line, cons
       ::gcompute::bench::exit_on_failure(__FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
   } while (0)
 
-/// For cuBLAS and cuSOLVER calls (their status enums, 0 = success).
+/// For cuBLAS and cuSOLVER calls.
 #define CHECK_LIBRARY(call) \
-  ::gcompute::bench::exit_on_library_failure(static_cast<int>(call), __FILE__, __LINE__, #call)
+  ::gcompute::bench::exit_on_library_failure((call), __FILE__, __LINE__, #call)

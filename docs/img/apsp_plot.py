@@ -1,15 +1,10 @@
 #!/usr/bin/python3
 # Regenerates apsp_h200.png from apsp_h200.csv (bench_apsp output): /usr/bin/python3 apsp_plot.py
-import csv
 import os
 
-import matplotlib
+from plot_common import here, plt, read_rows, save
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
-
-here = os.path.dirname(os.path.abspath(__file__))
-rows = list(csv.DictReader(open(os.path.join(here, "apsp_h200.csv"))))
+rows = read_rows(os.path.join(here, "apsp_h200.csv"))
 fig, ax = plt.subplots(figsize=(6.4, 3.8))
 # (dtype, next_hop, streams): two streams is the server's configuration (look-ahead).
 styles = {("f32", "0", "2"): ("tab:blue", "o-"), ("i32", "0", "2"): ("tab:red", "o-"),
@@ -34,5 +29,4 @@ ax.set_xlabel("n")
 ax.set_ylabel("T relaxations / s")
 ax.set_title(f"Blocked Floyd-Warshall, {rows[0]['device']}")
 ax.legend(fontsize=7)
-fig.tight_layout()
-fig.savefig(os.path.join(here, "apsp_h200.png"), dpi=100)
+save(fig, os.path.join(here, "apsp_h200.png"), dpi=100)

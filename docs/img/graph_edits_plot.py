@@ -3,15 +3,11 @@
 # Plots bench_graph_edits' CSV: left, batch-edit throughput per graph size; right, the
 # crossover (wall time per batch, GPU incl. H2D vs the CPU twin).
 # usage: /usr/bin/python3 docs/img/graph_edits_plot.py docs/img/graph_edits_h100.csv out.png
-import csv
 import sys
 
-import matplotlib
+from plot_common import plt, read_rows, save
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
-
-rows = list(csv.DictReader(open(sys.argv[1])))
+rows = read_rows(sys.argv[1])
 device = rows[0]["device"] if rows else "?"
 fig, (a, b) = plt.subplots(1, 2, figsize=(12, 4.5))
 
@@ -46,5 +42,4 @@ b.set_ylabel("wall time per batch (us), median")
 b.set_title("crossover, 1e7-edge graph")
 b.grid(True, which="both", alpha=0.3)
 b.legend(fontsize=8)
-fig.tight_layout()
-fig.savefig(sys.argv[2], dpi=110)
+save(fig, sys.argv[2], dpi=110)

@@ -1,23 +1,11 @@
 #!/usr/bin/python3
 # Regenerates svd_methods_h200.png from svd_methods_h200.csv (bench_svd_methods output) and
 # eigh_h200.png from eigh_h200.csv (bench_eigh output): /usr/bin/python3 svd_methods_plot.py
-import csv
 import os
 
-import matplotlib
+from plot_common import here, plt, read_rows, save, time_axes
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
-
-here = os.path.dirname(os.path.abspath(__file__))
-
-
-def load(name):
-    with open(os.path.join(here, name)) as f:
-        return list(csv.DictReader(f))
-
-
-rows = load("svd_methods_h200.csv")
+rows = read_rows(os.path.join(here, "svd_methods_h200.csv"))
 styles = {
     "ours polar": ("o-", "tab:blue"),
     "ours jacobi": ("o--", "tab:cyan"),
@@ -34,17 +22,12 @@ for ax, dtype in zip(axes, ("f32", "f64")):
         bad = [r for r in sel if r["within_bound"] == "0"]
         ax.plot([int(r["n"]) for r in bad], [float(r["ms"]) for r in bad], "x", color="black",
                 markersize=10)
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("n (square, vectors)")
-    ax.set_title(f"SVD {dtype}, H200 (x: outside 50·n·eps)")
-    ax.grid(True, which="both", alpha=0.3)
-axes[0].set_ylabel("ms")
+    time_axes(ax, "n (square, vectors)", f"SVD {dtype}, H200 (x: outside 50·n·eps)", ylabel=None)
+axes[0].set_ylabel("ms")  # the axes share y
 axes[0].legend(fontsize=8)
-fig.tight_layout()
-fig.savefig(os.path.join(here, "svd_methods_h200.png"), dpi=110)
+save(fig, os.path.join(here, "svd_methods_h200.png"), dpi=110)
 
-rows = load("eigh_h200.csv")
+rows = read_rows(os.path.join(here, "eigh_h200.csv"))
 fig, ax = plt.subplots(figsize=(6, 4))
 for dtype, color in (("f32", "tab:blue"), ("f64", "tab:red")):
     sel = [r for r in rows if r["what"] == "square" and r["dtype"] == dtype]
@@ -54,12 +37,6 @@ for dtype, color in (("f32", "tab:blue"), ("f64", "tab:red")):
     j = [r for r in sel if r["syevj_ms"] != "nan"]
     ax.plot([int(r["n"]) for r in j], [float(r["syevj_ms"]) for r in j], "^:", color=color,
             label=f"syevj {dtype}")
-ax.set_xscale("log", base=2)
-ax.set_yscale("log")
-ax.set_xlabel("n (vectors)")
-ax.set_ylabel("ms")
-ax.set_title("Eigh, H200")
-ax.grid(True, which="both", alpha=0.3)
+time_axes(ax, "n (vectors)", "Eigh, H200")
 ax.legend(fontsize=8)
-fig.tight_layout()
-fig.savefig(os.path.join(here, "eigh_h200.png"), dpi=110)
+save(fig, os.path.join(here, "eigh_h200.png"), dpi=110)

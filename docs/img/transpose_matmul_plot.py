@@ -1,16 +1,11 @@
 #!/usr/bin/python3
 # Regenerates transpose_matmul_h200.png from transpose_matmul_h200.csv (bench_transpose_matmul
 # output): /usr/bin/python3 transpose_matmul_plot.py
-import csv
 import os
 
-import matplotlib
+from plot_common import here, plt, read_rows, save
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
-
-here = os.path.dirname(os.path.abspath(__file__))
-rows = list(csv.DictReader(open(os.path.join(here, "transpose_matmul_h200.csv"))))
+rows = read_rows(os.path.join(here, "transpose_matmul_h200.csv"))
 copy = [r for r in rows if r["section"] == "transpose" and r["case"] == "ours/copy"]
 geam = {(r["dtype"], r["shape"]): r for r in rows
         if r["section"] == "transpose" and r["case"] == "ours/geam"}
@@ -43,5 +38,4 @@ ax2.set_ylabel("cuBLAS time / ours (ratio)")
 ax2.set_title("Matmul against a direct cuBLAS call")
 ax2.legend(fontsize=7)
 fig.suptitle(rows[0]["device"], fontsize=9)
-fig.tight_layout()
-fig.savefig(os.path.join(here, "transpose_matmul_h200.png"), dpi=100)
+save(fig, os.path.join(here, "transpose_matmul_h200.png"), dpi=100)
