@@ -19,6 +19,7 @@
 #include "kernels/cpu/lapack_cancel.hpp"
 #include "kernels/cpu/svd_check.hpp"
 #include "support/status_checks.hpp"
+#include "support/stop_after.hpp"
 
 namespace gcompute::kernels::svd_test {
 namespace {
@@ -325,14 +326,11 @@ TEST(CpuSvdTurns, ConcurrentCallsTakeTurnsAndStayCancellable) {
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
 
-  std::atomic<bool> flag{false};
-  std::thread canceller([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    flag = true;
-  });
   const auto small = ::gcompute::testing::random_uniform<double>(rng, 40 * 30);
-  const Result waited = run(small, make_shape(jacobi, 40, 30), StopToken(&flag));
-  canceller.join();
+  const Result waited =
+      ::gcompute::testing::call_stopped_after(std::chrono::milliseconds(100), [&](StopToken stop) {
+        return run(small, make_shape(jacobi, 40, 30), stop);
+      }).result;
   long_call.join();
   EXPECT_EQ(waited.status.code(), absl::StatusCode::kCancelled) << waited.status;
   EXPECT_NE(waited.status.message().find("waiting for another LAPACK call"),
