@@ -21,9 +21,8 @@ struct StoppedCall {
 };
 
 /// Calls `call(stop)` and raises the flag behind `stop` `after` into the call.
-template <typename Call>
-auto call_stopped_after(std::chrono::milliseconds after, Call call)
-    -> StoppedCall<std::invoke_result_t<Call&, kernels::StopToken>> {
+template <typename Call, typename Result = std::invoke_result_t<Call&, kernels::StopToken>>
+StoppedCall<Result> call_stopped_after(std::chrono::milliseconds after, Call call) {
   std::atomic<bool> flag{false};
   std::chrono::steady_clock::time_point raised;
   std::thread raiser([&] {
@@ -31,8 +30,7 @@ auto call_stopped_after(std::chrono::milliseconds after, Call call)
     raised = std::chrono::steady_clock::now();
     flag.store(true);
   });
-  StoppedCall<std::invoke_result_t<Call&, kernels::StopToken>> out{call(kernels::StopToken(&flag)),
-                                                                   0.0};
+  StoppedCall<Result> out{call(kernels::StopToken(&flag)), 0.0};
   const auto returned = std::chrono::steady_clock::now();
   raiser.join();
   out.late_ms = std::chrono::duration<double, std::milli>(returned - raised).count();
