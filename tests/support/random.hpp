@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace gcompute::testing {
@@ -82,10 +83,15 @@ std::vector<T> poisoned(std::size_t count) {
   return v;
 }
 
+/// The trace that names a test's seed in its failure messages, and how to replay it.
+inline std::string seed_trace(std::uint64_t seed) {
+  return "seed " + std::to_string(seed) +
+         " (replay with GCOMPUTE_TEST_SEED=" + std::to_string(seed) + ")";
+}
+
 }  // namespace gcompute::testing
 
 /// Declares `Rng name` seeded by test_seed() and traces the seed into every failure message.
 #define GC_SEEDED_RNG(name)                                        \
   ::gcompute::testing::Rng name(::gcompute::testing::test_seed()); \
-  SCOPED_TRACE(::testing::Message() << "seed " << name.seed()      \
-                                    << " (replay with GCOMPUTE_TEST_SEED=" << name.seed() << ")")
+  SCOPED_TRACE(::gcompute::testing::seed_trace(name.seed()))

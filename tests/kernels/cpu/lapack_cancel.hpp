@@ -13,6 +13,7 @@
 
 #include "gcompute/kernels/cpu/background_calls.hpp"
 #include "gcompute/kernels/stop_token.hpp"
+#include "support/stop_after.hpp"
 
 namespace gcompute::testing {
 
@@ -22,15 +23,9 @@ namespace gcompute::testing {
 template <typename Call>
 std::chrono::steady_clock::duration expect_cancelled_midway(std::chrono::milliseconds after,
                                                             Call call) {
-  std::atomic<bool> flag{false};
-  std::thread canceller([&] {
-    std::this_thread::sleep_for(after);
-    flag = true;
-  });
   const auto start = std::chrono::steady_clock::now();
-  const absl::Status status = call(kernels::StopToken(&flag));
+  const absl::Status status = call_stopped_after(after, call).result;
   const auto took = std::chrono::steady_clock::now() - start;
-  canceller.join();
   EXPECT_EQ(status.code(), absl::StatusCode::kCancelled) << status;
   EXPECT_NE(status.message().find("cancelled"), absl::string_view::npos) << status;
   return took;

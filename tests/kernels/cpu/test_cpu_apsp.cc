@@ -13,12 +13,12 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include <thread>
 #include <vector>
 
 #include "gcompute/kernels/cpu/apsp.hpp"
 #include "support/oracle.hpp"
 #include "support/random.hpp"
+#include "support/stop_after.hpp"
 
 namespace gcompute::kernels {
 namespace {
@@ -711,13 +711,9 @@ TEST(CpuApsp, CancelledByStopToken) {
   absl::StatusOr<ApspInfo> r =
       cpu::apsp(w.data(), d.data(), nullptr, {n, DType::kF32, false}, StopToken(&flag));
   EXPECT_EQ(r.status().code(), absl::StatusCode::kCancelled) << r.status();
-  flag = false;
-  std::thread canceller([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    flag = true;
-  });
-  r = cpu::apsp(w.data(), d.data(), nullptr, {n, DType::kF32, false}, StopToken(&flag));
-  canceller.join();
+  r = ::gcompute::testing::call_stopped_after(std::chrono::milliseconds(20), [&](StopToken stop) {
+        return cpu::apsp(w.data(), d.data(), nullptr, {n, DType::kF32, false}, stop);
+      }).result;
   EXPECT_EQ(r.status().code(), absl::StatusCode::kCancelled) << r.status();
 }
 

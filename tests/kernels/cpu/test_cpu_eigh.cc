@@ -17,6 +17,7 @@
 #include "gcompute/kernels/cpu/eigh.hpp"
 #include "kernels/cpu/lapack_cancel.hpp"
 #include "support/dtype_param.hpp"
+#include "support/eigenpair_check.hpp"
 #include "support/oracle.hpp"
 #include "support/random.hpp"
 #include "support/status_checks.hpp"
@@ -24,10 +25,8 @@
 namespace gcompute::kernels {
 namespace {
 
-using ::gcompute::testing::eigen_residual;
 using ::gcompute::testing::lapack_eigh;
 using ::gcompute::testing::matrix_with_eigenvalues;
-using ::gcompute::testing::orthonormal_columns_error;
 using ::gcompute::testing::Rng;
 
 double epsilon(DType t) {
@@ -113,8 +112,7 @@ void check_one(const double* a, const Result& r, std::int64_t index, const EighS
   }
   if (!shape.compute_vectors) return;
   const double* v = r.v.data() + index * n * n;
-  EXPECT_LE(orthonormal_columns_error(v, n, n), 50 * size * eps) << "V not orthogonal";
-  EXPECT_LE(eigen_residual(a, v, w, n), 50 * size * eps) << "A V != V diag(w)";
+  ::gcompute::testing::expect_eigenpairs(a, v, w, n, 50 * size * eps);
 }
 
 // A batch held in the element type (what find_max_asymmetry reads).
@@ -134,20 +132,18 @@ Typed typed(DType t, const std::vector<double>& x) {
   return r;
 }
 
-class CpuEigh : public ::testing::TestWithParam<DType> {};
+using CpuEigh = ::gcompute::testing::FloatTypeTest;
 
 INSTANTIATE_TEST_SUITE_P(Types, CpuEigh, ::testing::Values(DType::kF32, DType::kF64),
                          ::gcompute::testing::dtype_param_name);
 
 TEST_P(CpuEigh, RandomSymmetricAgainstDsyev) {
-  GC_SEEDED_RNG(rng);
-  const DType t = GetParam();
   for (const std::int64_t n : {1, 2, 3, 7, 33, 64, 97, 150}) {
-    const auto a = round_to(t, random_symmetric(rng, n));
+    const auto a = round_to(dtype_, random_symmetric(rng_, n));
     const auto ref = lapack_eigh(a, n, false);
     ASSERT_EQ(ref.info, 0);
     for (const bool vectors : {true, false}) {
-      const EighShape shape = make_shape(t, n, 1, vectors);
+      const EighShape shape = make_shape(dtype_, n, 1, vectors);
       const Result r = run(a, shape);
       EXPECT_TRUE(r.info.converged);
       check_one(a.data(), r, 0, shape, ref.w);
@@ -160,23 +156,21 @@ TEST_P(CpuEigh, RandomSymmetricAgainstDsyev) {
 // range; the vectors of a repeated value are any orthonormal basis, which residual and
 // orthogonality accept.
 TEST_P(CpuEigh, PlantedSpectra) {
-  GC_SEEDED_RNG(rng);
-  const DType t = GetParam();
   const std::int64_t n = 40;
   std::vector<std::vector<double>> spectra;
   std::vector<double> repeated(static_cast<std::size_t>(n));
-  for (std::int64_t i = 0; i < n; ++i) repeated[i] = i < 5 ? 2.0 : rng.uniform(-3, 3);
+  for (std::int64_t i = 0; i < n; ++i) repeated[i] = i < 5 ? 2.0 : rng_.uniform(-3, 3);
   spectra.push_back(repeated);
   std::vector<double> with_zeros(static_cast<std::size_t>(n));
-  for (std::int64_t i = 0; i < n; ++i) with_zeros[i] = i % 3 == 0 ? 0.0 : rng.uniform(-1, 1);
+  for (std::int64_t i = 0; i < n; ++i) with_zeros[i] = i % 3 == 0 ? 0.0 : rng_.uniform(-1, 1);
   spectra.push_back(with_zeros);
   std::vector<double> wide(static_cast<std::size_t>(n));
   for (std::int64_t i = 0; i < n; ++i) wide[i] = (i % 2 ? -1 : 1) * std::pow(10.0, -8.0 * i / n);
   spectra.push_back(wide);
   for (std::vector<double>& lambda : spectra) {
-    const auto a = round_to(t, matrix_with_eigenvalues(rng, lambda));
+    const auto a = round_to(dtype_, matrix_with_eigenvalues(rng_, lambda));
     std::sort(lambda.begin(), lambda.end());
-    const EighShape shape = make_shape(t, n);
+    const EighShape shape = make_shape(dtype_, n);
     const Result r = run(a, shape);
     EXPECT_TRUE(r.info.converged);
     check_one(a.data(), r, 0, shape, lambda);
@@ -184,17 +178,15 @@ TEST_P(CpuEigh, PlantedSpectra) {
 }
 
 TEST_P(CpuEigh, BatchedMatricesAreIndependent) {
-  GC_SEEDED_RNG(rng);
-  const DType t = GetParam();
   for (const auto& [n, batch] :
        std::vector<std::pair<std::int64_t, std::int64_t>>{{12, 9}, {1, 4}, {130, 3}}) {
     std::vector<double> a;
     for (std::int64_t b = 0; b < batch; ++b) {
-      const auto m = round_to(t, random_symmetric(rng, n));
+      const auto m = round_to(dtype_, random_symmetric(rng_, n));
       a.insert(a.end(), m.begin(), m.end());
     }
     for (const bool vectors : {true, false}) {
-      const EighShape shape = make_shape(t, n, batch, vectors);
+      const EighShape shape = make_shape(dtype_, n, batch, vectors);
       const Result r = run(a, shape);
       ASSERT_TRUE(r.status.ok()) << r.status;
       for (std::int64_t b = 0; b < batch; ++b) {
@@ -206,28 +198,26 @@ TEST_P(CpuEigh, BatchedMatricesAreIndependent) {
 }
 
 TEST_P(CpuEigh, ZeroSizesZeroMatrixAndIdentity) {
-  const DType t = GetParam();
-  EXPECT_TRUE(run({}, make_shape(t, 0, 3)).status.ok());
-  EXPECT_TRUE(cpu::eigh(nullptr, nullptr, nullptr, make_shape(t, 5, 0)).ok());
+  EXPECT_TRUE(run({}, make_shape(dtype_, 0, 3)).status.ok());
+  EXPECT_TRUE(cpu::eigh(nullptr, nullptr, nullptr, make_shape(dtype_, 5, 0)).ok());
   const std::int64_t n = 6;
   std::vector<double> zero(n * n, 0.0), identity(n * n, 0.0);
   for (std::int64_t i = 0; i < n; ++i) identity[i * n + i] = 1.0;
-  const EighShape shape = make_shape(t, n);
+  const EighShape shape = make_shape(dtype_, n);
   check_one(zero.data(), run(zero, shape), 0, shape, std::vector<double>(n, 0.0));
   check_one(identity.data(), run(identity, shape), 0, shape, std::vector<double>(n, 1.0));
 }
 
 TEST_P(CpuEigh, ExtremeScales) {
-  GC_SEEDED_RNG(rng);
-  const DType t = GetParam();
   const std::int64_t n = 10;
-  const auto base = round_to(t, random_symmetric(rng, n));
+  const auto base = round_to(dtype_, random_symmetric(rng_, n));
   const auto ref = lapack_eigh(base, n, false).w;
-  for (const int e : t == DType::kF64 ? std::vector<int>{-990, 990} : std::vector<int>{-100, 100}) {
+  for (const int e :
+       dtype_ == DType::kF64 ? std::vector<int>{-990, 990} : std::vector<int>{-100, 100}) {
     std::vector<double> a(base), want(ref);
     for (double& x : a) x = std::ldexp(x, e);
     for (double& x : want) x = std::ldexp(x, e);
-    const EighShape shape = make_shape(t, n);
+    const EighShape shape = make_shape(dtype_, n);
     check_one(a.data(), run(a, shape), 0, shape, want);
   }
 }
@@ -235,17 +225,15 @@ TEST_P(CpuEigh, ExtremeScales) {
 // find_max_asymmetry and check_symmetric: the worst pair is found and named, rounding-level
 // asymmetry (a product B B^T from gemm) passes, and the tolerance is the documented one.
 TEST_P(CpuEigh, SymmetryCheckNamesTheLargestAsymmetry) {
-  GC_SEEDED_RNG(rng);
-  const DType t = GetParam();
   const std::int64_t n = 9;
   std::vector<double> a;
   for (int b = 0; b < 3; ++b) {
-    const auto m = round_to(t, random_symmetric(rng, n));
+    const auto m = round_to(dtype_, random_symmetric(rng_, n));
     a.insert(a.end(), m.begin(), m.end());
   }
   a[n * n + 3 * n + 4] = 3.0;  // matrix 1: (3, 4) is the largest element now
-  EighShape shape = make_shape(t, n, 3);
-  Typed bytes = typed(t, a);
+  EighShape shape = make_shape(dtype_, n, 3);
+  Typed bytes = typed(dtype_, a);
   Asymmetry worst = find_max_asymmetry(bytes.data(), shape);
   EXPECT_EQ(worst.batch_index, 1);
   EXPECT_EQ(worst.row, 4);  // the lower-triangle element of the pair
@@ -261,14 +249,14 @@ TEST_P(CpuEigh, SymmetryCheckNamesTheLargestAsymmetry) {
 
   // Just inside and just outside the tolerance, relative to the largest element.
   const double tol = effective_symmetry_tolerance(shape);
-  EXPECT_EQ(tol, n * epsilon(t));
+  EXPECT_EQ(tol, n * epsilon(dtype_));
   a[n * n + 3 * n + 4] = a[n * n + 4 * n + 3];  // symmetric again
   const double big = std::ldexp(1.0, 3);        // exact in both types
   a[2 * n * n] = big;                           // matrix 2, (0, 0)
   for (const auto& [factor, ok] : std::vector<std::pair<double, bool>>{{0.5, true}, {2.0, false}}) {
     std::vector<double> b = a;
     b[2 * n * n + 5 * n + 1] = b[2 * n * n + 1 * n + 5] + factor * tol * big;
-    bytes = typed(t, b);
+    bytes = typed(dtype_, b);
     EXPECT_EQ(check_symmetric(bytes.data(), shape).ok(), ok) << factor;
   }
   shape.symmetry_tolerance = 0.5;  // the caller's own bound
@@ -276,7 +264,7 @@ TEST_P(CpuEigh, SymmetryCheckNamesTheLargestAsymmetry) {
 
   // B B^T from gemm is symmetric only up to rounding; the default tolerance accepts it.
   const int m = 200, k = 300;
-  std::vector<double> bm = ::gcompute::testing::random_normal<double>(rng, m * k), c(m * m);
+  std::vector<double> bm = ::gcompute::testing::random_normal<double>(rng_, m * k), c(m * m);
   cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, m, k, 1.0, bm.data(), k, bm.data(), k,
               0.0, c.data(), m);
   const EighShape gram = make_shape(DType::kF64, m);
@@ -284,9 +272,8 @@ TEST_P(CpuEigh, SymmetryCheckNamesTheLargestAsymmetry) {
 }
 
 TEST_P(CpuEigh, RejectsInvalidInput) {
-  const DType t = GetParam();
   double buf[16] = {};
-  const EighShape s = make_shape(t, 2);
+  const EighShape s = make_shape(dtype_, 2);
   ::gcompute::testing::expect_each_change_invalid(
       s,
       {[](EighShape& bad) { bad.n = -1; }, [](EighShape& bad) { bad.dtype = DType::kI32; },
@@ -296,23 +283,21 @@ TEST_P(CpuEigh, RejectsInvalidInput) {
   EXPECT_EQ(cpu::eigh(nullptr, buf, buf, s).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(cpu::eigh(buf, buf, nullptr, s).status().code(), absl::StatusCode::kInvalidArgument);
   std::vector<double> nan_input = {1, 0, 0, 1, 1, 2, 2, std::numeric_limits<double>::infinity()};
-  ::gcompute::testing::expect_status(run(nan_input, make_shape(t, 2, 2)).status,
+  ::gcompute::testing::expect_status(run(nan_input, make_shape(dtype_, 2, 2)).status,
                                      absl::StatusCode::kFailedPrecondition,
                                      "matrix 1 has a non-finite element at (1, 1)");
 }
 
 TEST_P(CpuEigh, Cancelled) {
-  GC_SEEDED_RNG(rng);
-  const DType t = GetParam();
   std::atomic<bool> flag{true};
-  Result r = run(random_symmetric(rng, 4), make_shape(t, 4), StopToken(&flag));
+  Result r = run(random_symmetric(rng_, 4), make_shape(dtype_, 4), StopToken(&flag));
   EXPECT_EQ(r.status.code(), absl::StatusCode::kCancelled) << r.status;
   // 300 matrices of 140 x 140, one after another, cancelled after 20 ms.
   std::vector<double> a;
-  const auto m = random_symmetric(rng, 140);
+  const auto m = random_symmetric(rng_, 140);
   for (int b = 0; b < 300; ++b) a.insert(a.end(), m.begin(), m.end());
   ::gcompute::testing::expect_cancelled_midway(std::chrono::milliseconds(20), [&](StopToken stop) {
-    return run(a, make_shape(t, 140, 300), stop).status;
+    return run(a, make_shape(dtype_, 140, 300), stop).status;
   });
 }
 

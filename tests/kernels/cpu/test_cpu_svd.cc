@@ -19,14 +19,13 @@
 #include "kernels/cpu/lapack_cancel.hpp"
 #include "kernels/cpu/svd_check.hpp"
 #include "support/status_checks.hpp"
+#include "support/stop_after.hpp"
 
 namespace gcompute::kernels::svd_test {
 namespace {
 
 using ::gcompute::testing::lapack_svd;
 using ::gcompute::testing::matrix_with_singular_values;
-using ::gcompute::testing::orthonormal_columns_error;
-using ::gcompute::testing::orthonormal_rows_error;
 using ::gcompute::testing::Rng;
 
 class CpuSvd : public ::testing::TestWithParam<Case> {
@@ -90,12 +89,8 @@ TEST_P(CpuSvd, ZeroSizeShapes) {
       EXPECT_TRUE(r.info.converged);
       // Full factors of a zero-size A are still orthogonal squares.
       for (std::int64_t b = 0; b < 2; ++b) {
-        EXPECT_EQ(
-            orthonormal_columns_error(r.u.data() + b * m * svd_u_cols(shape), m, svd_u_cols(shape)),
-            0.0);
-        EXPECT_EQ(
-            orthonormal_rows_error(r.vt.data() + b * svd_vt_rows(shape) * n, svd_vt_rows(shape), n),
-            0.0);
+        EXPECT_EQ(u_orthonormality_error(r, shape, b), 0.0);
+        EXPECT_EQ(vt_orthonormality_error(r, shape, b), 0.0);
       }
     }
   }
@@ -325,14 +320,11 @@ TEST(CpuSvdTurns, ConcurrentCallsTakeTurnsAndStayCancellable) {
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
 
-  std::atomic<bool> flag{false};
-  std::thread canceller([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    flag = true;
-  });
   const auto small = ::gcompute::testing::random_uniform<double>(rng, 40 * 30);
-  const Result waited = run(small, make_shape(jacobi, 40, 30), StopToken(&flag));
-  canceller.join();
+  const Result waited =
+      ::gcompute::testing::call_stopped_after(std::chrono::milliseconds(100), [&](StopToken stop) {
+        return run(small, make_shape(jacobi, 40, 30), stop);
+      }).result;
   long_call.join();
   EXPECT_EQ(waited.status.code(), absl::StatusCode::kCancelled) << waited.status;
   EXPECT_NE(waited.status.message().find("waiting for another LAPACK call"),

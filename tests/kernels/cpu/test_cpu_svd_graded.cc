@@ -117,17 +117,15 @@ std::vector<Graded> graded_matrices(Rng& rng, DType t, double cond) {
   return out;
 }
 
-class CpuSvdGraded : public ::testing::TestWithParam<DType> {};
+using CpuSvdGraded = ::gcompute::testing::FloatTypeTest;
 
 INSTANTIATE_TEST_SUITE_P(Types, CpuSvdGraded, ::testing::Values(DType::kF32, DType::kF64),
                          ::gcompute::testing::dtype_param_name);
 
 TEST_P(CpuSvdGraded, JacobiKeepsSmallSingularValuesAccurate) {
-  GC_SEEDED_RNG(rng);
-  const DType t = GetParam();
-  const double eps = epsilon(t);
-  const double cond = t == DType::kF64 ? 1e14 : 1e7;
-  for (const Graded& g : graded_matrices(rng, t, cond)) {
+  const double eps = epsilon(dtype_);
+  const double cond = dtype_ == DType::kF64 ? 1e14 : 1e7;
+  for (const Graded& g : graded_matrices(rng_, dtype_, cond)) {
     SCOPED_TRACE(::testing::Message() << g.name << " " << g.m << "x" << g.n << " cond " << cond);
     const double size = static_cast<double>(std::max(g.m, g.n));
     // Relative error bound for JACOBI: f(m, n) * eps * cond(B) with cond(B) ~ 1. (Measured:
@@ -135,7 +133,7 @@ TEST_P(CpuSvdGraded, JacobiKeepsSmallSingularValuesAccurate) {
     const double jacobi_bound = 4 * size * eps;
     double errors[3] = {0, 0, 0};  // auto, jacobi, polar
     for (const SvdMethod method : {SvdMethod::kAuto, SvdMethod::kJacobi, SvdMethod::kPolar}) {
-      const SvdShape shape = make_shape({t, method}, g.m, g.n);
+      const SvdShape shape = make_shape({dtype_, method}, g.m, g.n);
       const Result r = run(g.a, shape);
       ASSERT_TRUE(r.status.ok()) << r.status;
       EXPECT_TRUE(r.info.converged);
@@ -144,13 +142,13 @@ TEST_P(CpuSvdGraded, JacobiKeepsSmallSingularValuesAccurate) {
       double err = 0;
       if (!g.want.empty()) {
         // Every method is backward stable: values within 10 n eps sigma_1.
-        check_one(g.a.data(), r, 0, shape, g.want, default_tolerances(t, g.m, g.n));
+        check_one(g.a.data(), r, 0, shape, g.want, default_tolerances(dtype_, g.m, g.n));
         err = max_relative_error(s, g.want);
       } else {
         long double log_prod = 0;
         for (double x : s) log_prod += std::log(static_cast<long double>(x));
         err = static_cast<double>(std::fabs(log_prod - g.log_det));  // ~ sum of relative errors
-        if (t == DType::kF32 && method == SvdMethod::kJacobi) {
+        if (dtype_ == DType::kF32 && method == SvdMethod::kJacobi) {
           // And one by one against dgejsv in double on the same matrix.
           const auto ref = ::gcompute::testing::lapack_jacobi_singular_values(g.a, g.m, g.n);
           EXPECT_LE(max_relative_error(s, ref), jacobi_bound);
@@ -163,7 +161,7 @@ TEST_P(CpuSvdGraded, JacobiKeepsSmallSingularValuesAccurate) {
     }
     std::printf(
         "%s %s %lldx%lld cond %.0e: worst relative error auto %.1e jacobi %.1e polar %.1e\n",
-        dtype_name(t), g.name, static_cast<long long>(g.m), static_cast<long long>(g.n), cond,
+        dtype_name(dtype_), g.name, static_cast<long long>(g.m), static_cast<long long>(g.n), cond,
         errors[0], errors[1], errors[2]);
     // The premise of the test: these matrices are hard for the other methods, whose small
     // values are accurate only to eps * sigma_1 in absolute terms (measured for AUTO: 1e-11 to

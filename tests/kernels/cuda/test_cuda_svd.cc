@@ -23,6 +23,7 @@
 #include "gcompute/kernels/cuda/svd.hpp"
 #include "kernels/cuda/test_device.hpp"
 #include "support/gpu.hpp"
+#include "support/stop_after.hpp"
 
 // LAPACK's Fortran interface (the LAPACKE wrappers are not in the linked library).
 extern "C" {
@@ -400,17 +401,14 @@ void all_shapes(CudaSvdTest* t) {
 }
 
 TEST_F(CudaSvdTest, RaggedShapesF32) {
-  GC_REQUIRE_GPU();
   all_shapes<float>(this);
 }
 
 TEST_F(CudaSvdTest, RaggedShapesF64) {
-  GC_REQUIRE_GPU();
   all_shapes<double>(this);
 }
 
 TEST_F(CudaSvdTest, WellConditionedValuesPerValueRelative) {
-  GC_REQUIRE_GPU();
   // Gaussian with m = 2n: condition below about 6, so each value is relatively accurate.
   const Checks per_value{true, true};
   shape_case<float>(Kind::kGaussian, 1, 64, 32, true, false, 0, per_value);
@@ -420,14 +418,12 @@ TEST_F(CudaSvdTest, WellConditionedValuesPerValueRelative) {
 }
 
 TEST_F(CudaSvdTest, IllConditionedF64) {
-  GC_REQUIRE_GPU();
   shape_case<double>(Kind::kIllConditioned, 1, 50, 40, true, true);
   shape_case<double>(Kind::kIllConditioned, 1, 160, 120, true, false);
   shape_case<double>(Kind::kIllConditioned, 1, 90, 140, true, true);
 }
 
 TEST_F(CudaSvdTest, RankDeficient) {
-  GC_REQUIRE_GPU();
   shape_case<float>(Kind::kRankDeficient, 1, 60, 40, true, true, 10);
   shape_case<double>(Kind::kRankDeficient, 1, 60, 40, true, false, 10);
   shape_case<float>(Kind::kRankDeficient, 1, 150, 100, true, false, 20);
@@ -440,7 +436,6 @@ TEST_F(CudaSvdTest, RankDeficient) {
 }
 
 TEST_F(CudaSvdTest, BatchedSmall) {
-  GC_REQUIRE_GPU();
   shape_case<float>(Kind::kGaussian, 40, 32, 32, true, false);
   shape_case<double>(Kind::kGaussian, 40, 16, 16, true, true);
   shape_case<float>(Kind::kGaussian, 25, 64, 48, true, true);
@@ -449,7 +444,6 @@ TEST_F(CudaSvdTest, BatchedSmall) {
 }
 
 TEST_F(CudaSvdTest, TinyRegisterDriver) {
-  GC_REQUIRE_GPU();
   // max(m, n) <= 32: a group of 8, 16 or 32 lanes per matrix, several matrices a warp; batches
   // that leave groups and warps of the last block empty, m < n, rank deficiency, one column.
   const Checks per_value{true, true};
@@ -464,13 +458,11 @@ TEST_F(CudaSvdTest, TinyRegisterDriver) {
 }
 
 TEST_F(CudaSvdTest, BatchedBlocked) {
-  GC_REQUIRE_GPU();
   shape_case<float>(Kind::kGaussian, 3, 100, 90, true, false);
   shape_case<double>(Kind::kGaussian, 2, 90, 100, true, true);
 }
 
 TEST_F(CudaSvdTest, NarrowBlocksManyRounds) {
-  GC_REQUIRE_GPU();
   // Block width 8: 18 blocks, 17 rounds a sweep, so the slot permutation is exercised.
   tuning_.block = 8;
   shape_case<float>(Kind::kGaussian, 1, 200, 130, true, false);
@@ -479,7 +471,6 @@ TEST_F(CudaSvdTest, NarrowBlocksManyRounds) {
 }
 
 TEST_F(CudaSvdTest, TuningVariantsAgreeWithLapack) {
-  GC_REQUIRE_GPU();
   // Every knob of SvdTuning away from its default, on the blocked driver.
   tuning_.inner_sweeps = 3;
   tuning_.inner_double = true;
@@ -490,7 +481,6 @@ TEST_F(CudaSvdTest, TuningVariantsAgreeWithLapack) {
 }
 
 TEST_F(CudaSvdTest, MixedBatchOfZeroRankOneAndRandomConverges) {
-  GC_REQUIRE_GPU();
   // Issue 11: 62 matrices of 16 x 12 mixing zero, rank-1 and random ones. Rank-1 matrices whose
   // columns are exact multiples of one another left noise columns that kept failing the
   // orthogonality test until their norms underflowed, and never converged after that.
@@ -503,7 +493,6 @@ TEST_F(CudaSvdTest, MixedBatchOfZeroRankOneAndRandomConverges) {
 }
 
 TEST_F(CudaSvdTest, RankOneWithParallelColumnsConvergesOnEveryDriver) {
-  GC_REQUIRE_GPU();
   // The same inputs on the shared-memory driver (min(m, n) <= 64) and the blocked one.
   for (const Kind kind : {Kind::kOnes, Kind::kIntegerRankOne, Kind::kRepeatedRow}) {
     SCOPED_TRACE(kind_name(kind));
@@ -515,7 +504,6 @@ TEST_F(CudaSvdTest, RankOneWithParallelColumnsConvergesOnEveryDriver) {
 }
 
 TEST_F(CudaSvdTest, ExactlyRankDeficientConvergesOnTheBlockedDriver) {
-  GC_REQUIRE_GPU();
   // The rounding noise that stands in for each zero singular value of these inputs is itself
   // rank-deficient, level after level down to the negligible threshold; with one inner sweep per
   // block pair each level took about ten outer sweeps, and (i + 1)(j + 1) at 100 x 150 in f64 had
@@ -534,14 +522,12 @@ TEST_F(CudaSvdTest, ExactlyRankDeficientConvergesOnTheBlockedDriver) {
 }
 
 TEST_F(CudaSvdTest, Larger) {
-  GC_REQUIRE_GPU();
   shape_case<float>(Kind::kGaussian, 1, 512, 512, true, false);
   shape_case<double>(Kind::kGaussian, 1, 512, 512, true, false);
   shape_case<float>(Kind::kGaussian, 1, 700, 333, true, true);
 }
 
 TEST_F(CudaSvdTest, SweepCapReportsNotConverged) {
-  GC_REQUIRE_GPU();
   // One sweep cannot orthogonalise a random matrix: the call must say so (and still return
   // finite, sorted values; orthogonality is not promised for an unconverged result).
   std::mt19937_64 rng(fresh_seed());
@@ -594,21 +580,12 @@ void expect_prompt_cancel(const testing::TestDevice& device, const SvdShape& sha
                du = device.buffer(shape.batch * shape.m * p * 4),
                dvt = device.buffer(shape.batch * p * shape.n * 4), ws = device.buffer(ws_bytes);
   EXPECT_EQ(cudaMemcpy(da.data(), ha.data(), elems * 4, cudaMemcpyHostToDevice), cudaSuccess);
-  std::atomic<bool> flag{false};
-  std::chrono::steady_clock::time_point raised;
-  std::thread canceller([&] {
-    std::this_thread::sleep_for(after);
-    raised = std::chrono::steady_clock::now();
-    flag.store(true);
+  const auto [r, late_ms] = testing::call_stopped_after(after, [&](StopToken stop) {
+    return cuda::svd_jacobi(device.context(), da.data(), ds.data(), du.data(), dvt.data(), shape,
+                            ws.data(), ws_bytes, stop);
   });
-  const absl::StatusOr<SvdInfo> r =
-      cuda::svd_jacobi(device.context(), da.data(), ds.data(), du.data(), dvt.data(), shape,
-                       ws.data(), ws_bytes, StopToken(&flag));
-  const auto returned = std::chrono::steady_clock::now();
-  canceller.join();
   EXPECT_EQ(cudaStreamQuery(device.context().stream), cudaSuccess) << "work left on the stream";
   const absl::Status st = r.status();
-  const double late_ms = std::chrono::duration<double, std::milli>(returned - raised).count();
   ASSERT_EQ(st.code(), absl::StatusCode::kCancelled) << st;
   ::testing::Test::RecordProperty(latency_property, std::to_string(late_ms));
   EXPECT_LT(late_ms, 50.0) << st;
@@ -616,7 +593,6 @@ void expect_prompt_cancel(const testing::TestDevice& device, const SvdShape& sha
 }
 
 TEST_F(CudaSvdTest, CancelStopsWithinRoundsNotSweeps) {
-  GC_REQUIRE_GPU();
   // 8192^2 f32: a sweep is several hundred ms on an H100, so a check per sweep would answer
   // late; the blocked driver checks every few ms of rounds.
   expect_prompt_cancel(device_, {.m = 8192, .n = 8192, .dtype = DType::kF32},
@@ -624,14 +600,12 @@ TEST_F(CudaSvdTest, CancelStopsWithinRoundsNotSweeps) {
 }
 
 TEST_F(CudaSvdTest, CancelStopsABatchOfSmallMatricesBetweenLaunches) {
-  GC_REQUIRE_GPU();
   // 200,000 matrices of 64x64 (the shared-memory driver): launches of a few ms each.
   expect_prompt_cancel(device_, {.batch = 200000, .m = 64, .n = 64, .dtype = DType::kF32},
                        std::chrono::milliseconds(20), "matrices", "small_cancel_latency_ms");
 }
 
 TEST_F(CudaSvdTest, EmptyShapes) {
-  GC_REQUIRE_GPU();
   for (const Dims d : {Dims{0, 5}, Dims{4, 0}}) {
     SvdShape shape;
     shape.m = d.m;
@@ -657,7 +631,6 @@ TEST_F(CudaSvdTest, EmptyShapes) {
 }
 
 TEST_F(CudaSvdTest, CancelledAndInvalid) {
-  GC_REQUIRE_GPU();
   SvdShape shape;
   shape.m = 80;
   shape.n = 70;
@@ -700,14 +673,12 @@ TEST_F(CudaSvdTest, CancelledAndInvalid) {
 // ---- svd_polar (QDWH + syevd) ------------------------------------------------------------
 
 TEST_F(CudaSvdTest, PolarRaggedShapes) {
-  GC_REQUIRE_GPU();
   method_ = SvdMethod::kPolar;
   all_shapes<float>(this);
   all_shapes<double>(this);
 }
 
 TEST_F(CudaSvdTest, PolarIllConditionedRankDeficientAndZero) {
-  GC_REQUIRE_GPU();
   method_ = SvdMethod::kPolar;
   shape_case<double>(Kind::kIllConditioned, 1, 50, 40, true, true);
   shape_case<double>(Kind::kIllConditioned, 1, 90, 140, true, false);
@@ -725,7 +696,6 @@ TEST_F(CudaSvdTest, PolarIllConditionedRankDeficientAndZero) {
 }
 
 TEST_F(CudaSvdTest, PolarBatchMixesKinds) {
-  GC_REQUIRE_GPU();
   method_ = SvdMethod::kPolar;
   const std::vector<Kind> kinds = {Kind::kGaussian, Kind::kZero, Kind::kIntegerRankOne,
                                    Kind::kIllConditioned};
@@ -735,7 +705,6 @@ TEST_F(CudaSvdTest, PolarBatchMixesKinds) {
 }
 
 TEST_F(CudaSvdTest, PolarIsCorrectWhereGesvdpIsNot) {
-  GC_REQUIRE_GPU();
   // Issue 17: cusolverDnSgesvdp returned singular values off by 30x with info = 0 on square
   // Gaussian f32 matrices from n = 2048 on. Ours must meet the same bounds there.
   method_ = SvdMethod::kPolar;
@@ -744,7 +713,6 @@ TEST_F(CudaSvdTest, PolarIsCorrectWhereGesvdpIsNot) {
 }
 
 TEST_F(CudaSvdTest, PolarCancelledEmptyAndInvalid) {
-  GC_REQUIRE_GPU();
   SvdShape shape{.m = 80, .n = 70, .dtype = DType::kF32, .method = SvdMethod::kPolar};
   absl::StatusOr<std::size_t> need = cuda::svd_polar_workspace_bytes(ctx_, shape);
   ASSERT_TRUE(need.ok()) << need.status();
@@ -790,7 +758,6 @@ TEST_F(CudaSvdTest, PolarCancelledEmptyAndInvalid) {
 }
 
 TEST_F(CudaSvdTest, PolarCancelStopsBetweenIterations) {
-  GC_REQUIRE_GPU();
   // 4096^2 f64: an iteration takes tens of ms, the whole solve several hundred.
   SvdShape shape{.m = 4096, .n = 4096, .dtype = DType::kF64, .method = SvdMethod::kPolar};
   absl::StatusOr<std::size_t> need = cuda::svd_polar_workspace_bytes(ctx_, shape);
