@@ -110,11 +110,6 @@ absl::StatusOr<Matrix> CpuBackend::matmul(const Matrix& a, const Matrix& b, cons
 
 absl::StatusOr<SvdOutput> CpuBackend::svd(const Matrix& a, const kernels::SvdShape& shape,
                                           JobContext& ctx) {
-  return svd_on_host(a, shape, ctx);
-}
-
-absl::StatusOr<SvdOutput> svd_on_host(const Matrix& a, const kernels::SvdShape& shape,
-                                      JobContext& ctx) {
   const SvdOutputDescs descs = svd_outputs(shape);
   SvdOutput out;
   GC_ASSIGN_OR_RETURN(out.s, allocate_matrix(descs.s));
@@ -130,11 +125,6 @@ absl::StatusOr<SvdOutput> svd_on_host(const Matrix& a, const kernels::SvdShape& 
 
 absl::StatusOr<EighOutput> CpuBackend::eigh(const Matrix& a, const kernels::EighShape& shape,
                                             JobContext& ctx) {
-  return eigh_on_host(a, shape, ctx);
-}
-
-absl::StatusOr<EighOutput> eigh_on_host(const Matrix& a, const kernels::EighShape& shape,
-                                        JobContext& ctx) {
   GC_RETURN_IF_ERROR(kernels::check_symmetric(a.bytes(), shape));
   const EighOutputDescs descs = eigh_outputs(shape);
   EighOutput out;

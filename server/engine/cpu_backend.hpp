@@ -38,13 +38,4 @@ class CpuBackend final : public Backend {
 absl::StatusOr<ApspOutput> apsp_on_host(const Matrix& weights, const kernels::ApspShape& shape,
                                         JobContext& ctx);
 
-/// Symmetric eigendecomposition with LAPACK on host bytes (`a` must be on the host): the CPU
-/// backend's eigh and, until a GPU eigensolver exists, the CUDA backend's.
-absl::StatusOr<EighOutput> eigh_on_host(const Matrix& a, const kernels::EighShape& shape,
-                                        JobContext& ctx);
-
-/// SVD with LAPACK on host bytes (`a` must be on the host): the CPU backend's svd.
-absl::StatusOr<SvdOutput> svd_on_host(const Matrix& a, const kernels::SvdShape& shape,
-                                      JobContext& ctx);
-
 }  // namespace gcompute::server
