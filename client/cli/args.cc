@@ -67,6 +67,31 @@ const std::vector<OptionSpec>& global_options() {
   return options;
 }
 
+/// The options of matmul and of submit matmul.
+std::vector<OptionSpec> matmul_options() {
+  return {{"precision",
+           ValueKind::kString,
+           "f32, f64, tf32, bf16 or f16 (default: the files' own)",
+           {"f32", "f64", "tf32", "bf16", "f16"}},
+          {"transpose-a", ValueKind::kFlag, "use A transposed"},
+          {"transpose-b", ValueKind::kFlag, "use B transposed"}};
+}
+
+/// `options` and the options of svd and submit svd (whose help texts of --tol and
+/// --max-sweeps differ).
+std::vector<OptionSpec> svd_options(std::vector<OptionSpec> options, const char* tol_help,
+                                    const char* max_sweeps_help) {
+  options.push_back({"no-vectors", ValueKind::kFlag, "compute singular values only"});
+  options.push_back({"full", ValueKind::kFlag, "full U (rows x rows) and Vt (cols x cols)"});
+  options.push_back({"method",
+                     ValueKind::kString,
+                     "auto (the backend's fastest), jacobi (small values accurate) or polar",
+                     {"auto", "jacobi", "polar"}});
+  options.push_back({"tol", ValueKind::kDouble, tol_help});
+  options.push_back({"max-sweeps", ValueKind::kUint, max_sweeps_help});
+  return options;
+}
+
 /// `options` and the options every submit takes.
 std::vector<OptionSpec> job_options(std::vector<OptionSpec> options) {
   options.push_back({"priority",
@@ -92,12 +117,7 @@ const std::vector<CommandSpec>& commands() {
       {{"matmul"},
        {"A.npy", "B.npy", "OUT.npy"},
        3,
-       {{"precision",
-         ValueKind::kString,
-         "f32, f64, tf32, bf16 or f16 (default: the files' own)",
-         {"f32", "f64", "tf32", "bf16", "f16"}},
-        {"transpose-a", ValueKind::kFlag, "use A transposed"},
-        {"transpose-b", ValueKind::kFlag, "use B transposed"}},
+       matmul_options(),
        "multiply matrices: OUT = op(A) @ op(B)",
        "A and B must have the same dtype (f32 or f64). tf32, bf16 and f16 take f32 files and\n"
        "write f32 results. With --precision f64, f32 files are converted to f64 on the client\n"
@@ -105,16 +125,9 @@ const std::vector<CommandSpec>& commands() {
       {{"svd"},
        {"A.npy"},
        1,
-       {{"out", ValueKind::kString, "prefix of the output files (required)"},
-        {"no-vectors", ValueKind::kFlag, "compute singular values only"},
-        {"full", ValueKind::kFlag, "full U (rows x rows) and Vt (cols x cols)"},
-        {"method",
-         ValueKind::kString,
-         "auto (the backend's fastest), jacobi (small values accurate) or polar",
-         {"auto", "jacobi", "polar"}},
-        {"tol", ValueKind::kDouble, "GPU Jacobi tolerance in [0, 1); 0: the server's default"},
-        {"max-sweeps", ValueKind::kUint,
-         "most GPU Jacobi sweeps or QDWH iterations; 0: the server's default (60)"}},
+       svd_options({{"out", ValueKind::kString, "prefix of the output files (required)"}},
+                   "GPU Jacobi tolerance in [0, 1); 0: the server's default",
+                   "most GPU Jacobi sweeps or QDWH iterations; 0: the server's default (60)"),
        "singular value decomposition A = U diag(S) Vt",
        "Writes PREFIX.S.npy (descending; 1-D, or (batch, p) for a 3-D input), PREFIX.U.npy and\n"
        "PREFIX.Vt.npy, and prints the sweeps (GPU Jacobi) or QDWH iterations executed (0 where\n"
@@ -195,25 +208,14 @@ const std::vector<CommandSpec>& commands() {
       {{"submit", "matmul"},
        {"A.npy", "B.npy"},
        2,
-       job_options({{"precision",
-                     ValueKind::kString,
-                     "f32, f64, tf32, bf16 or f16 (default: the files' own)",
-                     {"f32", "f64", "tf32", "bf16", "f16"}},
-                    {"transpose-a", ValueKind::kFlag, "use A transposed"},
-                    {"transpose-b", ValueKind::kFlag, "use B transposed"}}),
+       job_options(matmul_options()),
        "submit a matmul job; prints its id",
        "As 'matmul'; 'gcompute wait ID --out PREFIX' writes PREFIX.npy.\n"},
       {{"submit", "svd"},
        {"A.npy"},
        1,
-       job_options({{"no-vectors", ValueKind::kFlag, "compute singular values only"},
-                    {"full", ValueKind::kFlag, "full U (rows x rows) and Vt (cols x cols)"},
-                    {"method",
-                     ValueKind::kString,
-                     "auto (the backend's fastest), jacobi (small values accurate) or polar",
-                     {"auto", "jacobi", "polar"}},
-                    {"tol", ValueKind::kDouble, "GPU Jacobi tolerance in [0, 1)"},
-                    {"max-sweeps", ValueKind::kUint, "most GPU Jacobi sweeps or QDWH iterations"}}),
+       job_options(svd_options({}, "GPU Jacobi tolerance in [0, 1)",
+                               "most GPU Jacobi sweeps or QDWH iterations")),
        "submit an SVD job; prints its id",
        "As 'svd'; 'gcompute wait ID --out PREFIX' writes PREFIX.S.npy, PREFIX.U.npy and\n"
        "PREFIX.Vt.npy.\n"},

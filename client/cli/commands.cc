@@ -10,6 +10,7 @@
 #include <functional>
 #include <iterator>
 #include <limits>
+#include <map>
 #include <optional>
 
 #include "absl/status/status.h"
@@ -140,28 +141,36 @@ class Cli {
       : cl_(cl), out_(out), err_(err), client_(options(cl, token)) {}
 
   absl::Status run() {
+    using Handler = absl::Status (Cli::*)();
+    // Every "submit OP" shares one handler.
+    static const std::map<std::string, Handler> kHandlers = {
+        {"transpose", &Cli::transpose},
+        {"matmul", &Cli::matmul},
+        {"svd", &Cli::svd},
+        {"eigh", &Cli::eigh},
+        {"apsp", &Cli::apsp},
+        {"path", &Cli::path},
+        {"graph create", &Cli::graph_create},
+        {"graph edit", &Cli::graph_edit},
+        {"graph show", &Cli::graph_show},
+        {"graph delete", &Cli::graph_delete},
+        {"graph list", &Cli::graph_list},
+        {"graph apsp", &Cli::graph_apsp},
+        {"submit", &Cli::submit},
+        {"jobs list", &Cli::jobs_list},
+        {"jobs show", &Cli::jobs_show},
+        {"jobs watch", &Cli::jobs_watch},
+        {"jobs cancel", &Cli::jobs_cancel},
+        {"wait", &Cli::wait},
+        {"info", &Cli::info},
+        {"health", &Cli::health},
+    };
     const std::string cmd = absl::StrJoin(cl_.command, " ");
-    if (cmd == "transpose") return transpose();
-    if (cmd == "matmul") return matmul();
-    if (cmd == "svd") return svd();
-    if (cmd == "eigh") return eigh();
-    if (cmd == "apsp") return apsp();
-    if (cmd == "path") return path();
-    if (cmd == "graph create") return graph_create();
-    if (cmd == "graph edit") return graph_edit();
-    if (cmd == "graph show") return graph_show();
-    if (cmd == "graph delete") return client_.delete_graph(pos(0));
-    if (cmd == "graph list") return graph_list();
-    if (cmd == "graph apsp") return graph_apsp();
-    if (cl_.command[0] == "submit") return submit();
-    if (cmd == "jobs list") return jobs_list();
-    if (cmd == "jobs show") return jobs_show();
-    if (cmd == "jobs watch") return jobs_watch();
-    if (cmd == "jobs cancel") return jobs_cancel();
-    if (cmd == "wait") return wait();
-    if (cmd == "info") return info();
-    if (cmd == "health") return health();
-    return absl::InternalError(absl::StrCat("command '", cmd, "' has no implementation"));
+    const auto it = kHandlers.find(cl_.command[0] == "submit" ? cl_.command[0] : cmd);
+    if (it == kHandlers.end()) {
+      return absl::InternalError(absl::StrCat("command '", cmd, "' has no implementation"));
+    }
+    return (this->*it->second)();
   }
 
  private:
@@ -421,6 +430,8 @@ class Cli {
     }
     return absl::OkStatus();
   }
+
+  absl::Status graph_delete() { return client_.delete_graph(pos(0)); }
 
   absl::Status graph_apsp() { return apsp_of(client::ApspGraph::graph_id(pos(0))); }
 

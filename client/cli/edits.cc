@@ -4,8 +4,12 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
+#include <iterator>
 #include <set>
 #include <string_view>
+#include <utility>
+#include <variant>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -223,32 +227,50 @@ class JsonParser {
 };
 
 const char* kind_name(JsonValue::Kind kind) {
-  switch (kind) {
-    case JsonValue::Kind::kNull:
-      return "null";
-    case JsonValue::Kind::kBool:
-      return "a boolean";
-    case JsonValue::Kind::kNumber:
-      return "a number";
-    case JsonValue::Kind::kString:
-      return "a string";
-    case JsonValue::Kind::kArray:
-      return "an array";
-    case JsonValue::Kind::kObject:
-      return "an object";
-  }
-  return "?";
+  // By JsonValue::Kind, in declaration order.
+  static constexpr const char* kNames[] = {"null",     "a boolean", "a number",
+                                           "a string", "an array",  "an object"};
+  static_assert(std::size(kNames) == static_cast<std::size_t>(JsonValue::Kind::kObject) + 1);
+  return kNames[static_cast<std::size_t>(kind)];
 }
+
+/// One field of an edit's JSON object: its key and the member of `Edit` it is read into.
+template <typename Edit>
+struct FieldSpec {
+  const char* key;
+  std::variant<uint64_t Edit::*, std::vector<uint64_t> Edit::*, double Edit::*> member;
+  bool required = true;
+};
 
 // Reads the fields of one edit's object, refusing unknown and missing ones.
 class Fields {
  public:
   Fields(const std::string& op, const JsonValue& object) : op_(op), object_(object) {}
 
-  absl::Status check_known(std::initializer_list<const char*> known) const {
+  /// The edit whose fields are `specs`; any other key is refused before a value is read.
+  template <typename Edit>
+  absl::StatusOr<GraphEdit> read(std::initializer_list<FieldSpec<Edit>> specs) const {
+    if (absl::Status st = check_known(specs); !st.ok()) return st;
+    Edit edit;
+    for (const FieldSpec<Edit>& spec : specs) {
+      const JsonValue* v = find(spec.key);
+      if (!v) {
+        if (spec.required) return missing(spec.key);
+        continue;
+      }
+      absl::Status st = std::visit(
+          [&](auto member) { return read_value(*v, spec.key, edit.*member); }, spec.member);
+      if (!st.ok()) return st;
+    }
+    return edit;
+  }
+
+ private:
+  template <typename Edit>
+  absl::Status check_known(std::initializer_list<FieldSpec<Edit>> specs) const {
     for (const auto& [key, value] : object_.object) {
       bool ok = false;
-      for (const char* k : known) ok = ok || key == k;
+      for (const FieldSpec<Edit>& spec : specs) ok = ok || key == spec.key;
       if (!ok)
         return absl::InvalidArgumentError(absl::StrCat(op_, ": unknown field \"", key, "\""));
     }
@@ -269,46 +291,7 @@ class Fields {
     return nullptr;
   }
 
-  absl::Status id(const char* key, uint64_t& out) const {
-    const JsonValue* v = find(key);
-    if (!v) return missing(key);
-    return to_id(*v, key, out);
-  }
-
-  absl::Status ids(const char* key, std::vector<uint64_t>& out, bool required) const {
-    const JsonValue* v = find(key);
-    if (!v) return required ? missing(key) : absl::OkStatus();
-    if (v->kind != JsonValue::Kind::kArray) return wrong(key, "an array of ids", *v);
-    for (const JsonValue& item : v->array) {
-      uint64_t id = 0;
-      if (absl::Status st = to_id(item, key, id); !st.ok()) return st;
-      out.push_back(id);
-    }
-    return absl::OkStatus();
-  }
-
-  absl::Status weight(const char* key, double& out) const {
-    const JsonValue* v = find(key);
-    if (!v) return missing(key);
-    if (v->kind != JsonValue::Kind::kNumber) return wrong(key, "a number", *v);
-    const char* end = v->text.data() + v->text.size();
-    auto [p, ec] = std::from_chars(v->text.data(), end, out);
-    if (ec != std::errc() || p != end || !std::isfinite(out)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(op_, ": \"", key, "\" = ", v->text, " is not a finite number"));
-    }
-    return absl::OkStatus();
-  }
-
- private:
-  absl::Status missing(const char* key) const {
-    return absl::InvalidArgumentError(absl::StrCat(op_, ": missing field \"", key, "\""));
-  }
-  absl::Status wrong(const char* key, const char* want, const JsonValue& v) const {
-    return absl::InvalidArgumentError(
-        absl::StrCat(op_, ": \"", key, "\" must be ", want, ", not ", kind_name(v.kind)));
-  }
-  absl::Status to_id(const JsonValue& v, const char* key, uint64_t& out) const {
+  absl::Status read_value(const JsonValue& v, const char* key, uint64_t& out) const {
     if (v.kind != JsonValue::Kind::kNumber) return wrong(key, "a non-negative integer id", v);
     const char* end = v.text.data() + v.text.size();
     auto [p, ec] = std::from_chars(v.text.data(), end, out);
@@ -319,15 +302,91 @@ class Fields {
     return absl::OkStatus();
   }
 
+  absl::Status read_value(const JsonValue& v, const char* key, std::vector<uint64_t>& out) const {
+    if (v.kind != JsonValue::Kind::kArray) return wrong(key, "an array of ids", v);
+    for (const JsonValue& item : v.array) {
+      uint64_t id = 0;
+      if (absl::Status st = read_value(item, key, id); !st.ok()) return st;
+      out.push_back(id);
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status read_value(const JsonValue& v, const char* key, double& out) const {
+    if (v.kind != JsonValue::Kind::kNumber) return wrong(key, "a number", v);
+    const char* end = v.text.data() + v.text.size();
+    auto [p, ec] = std::from_chars(v.text.data(), end, out);
+    if (ec != std::errc() || p != end || !std::isfinite(out)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(op_, ": \"", key, "\" = ", v.text, " is not a finite number"));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status missing(const char* key) const {
+    return absl::InvalidArgumentError(absl::StrCat(op_, ": missing field \"", key, "\""));
+  }
+  absl::Status wrong(const char* key, const char* want, const JsonValue& v) const {
+    return absl::InvalidArgumentError(
+        absl::StrCat(op_, ": \"", key, "\" must be ", want, ", not ", kind_name(v.kind)));
+  }
+
   const std::string& op_;
   const JsonValue& object_;
 };
 
+using client::AddEdge;
+using client::AddVertex;
+using client::DecomposeVertex;
+using client::DeleteEdge;
+using client::DeleteVertex;
+using client::SetWeight;
+
+using EditReader = absl::StatusOr<GraphEdit> (*)(const Fields&);
+
+/// Each edit's key and fields, in the order messages list them.
+constexpr std::pair<std::string_view, EditReader> kEditReaders[] = {
+    {"add_vertex", [](const Fields& f) { return f.read<AddVertex>({}); }},
+    {"delete_vertex",
+     [](const Fields& f) {
+       return f.read<DeleteVertex>({{"vertex_id", &DeleteVertex::vertex_id}});
+     }},
+    {"add_edge",
+     [](const Fields& f) {
+       return f.read<AddEdge>(
+           {{"tails", &AddEdge::tails}, {"heads", &AddEdge::heads}, {"weight", &AddEdge::weight}});
+     }},
+    {"delete_edge",
+     [](const Fields& f) {
+       return f.read<DeleteEdge>({{"edge_id", &DeleteEdge::edge_id}});
+     }},
+    {"set_weight",
+     [](const Fields& f) {
+       return f.read<SetWeight>({{"edge_id", &SetWeight::edge_id}, {"weight", &SetWeight::weight}});
+     }},
+    {"decompose_vertex",
+     [](const Fields& f) {
+       return f.read<DecomposeVertex>(
+           {{"vertex_id", &DecomposeVertex::vertex_id},
+            {"move_edge_ids", &DecomposeVertex::move_edge_ids, /*required=*/false},
+            {"joining_weight", &DecomposeVertex::joining_weight}});
+     }},
+};
+
+/// "add_vertex, delete_vertex, ... or decompose_vertex".
+std::string edit_keys() {
+  std::string out;
+  for (std::size_t i = 0; i < std::size(kEditReaders); ++i) {
+    if (i > 0) out += i + 1 == std::size(kEditReaders) ? " or " : ", ";
+    out += kEditReaders[i].first;
+  }
+  return out;
+}
+
 absl::StatusOr<GraphEdit> to_edit(const JsonValue& v) {
   if (v.kind != JsonValue::Kind::kObject || v.object.size() != 1) {
-    return absl::InvalidArgumentError(
-        "expected an object with exactly one key naming the edit (add_vertex, delete_vertex, "
-        "add_edge, delete_edge, set_weight or decompose_vertex)");
+    return absl::InvalidArgumentError(absl::StrCat(
+        "expected an object with exactly one key naming the edit (", edit_keys(), ")"));
   }
   const std::string& op = v.object[0].first;
   const JsonValue& body = v.object[0].second;
@@ -335,53 +394,11 @@ absl::StatusOr<GraphEdit> to_edit(const JsonValue& v) {
     return absl::InvalidArgumentError(
         absl::StrCat(op, ": the value must be an object, not ", kind_name(body.kind)));
   }
-  Fields f(op, body);
-  if (op == "add_vertex") {
-    if (absl::Status st = f.check_known({}); !st.ok()) return st;
-    return client::AddVertex{};
-  }
-  if (op == "delete_vertex") {
-    client::DeleteVertex e;
-    if (absl::Status st = f.check_known({"vertex_id"}); !st.ok()) return st;
-    if (absl::Status st = f.id("vertex_id", e.vertex_id); !st.ok()) return st;
-    return e;
-  }
-  if (op == "add_edge") {
-    client::AddEdge e;
-    if (absl::Status st = f.check_known({"tails", "heads", "weight"}); !st.ok()) return st;
-    if (absl::Status st = f.ids("tails", e.tails, true); !st.ok()) return st;
-    if (absl::Status st = f.ids("heads", e.heads, true); !st.ok()) return st;
-    if (absl::Status st = f.weight("weight", e.weight); !st.ok()) return st;
-    return e;
-  }
-  if (op == "delete_edge") {
-    client::DeleteEdge e;
-    if (absl::Status st = f.check_known({"edge_id"}); !st.ok()) return st;
-    if (absl::Status st = f.id("edge_id", e.edge_id); !st.ok()) return st;
-    return e;
-  }
-  if (op == "set_weight") {
-    client::SetWeight e;
-    if (absl::Status st = f.check_known({"edge_id", "weight"}); !st.ok()) return st;
-    if (absl::Status st = f.id("edge_id", e.edge_id); !st.ok()) return st;
-    if (absl::Status st = f.weight("weight", e.weight); !st.ok()) return st;
-    return e;
-  }
-  if (op == "decompose_vertex") {
-    client::DecomposeVertex e;
-    if (absl::Status st = f.check_known({"vertex_id", "move_edge_ids", "joining_weight"});
-        !st.ok()) {
-      return st;
-    }
-    if (absl::Status st = f.id("vertex_id", e.vertex_id); !st.ok()) return st;
-    if (absl::Status st = f.ids("move_edge_ids", e.move_edge_ids, false); !st.ok()) return st;
-    if (absl::Status st = f.weight("joining_weight", e.joining_weight); !st.ok()) return st;
-    return e;
+  for (const auto& [key, read] : kEditReaders) {
+    if (op == key) return read(Fields(op, body));
   }
   return absl::InvalidArgumentError(
-      absl::StrCat("unknown edit \"", op,
-                   "\" (expected add_vertex, delete_vertex, add_edge, delete_edge, set_weight or "
-                   "decompose_vertex)"));
+      absl::StrCat("unknown edit \"", op, "\" (expected ", edit_keys(), ")"));
 }
 
 }  // namespace

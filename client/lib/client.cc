@@ -7,6 +7,7 @@
 #include <climits>
 #include <cstdio>
 #include <initializer_list>
+#include <optional>
 #include <random>
 #include <utility>
 #include <variant>
@@ -51,12 +52,36 @@ absl::StatusOr<SvdResult> svd_rpc(Client::Impl& impl,
   return impl.rpc_with_operands(
       impl.replicas.route_for_refs(stored_operands({&a})), scope, method,
       [&](OperandStager& stager, pb::SvdRequest& request) {
-        stager.add(a, request.mutable_a());
-        to_proto(options, &request);
+        fill_svd(stager, a, options, &request);
       },
       [&](pb::SvdResponse& response, const Attempt& attempt) {
         return svd_result_from(response, attempt, options.compute_uv);
       });
+}
+
+// Apsp with its results inline, or kept on the server for `stored_ttl_seconds`.
+template <typename Read>
+auto apsp_rpc(Client::Impl& impl, const ApspGraph& graph, bool next_hop,
+              std::optional<int64_t> stored_ttl_seconds, const CallOptions& call, Read read) {
+  const CallScope scope = impl.call_scope(call);
+  return impl.rpc_with_operands(
+      route_for(impl.replicas, graph), scope, &Stub::Apsp,
+      [&](OperandStager& stager, pb::ApspRequest& request) {
+        fill_apsp(stager, graph, next_hop, &request);
+        if (stored_ttl_seconds) {
+          request.mutable_output()->set_placement(pb::OutputOptions::PLACEMENT_STORED);
+          request.mutable_output()->set_ttl_seconds(*stored_ttl_seconds);
+        }
+      },
+      read);
+}
+
+// The result matrix `what`, or none where it was not asked for.
+absl::StatusOr<std::optional<HostMatrix>> result_matrix_if(bool wanted, const Attempt& attempt,
+                                                           pb::MatrixResult* result,
+                                                           const char* what) {
+  if (!wanted) return std::nullopt;
+  return take_result_matrix(attempt.transfer, result, what);
 }
 
 }  // namespace
@@ -89,9 +114,7 @@ absl::StatusOr<EighResult> eigh_result_from(pb::EighResponse& response, const At
                                             bool vectors) {
   EighResult out;
   GC_ASSIGN_OR_RETURN(out.w, take_result_matrix(attempt.transfer, response.mutable_w(), "w"));
-  if (vectors) {
-    GC_ASSIGN_OR_RETURN(out.v, take_result_matrix(attempt.transfer, response.mutable_v(), "v"));
-  }
+  GC_ASSIGN_OR_RETURN(out.v, result_matrix_if(vectors, attempt, response.mutable_v(), "v"));
   out.converged = response.converged();
   out.stats = from_proto(response.stats());
   return out;
@@ -101,10 +124,8 @@ absl::StatusOr<SvdResult> svd_result_from(pb::SvdResponse& response, const Attem
                                           bool compute_uv) {
   SvdResult out;
   GC_ASSIGN_OR_RETURN(out.s, take_result_matrix(attempt.transfer, response.mutable_s(), "s"));
-  if (compute_uv) {
-    GC_ASSIGN_OR_RETURN(out.u, take_result_matrix(attempt.transfer, response.mutable_u(), "u"));
-    GC_ASSIGN_OR_RETURN(out.vt, take_result_matrix(attempt.transfer, response.mutable_vt(), "vt"));
-  }
+  GC_ASSIGN_OR_RETURN(out.u, result_matrix_if(compute_uv, attempt, response.mutable_u(), "u"));
+  GC_ASSIGN_OR_RETURN(out.vt, result_matrix_if(compute_uv, attempt, response.mutable_vt(), "vt"));
   out.sweeps = response.sweeps();
   out.converged = response.converged();
   out.stats = from_proto(response.stats());
@@ -116,10 +137,8 @@ absl::StatusOr<ApspResult> apsp_result_from(pb::ApspResponse& response, const At
   ApspResult out;
   GC_ASSIGN_OR_RETURN(out.distances, take_result_matrix(attempt.transfer,
                                                         response.mutable_distances(), "distances"));
-  if (next_hop) {
-    GC_ASSIGN_OR_RETURN(out.next_hop, take_result_matrix(attempt.transfer,
-                                                         response.mutable_next_hop(), "next_hop"));
-  }
+  GC_ASSIGN_OR_RETURN(out.next_hop,
+                      result_matrix_if(next_hop, attempt, response.mutable_next_hop(), "next_hop"));
   out.stats = from_proto(response.stats());
   return out;
 }
@@ -134,6 +153,25 @@ void fill_matmul(OperandStager& stager, const Operand& a, const Operand& b,
   request->set_precision(static_cast<pb::Precision>(options.precision));
   if (options.alpha) request->set_alpha(*options.alpha);
   if (options.beta) request->set_beta(*options.beta);
+}
+
+void fill_svd(OperandStager& stager, const Operand& a, const SvdOptions& options,
+              pb::SvdRequest* request) {
+  stager.add(a, request->mutable_a());
+  to_proto(options, request);
+}
+
+void fill_apsp(OperandStager& stager, const ApspGraph& graph, bool next_hop,
+               pb::ApspRequest* request) {
+  stager.add_graph(graph, request);
+  request->set_next_hop(next_hop);
+}
+
+void fill_shortest_path(OperandStager& stager, const ApspGraph& graph, int64_t source,
+                        int64_t target, pb::ShortestPathRequest* request) {
+  stager.add_graph(graph, request->mutable_graph());
+  request->set_source(source);
+  request->set_target(target);
 }
 
 Client::Impl::Impl(ClientOptions client_options)
@@ -216,29 +254,16 @@ absl::StatusOr<EighResult> Client::eigh(const Operand& a, const EighOptions& opt
 
 absl::StatusOr<ApspResult> Client::apsp(const ApspGraph& graph, bool next_hop,
                                         const CallOptions& call) {
-  const CallScope scope = impl_->call_scope(call);
-  return impl_->rpc_with_operands(
-      route_for(impl_->replicas, graph), scope, &Stub::Apsp,
-      [&](OperandStager& stager, pb::ApspRequest& request) {
-        stager.add_graph(graph, &request);
-        request.set_next_hop(next_hop);
-      },
-      [&](pb::ApspResponse& response, const Attempt& attempt) {
-        return apsp_result_from(response, attempt, next_hop);
-      });
+  return apsp_rpc(*impl_, graph, next_hop, std::nullopt, call,
+                  [&](pb::ApspResponse& response, const Attempt& attempt) {
+                    return apsp_result_from(response, attempt, next_hop);
+                  });
 }
 
 absl::StatusOr<StoredApsp> Client::apsp_stored(const ApspGraph& graph, int64_t ttl_seconds,
                                                const CallOptions& call) {
-  const CallScope scope = impl_->call_scope(call);
-  return impl_->rpc_with_operands(
-      route_for(impl_->replicas, graph), scope, &Stub::Apsp,
-      [&](OperandStager& stager, pb::ApspRequest& request) {
-        stager.add_graph(graph, &request);
-        request.set_next_hop(true);
-        request.mutable_output()->set_placement(pb::OutputOptions::PLACEMENT_STORED);
-        request.mutable_output()->set_ttl_seconds(ttl_seconds);
-      },
+  return apsp_rpc(
+      *impl_, graph, /*next_hop=*/true, ttl_seconds, call,
       [&](pb::ApspResponse& response, const Attempt& attempt) -> absl::StatusOr<StoredApsp> {
         if (!response.distances().has_stored() || !response.next_hop().has_stored()) {
           return absl::InternalError(
@@ -260,9 +285,7 @@ absl::StatusOr<PathResult> Client::shortest_path(const ApspGraph& graph, int64_t
   return impl_->rpc_with_operands(
       route_for(impl_->replicas, graph), scope, &Stub::ShortestPath,
       [&](OperandStager& stager, pb::ShortestPathRequest& request) {
-        stager.add_graph(graph, request.mutable_graph());
-        request.set_source(source);
-        request.set_target(target);
+        fill_shortest_path(stager, graph, source, target, &request);
       },
       path_result_from);
 }

@@ -115,10 +115,8 @@ absl::StatusOr<std::string> Client::submit_svd(const Operand& a, const SvdOption
                                                const CallOptions& call) {
   return submit(*impl_, impl_->replicas.route_for_refs(stored_operands({&a})), job, call,
                 [&](OperandStager& stager, pb::SubmitJobRequest& request) {
-                  pb::SvdRequest* svd =
-                      batched ? request.mutable_batched_svd() : request.mutable_svd();
-                  stager.add(a, svd->mutable_a());
-                  to_proto(options, svd);
+                  fill_svd(stager, a, options,
+                           batched ? request.mutable_batched_svd() : request.mutable_svd());
                 });
 }
 
@@ -126,8 +124,7 @@ absl::StatusOr<std::string> Client::submit_apsp(const ApspGraph& graph, bool nex
                                                 const JobOptions& job, const CallOptions& call) {
   return submit(*impl_, route_for(impl_->replicas, graph), job, call,
                 [&](OperandStager& stager, pb::SubmitJobRequest& request) {
-                  stager.add_graph(graph, request.mutable_apsp());
-                  request.mutable_apsp()->set_next_hop(next_hop);
+                  fill_apsp(stager, graph, next_hop, request.mutable_apsp());
                 });
 }
 
@@ -136,10 +133,8 @@ absl::StatusOr<std::string> Client::submit_shortest_path(const ApspGraph& graph,
                                                          const CallOptions& call) {
   return submit(*impl_, route_for(impl_->replicas, graph), job, call,
                 [&](OperandStager& stager, pb::SubmitJobRequest& request) {
-                  pb::ShortestPathRequest* path = request.mutable_shortest_path();
-                  stager.add_graph(graph, path->mutable_graph());
-                  path->set_source(source);
-                  path->set_target(target);
+                  fill_shortest_path(stager, graph, source, target,
+                                     request.mutable_shortest_path());
                 });
 }
 

@@ -17,9 +17,15 @@ std::vector<const MatrixRef*> stored_operands(std::initializer_list<const Operan
 /// The route of a call on `graph`: its owner for a stored graph id, else by its dense ref.
 absl::StatusOr<Route> route_for(ReplicaSet& replicas, const ApspGraph& graph);
 
-/// MatMul's operands and options into `request` (the unary call's and a job's).
+// Each operation's operands and options into `request` (the unary call's and a job's).
 void fill_matmul(OperandStager& stager, const Operand& a, const Operand& b,
                  const MatMulOptions& options, pb::MatMulRequest* request);
+void fill_svd(OperandStager& stager, const Operand& a, const SvdOptions& options,
+              pb::SvdRequest* request);
+void fill_apsp(OperandStager& stager, const ApspGraph& graph, bool next_hop,
+               pb::ApspRequest* request);
+void fill_shortest_path(OperandStager& stager, const ApspGraph& graph, int64_t source,
+                        int64_t target, pb::ShortestPathRequest* request);
 
 absl::StatusOr<MatrixResultWithStats> matrix_with_stats(const Attempt& attempt,
                                                         pb::MatrixResult* result, const char* what,

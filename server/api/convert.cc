@@ -267,6 +267,35 @@ absl::StatusOr<std::vector<Edit>> decode_edits(const v1::ApplyEditsRequest& requ
   return edits;
 }
 
+namespace {
+
+/// A job's operation, decoded as its unary call's request.
+absl::StatusOr<ops::OpRequest> decode_op(v1::SubmitJobRequest& request) {
+  switch (request.op_case()) {
+    case v1::SubmitJobRequest::kTranspose:
+      return decode(*request.mutable_transpose());
+    case v1::SubmitJobRequest::kMatmul:
+      return decode(*request.mutable_matmul());
+    case v1::SubmitJobRequest::kSvd:
+      return decode(*request.mutable_svd(), false);
+    case v1::SubmitJobRequest::kBatchedSvd:
+      return decode(*request.mutable_batched_svd(), true);
+    case v1::SubmitJobRequest::kApsp:
+      return decode(*request.mutable_apsp(), std::string());
+    case v1::SubmitJobRequest::kShortestPath:
+      return decode(*request.mutable_shortest_path());
+    case v1::SubmitJobRequest::kEigh:
+      return decode(*request.mutable_eigh());
+    case v1::SubmitJobRequest::OP_NOT_SET:
+      break;
+  }
+  return absl::InvalidArgumentError(
+      "op is not set: give one of transpose, matmul, svd, batched_svd, eigh, apsp, "
+      "shortest_path");
+}
+
+}  // namespace
+
 absl::StatusOr<JobSubmission> decode(v1::SubmitJobRequest& request) {
   JobSubmission out;
   std::optional<Priority> priority = kPriorities.decode(request.priority());
@@ -278,40 +307,7 @@ absl::StatusOr<JobSubmission> decode(v1::SubmitJobRequest& request) {
   out.options.priority = *priority;
   out.options.client_job_key = request.client_job_key();
   out.options.ttl_seconds = request.ttl_seconds();
-  switch (request.op_case()) {
-    case v1::SubmitJobRequest::kTranspose: {
-      GC_ASSIGN_OR_RETURN(out.op, decode(*request.mutable_transpose()));
-      break;
-    }
-    case v1::SubmitJobRequest::kMatmul: {
-      GC_ASSIGN_OR_RETURN(out.op, decode(*request.mutable_matmul()));
-      break;
-    }
-    case v1::SubmitJobRequest::kSvd: {
-      GC_ASSIGN_OR_RETURN(out.op, decode(*request.mutable_svd(), false));
-      break;
-    }
-    case v1::SubmitJobRequest::kBatchedSvd: {
-      GC_ASSIGN_OR_RETURN(out.op, decode(*request.mutable_batched_svd(), true));
-      break;
-    }
-    case v1::SubmitJobRequest::kApsp: {
-      GC_ASSIGN_OR_RETURN(out.op, decode(*request.mutable_apsp(), std::string()));
-      break;
-    }
-    case v1::SubmitJobRequest::kShortestPath: {
-      GC_ASSIGN_OR_RETURN(out.op, decode(*request.mutable_shortest_path()));
-      break;
-    }
-    case v1::SubmitJobRequest::kEigh: {
-      GC_ASSIGN_OR_RETURN(out.op, decode(*request.mutable_eigh()));
-      break;
-    }
-    case v1::SubmitJobRequest::OP_NOT_SET:
-      return absl::InvalidArgumentError(
-          "op is not set: give one of transpose, matmul, svd, batched_svd, eigh, apsp, "
-          "shortest_path");
-  }
+  GC_ASSIGN_OR_RETURN(out.op, decode_op(request));
   return out;
 }
 

@@ -2,6 +2,7 @@
 #include "metrics/metrics.hpp"
 
 #include "absl/strings/str_cat.h"
+#include "metrics/families.hpp"
 
 namespace gcompute::server {
 namespace {
@@ -12,18 +13,6 @@ prometheus::ClientMetric gauge_metric(double value,
   m.label = std::move(labels);
   m.gauge.value = value;
   return m;
-}
-
-/// A metric family in `registry`; `builder` is prometheus::BuildCounter(), BuildGauge() or
-/// BuildHistogram().
-template <typename Builder>
-auto& family(prometheus::Registry& registry, Builder builder, const char* name, const char* help) {
-  return builder.Name(name).Help(help).Register(registry);
-}
-
-/// A gauge without labels.
-prometheus::Gauge& gauge(prometheus::Registry& registry, const char* name, const char* help) {
-  return family(registry, prometheus::BuildGauge(), name, help).Add({});
 }
 
 /// Reads the backend's memory state when Prometheus scrapes.
@@ -198,11 +187,8 @@ void Metrics::add_inflight(int delta) {
 }
 
 void Metrics::set_queue_capacity(int capacity) {
-  prometheus::BuildGauge()
-      .Name("gcompute_queue_capacity")
-      .Help("Requests that may wait in the queue (--queue-depth)")
-      .Register(*registry_)
-      .Add({})
+  gauge(*registry_, "gcompute_queue_capacity",
+        "Requests that may wait in the queue (--queue-depth)")
       .Set(capacity);
 }
 

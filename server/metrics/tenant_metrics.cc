@@ -1,26 +1,21 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "metrics/tenant_metrics.hpp"
 
+#include "metrics/families.hpp"
+
 namespace gcompute::server {
 
 TenantMetrics::TenantMetrics(prometheus::Registry& registry)
-    : requests_(prometheus::BuildCounter()
-                    .Name("gcompute_tenant_requests_total")
-                    .Help("Finished calls by tenant")
-                    .Register(registry)),
-      errors_(prometheus::BuildCounter()
-                  .Name("gcompute_tenant_errors_total")
-                  .Help("Finished calls by tenant whose status was not OK")
-                  .Register(registry)),
-      device_seconds_(prometheus::BuildCounter()
-                          .Name("gcompute_tenant_device_seconds_total")
-                          .Help("Seconds requests of the tenant spent on a device (h2d, compute, "
-                                "d2h)")
-                          .Register(registry)),
-      stored_bytes_(prometheus::BuildGauge()
-                        .Name("gcompute_tenant_stored_matrix_bytes")
-                        .Help("Bytes of server-resident matrices the tenant holds")
-                        .Register(registry)) {}
+    : requests_(family(registry, prometheus::BuildCounter(), "gcompute_tenant_requests_total",
+                       "Finished calls by tenant")),
+      errors_(family(registry, prometheus::BuildCounter(), "gcompute_tenant_errors_total",
+                     "Finished calls by tenant whose status was not OK")),
+      device_seconds_(
+          family(registry, prometheus::BuildCounter(), "gcompute_tenant_device_seconds_total",
+                 "Seconds requests of the tenant spent on a device (h2d, compute, d2h)")),
+      stored_bytes_(family(registry, prometheus::BuildGauge(),
+                           "gcompute_tenant_stored_matrix_bytes",
+                           "Bytes of server-resident matrices the tenant holds")) {}
 
 std::string TenantMetrics::label(const std::string& tenant) {
   return tenant.empty() ? "(default)" : tenant;

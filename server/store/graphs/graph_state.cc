@@ -44,10 +44,6 @@ absl::Status check_finite(double weight, const std::string& field) {
   return absl::OkStatus();
 }
 
-std::string edit_field(std::size_t index, const char* kind) {
-  return absl::StrCat("edits[", index, "].", kind);
-}
-
 }  // namespace
 
 // ---- construction and reads -------------------------------------------------------------
@@ -267,7 +263,9 @@ absl::StatusOr<ApplyResult> GraphState::apply(std::span<const Edit> edits,
   out.results.resize(edits.size());
   for (std::size_t i = 0; i < edits.size(); ++i) {
     absl::Status s = std::visit(
-        [&](const auto& edit) { return apply_edit(batch, i, edit, limits, out.results[i]); },
+        [&](const auto& edit) {
+          return apply_edit(EditContext{batch, i, limits, out.results[i]}, edit);
+        },
         edits[i]);
     if (!s.ok()) {
       rollback(batch);
@@ -335,25 +333,36 @@ GraphDelta GraphState::describe(const Batch& batch) const {
   return delta;
 }
 
-absl::Status GraphState::apply_edit(Batch& batch, std::size_t index, const AddVertex&,
-                                    const GraphLimits& limits, EditResult& result) {
-  if (vertices_.size() >= limits.max_vertices) {
-    return absl::ResourceExhaustedError(absl::StrCat(edit_field(index, "add_vertex"),
-                                                     ": the graph would have more than ",
-                                                     limits.max_vertices, " vertices"));
+std::string GraphState::EditContext::field(const char* name) const {
+  return absl::StrCat("edits[", index, "].", name);
+}
+
+absl::Status GraphState::require_room(const std::string& field, std::size_t new_vertices,
+                                      std::size_t new_edges, const GraphLimits& limits) const {
+  if (new_vertices > 0 && vertices_.size() + new_vertices > limits.max_vertices) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(field, ": the graph would have more than ", limits.max_vertices, " vertices"));
   }
-  result.vertex_id = next_vertex_id_++;
-  add_vertex(batch, result.vertex_id);
+  if (new_edges > 0 && edges_.size() + new_edges > limits.max_edges) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(field, ": the graph would have more than ", limits.max_edges, " edges"));
+  }
   return absl::OkStatus();
 }
 
-absl::Status GraphState::apply_edit(Batch& batch, std::size_t index, const DeleteVertex& edit,
-                                    const GraphLimits&, EditResult& result) {
+absl::Status GraphState::apply_edit(const EditContext& at, const AddVertex&) {
+  GC_RETURN_IF_ERROR(require_room(at.field("add_vertex"), 1, 0, at.limits));
+  at.result.vertex_id = next_vertex_id_++;
+  add_vertex(at.batch, at.result.vertex_id);
+  return absl::OkStatus();
+}
+
+absl::Status GraphState::apply_edit(const EditContext& at, const DeleteVertex& edit) {
   const std::uint64_t v = edit.vertex_id;
   auto vit = vertices_.find(v);
   if (vit == vertices_.end()) {
     return absl::NotFoundError(
-        absl::StrCat(edit_field(index, "delete_vertex.vertex_id"), " = ", v, ": no such vertex"));
+        absl::StrCat(at.field("delete_vertex.vertex_id"), " = ", v, ": no such vertex"));
   }
   // Only the incident edges are visited (a self-loop appears in both sets: once is enough).
   std::vector<std::uint64_t> incident(vit->second.tail_of.begin(), vit->second.tail_of.end());
@@ -364,20 +373,19 @@ absl::Status GraphState::apply_edit(Batch& batch, std::size_t index, const Delet
     Edge edge = edges_.find(e)->second;
     std::erase(edge.tails, v);
     std::erase(edge.heads, v);
-    erase_edge(batch, e);
+    erase_edge(at.batch, e);
     if (edge.tails.empty() || edge.heads.empty()) {
-      result.deleted_edge_ids.push_back(e);
+      at.result.deleted_edge_ids.push_back(e);
     } else {
-      add_edge(batch, e, std::move(edge));
+      add_edge(at.batch, e, std::move(edge));
     }
   }
-  erase_vertex(batch, v);
+  erase_vertex(at.batch, v);
   return absl::OkStatus();
 }
 
-absl::Status GraphState::apply_edit(Batch& batch, std::size_t index, const AddEdge& edit,
-                                    const GraphLimits& limits, EditResult& result) {
-  const std::string field = edit_field(index, "add_edge");
+absl::Status GraphState::apply_edit(const EditContext& at, const AddEdge& edit) {
+  const std::string field = at.field("add_edge");
   if (edit.tails.empty()) return absl::InvalidArgumentError(absl::StrCat(field, ".tails is empty"));
   if (edit.heads.empty()) return absl::InvalidArgumentError(absl::StrCat(field, ".heads is empty"));
   for (const auto& [ids, name] :
@@ -393,12 +401,9 @@ absl::Status GraphState::apply_edit(Batch& batch, std::size_t index, const AddEd
   if (absl::Status s = check_finite(edit.weight, absl::StrCat(field, ".weight")); !s.ok()) {
     return s;
   }
-  if (edges_.size() >= limits.max_edges) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat(field, ": the graph would have more than ", limits.max_edges, " edges"));
-  }
-  result.edge_id = next_edge_id_++;
-  add_edge(batch, result.edge_id, Edge{edit.tails, edit.heads, edit.weight});
+  GC_RETURN_IF_ERROR(require_room(field, 0, 1, at.limits));
+  at.result.edge_id = next_edge_id_++;
+  add_edge(at.batch, at.result.edge_id, Edge{edit.tails, edit.heads, edit.weight});
   return absl::OkStatus();
 }
 
@@ -409,26 +414,21 @@ absl::Status GraphState::require_edge(std::uint64_t edge_id, const std::string& 
   return absl::OkStatus();
 }
 
-absl::Status GraphState::apply_edit(Batch& batch, std::size_t index, const DeleteEdge& edit,
-                                    const GraphLimits&, EditResult&) {
-  GC_RETURN_IF_ERROR(require_edge(edit.edge_id, edit_field(index, "delete_edge.edge_id")));
-  erase_edge(batch, edit.edge_id);
+absl::Status GraphState::apply_edit(const EditContext& at, const DeleteEdge& edit) {
+  GC_RETURN_IF_ERROR(require_edge(edit.edge_id, at.field("delete_edge.edge_id")));
+  erase_edge(at.batch, edit.edge_id);
   return absl::OkStatus();
 }
 
-absl::Status GraphState::apply_edit(Batch& batch, std::size_t index, const SetWeight& edit,
-                                    const GraphLimits&, EditResult&) {
-  GC_RETURN_IF_ERROR(require_edge(edit.edge_id, edit_field(index, "set_weight.edge_id")));
-  if (absl::Status s = check_finite(edit.weight, edit_field(index, "set_weight.weight")); !s.ok()) {
-    return s;
-  }
-  set_weight(batch, edit.edge_id, edit.weight);
+absl::Status GraphState::apply_edit(const EditContext& at, const SetWeight& edit) {
+  GC_RETURN_IF_ERROR(require_edge(edit.edge_id, at.field("set_weight.edge_id")));
+  GC_RETURN_IF_ERROR(check_finite(edit.weight, at.field("set_weight.weight")));
+  set_weight(at.batch, edit.edge_id, edit.weight);
   return absl::OkStatus();
 }
 
-absl::Status GraphState::apply_edit(Batch& batch, std::size_t index, const DecomposeVertex& edit,
-                                    const GraphLimits& limits, EditResult& result) {
-  const std::string field = edit_field(index, "decompose_vertex");
+absl::Status GraphState::apply_edit(const EditContext& at, const DecomposeVertex& edit) {
+  const std::string field = at.field("decompose_vertex");
   const std::uint64_t v = edit.vertex_id;
   auto vit = vertices_.find(v);
   if (vit == vertices_.end()) {
@@ -451,28 +451,21 @@ absl::Status GraphState::apply_edit(Batch& batch, std::size_t index, const Decom
       !s.ok()) {
     return s;
   }
-  if (vertices_.size() >= limits.max_vertices) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat(field, ": the graph would have more than ", limits.max_vertices, " vertices"));
-  }
-  if (edges_.size() >= limits.max_edges) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat(field, ": the graph would have more than ", limits.max_edges, " edges"));
-  }
+  GC_RETURN_IF_ERROR(require_room(field, 1, 1, at.limits));
 
   const std::uint64_t w = next_vertex_id_++;
-  add_vertex(batch, w);  // invalidates vit and vertex
+  add_vertex(at.batch, w);  // invalidates vit and vertex
   for (std::uint64_t e : edit.move_edge_ids) {
     Edge edge = edges_.find(e)->second;
     std::replace(edge.tails.begin(), edge.tails.end(), v, w);
     std::replace(edge.heads.begin(), edge.heads.end(), v, w);
-    erase_edge(batch, e);
-    add_edge(batch, e, std::move(edge));
+    erase_edge(at.batch, e);
+    add_edge(at.batch, e, std::move(edge));
   }
   const std::uint64_t joining = next_edge_id_++;
-  add_edge(batch, joining, Edge{{v}, {w}, edit.joining_weight});
-  result.vertex_id = w;
-  result.edge_id = joining;
+  add_edge(at.batch, joining, Edge{{v}, {w}, edit.joining_weight});
+  at.result.vertex_id = w;
+  at.result.edge_id = joining;
   return absl::OkStatus();
 }
 

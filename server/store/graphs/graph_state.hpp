@@ -144,19 +144,27 @@ class GraphState {
 
   /// NOT_FOUND naming `field` and the id unless the edge exists.
   absl::Status require_edge(std::uint64_t edge_id, const std::string& field) const;
-  // One edit each; `index` is the edit's position in the batch, for messages.
-  absl::Status apply_edit(Batch& batch, std::size_t index, const AddVertex& edit,
-                          const GraphLimits& limits, EditResult& result);
-  absl::Status apply_edit(Batch& batch, std::size_t index, const DeleteVertex& edit,
-                          const GraphLimits& limits, EditResult& result);
-  absl::Status apply_edit(Batch& batch, std::size_t index, const AddEdge& edit,
-                          const GraphLimits& limits, EditResult& result);
-  absl::Status apply_edit(Batch& batch, std::size_t index, const DeleteEdge& edit,
-                          const GraphLimits& limits, EditResult& result);
-  absl::Status apply_edit(Batch& batch, std::size_t index, const SetWeight& edit,
-                          const GraphLimits& limits, EditResult& result);
-  absl::Status apply_edit(Batch& batch, std::size_t index, const DecomposeVertex& edit,
-                          const GraphLimits& limits, EditResult& result);
+  /// RESOURCE_EXHAUSTED naming `field` unless `new_vertices` more vertices and `new_edges` more
+  /// edges stay within `limits`.
+  absl::Status require_room(const std::string& field, std::size_t new_vertices,
+                            std::size_t new_edges, const GraphLimits& limits) const;
+
+  /// Where one edit applies: its batch, its position in the batch (for messages), the limits it
+  /// must keep and the result it fills.
+  struct EditContext {
+    Batch& batch;
+    std::size_t index;
+    const GraphLimits& limits;
+    EditResult& result;
+    /// The edit's field `name` as messages name it: "edits[INDEX].name".
+    std::string field(const char* name) const;
+  };
+  absl::Status apply_edit(const EditContext& at, const AddVertex& edit);
+  absl::Status apply_edit(const EditContext& at, const DeleteVertex& edit);
+  absl::Status apply_edit(const EditContext& at, const AddEdge& edit);
+  absl::Status apply_edit(const EditContext& at, const DeleteEdge& edit);
+  absl::Status apply_edit(const EditContext& at, const SetWeight& edit);
+  absl::Status apply_edit(const EditContext& at, const DecomposeVertex& edit);
 
   /// Vertex ids, ascending.
   std::vector<std::uint64_t> sorted_vertex_ids() const;
