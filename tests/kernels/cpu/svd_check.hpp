@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "gcompute/kernels/cpu/svd.hpp"
+#include "support/graded_svd.hpp"
 #include "support/oracle.hpp"
 #include "support/random.hpp"
 
@@ -42,13 +43,7 @@ inline double epsilon(DType t) {
                           : std::numeric_limits<double>::epsilon();
 }
 
-/// Rounds every value to the element type (so that the oracle sees exactly the input).
-inline std::vector<double> round_to(DType t, std::vector<double> a) {
-  if (t == DType::kF32) {
-    for (double& x : a) x = static_cast<float>(x);
-  }
-  return a;
-}
+using ::gcompute::testing::round_to;
 
 struct Result {
   absl::Status status;
