@@ -19,20 +19,17 @@
 namespace gcompute::kernels::svd_test {
 namespace {
 
-using ::gcompute::testing::graded_condition;
-using ::gcompute::testing::graded_matrices;
-using ::gcompute::testing::GradedMatrix;
-using ::gcompute::testing::max_relative_error;
+namespace gt = ::gcompute::testing;
 
-using CpuSvdGraded = ::gcompute::testing::FloatTypeTest;
+using CpuSvdGraded = gt::FloatTypeTest;
 
 INSTANTIATE_TEST_SUITE_P(Types, CpuSvdGraded, ::testing::Values(DType::kF32, DType::kF64),
-                         ::gcompute::testing::dtype_param_name);
+                         gt::dtype_param_name);
 
 TEST_P(CpuSvdGraded, JacobiKeepsSmallSingularValuesAccurate) {
   const double eps = epsilon(dtype_);
-  const double cond = graded_condition(dtype_);
-  for (const GradedMatrix& g : graded_matrices(rng_, dtype_, cond)) {
+  const double cond = gt::graded_condition(dtype_);
+  for (const gt::GradedMatrix& g : gt::graded_matrices(rng_, dtype_, cond)) {
     SCOPED_TRACE(::testing::Message() << g.name << " " << g.m << "x" << g.n << " cond " << cond);
     const double size = static_cast<double>(std::max(g.m, g.n));
     // Relative error bound for JACOBI: f(m, n) * eps * cond(B) with cond(B) ~ 1. (Measured:
@@ -51,8 +48,8 @@ TEST_P(CpuSvdGraded, JacobiKeepsSmallSingularValuesAccurate) {
         check_one(g.a.data(), r, 0, shape, g.want, default_tolerances(dtype_, g.m, g.n));
       } else if (dtype_ == DType::kF32 && method == SvdMethod::kJacobi) {
         // And one by one against dgejsv in double on the same matrix.
-        const auto ref = ::gcompute::testing::lapack_jacobi_singular_values(g.a, g.m, g.n);
-        EXPECT_LE(max_relative_error(s, ref), jacobi_bound);
+        const auto ref = gt::lapack_jacobi_singular_values(g.a, g.m, g.n);
+        EXPECT_LE(gt::max_relative_error(s, ref), jacobi_bound);
       }
       const double err = g.relative_error(s);
       errors[static_cast<int>(method)] = err;
