@@ -411,14 +411,15 @@ class Client {
   }
 
   Outcome svd() {
-    return decomposition(&v1::Compute::Stub::Svd,
-                         random_matrix(rng_, size(8, 48), size(8, 48), v1::DTYPE_F64),
-                         &v1::SvdResponse::u, "Svd: no U");
+    return decomposition(
+        &v1::Compute::Stub::Svd, random_matrix(rng_, size(8, 48), size(8, 48), v1::DTYPE_F64),
+        [](const v1::SvdResponse& r) { return r.u().has_inline_(); }, "Svd: no U");
   }
 
   Outcome eigh() {
-    return decomposition(&v1::Compute::Stub::Eigh, symmetric_matrix(rng_, size(4, 48)),
-                         &v1::EighResponse::v, "Eigh: no V");
+    return decomposition(
+        &v1::Compute::Stub::Eigh, symmetric_matrix(rng_, size(4, 48)),
+        [](const v1::EighResponse& r) { return r.v().has_inline_(); }, "Eigh: no V");
   }
 
   Outcome apsp() {
@@ -750,18 +751,17 @@ class Client {
     return Outcome::of((stub_.get()->*method)(ctx.get(), req, resp != nullptr ? resp : &unchecked));
   }
 
-  /// `method` on `a`, sent inline: the response must say it converged and carry the factor
-  /// `factor` inline, else a mismatch (`missing`).
-  template <typename Request, typename Response>
+  /// `method` on `a`, sent inline: the response must say it converged and carry its factor
+  /// inline (`has_factor`), else a mismatch (`missing`).
+  template <typename Request, typename Response, typename HasFactor>
   Outcome decomposition(grpc::Status (v1::Compute::Stub::*method)(grpc::ClientContext*,
                                                                   const Request&, Response*),
-                        v1::Matrix a, const v1::MatrixResult& (Response::*factor)() const,
-                        const char* missing) {
+                        v1::Matrix a, HasFactor has_factor, const char* missing) {
     Request req;
     *req.mutable_a()->mutable_inline_() = std::move(a);
     Response resp;
     if (Outcome o = call(method, req, &resp); o.code != 0) return o;
-    if (!resp.converged() || !(resp.*factor)().has_inline_()) return Outcome::mismatch(missing);
+    if (!resp.converged() || !has_factor(resp)) return Outcome::mismatch(missing);
     return {};
   }
 

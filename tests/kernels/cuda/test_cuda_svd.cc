@@ -426,9 +426,8 @@ TEST_F(CudaSvdTest, WellConditionedValuesPerValueRelative) {
 template <typename T>
 void graded_cases(CudaSvdTest* t) {
   const DType dtype = dtype_of<T>();
-  const std::uint64_t seed = fresh_seed();
-  SCOPED_TRACE(::testing::Message() << "seed " << seed);
-  testing::Rng rng(seed);
+  testing::Rng rng(testing::test_seed());
+  SCOPED_TRACE(testing::seed_trace(rng.seed()));
   const double eps = eps_of<T>(), cond = testing::graded_condition(dtype);
   for (const testing::GradedMatrix& g : testing::graded_matrices(rng, dtype, cond)) {
     SCOPED_TRACE(::testing::Message() << g.name << " " << g.m << "x" << g.n << " cond " << cond);
