@@ -33,24 +33,32 @@ struct EngineOptions {
 
 class Engine {
  public:
-  /// Runs on a worker thread. `start` is OK when the task should do its work now.
+  /// Runs on a worker thread (or the submitting one: Dispatch). `start` is OK when the task
+  /// should do its work now.
   using Task = absl::AnyInvocable<void(absl::Status start)>;
 
   /// Whether --queue-depth bounds a submission. Jobs (ops::JobManager) are bounded by their
   /// own per-tenant limit instead, so that a backlog waits here rather than being refused.
   enum class Admission { kBounded, kUnbounded };
 
+  /// Where a task runs. kInlineIfIdle: on the submitting thread when nothing is queued and a
+  /// worker is free (a tiny operation then skips the hand-off to a worker and back, which cost
+  /// more than its work: docs/performance.md, "Where a small call's time goes"), else queued.
+  enum class Dispatch { kQueued, kInlineIfIdle };
+
   Engine(std::unique_ptr<Backend> backend, EngineOptions options);
   ~Engine();  ///< drains (waits for queued and running tasks)
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
-  /// Queues `task`. On error the task is not queued and the caller completes its RPC:
+  /// Queues `task` (or, with kInlineIfIdle on an idle engine, runs it before returning). On
+  /// error the task is not queued and the caller completes its RPC:
   /// UNAVAILABLE while draining, DEADLINE_EXCEEDED if ctx's deadline passed,
   /// CANCELLED if it was cancelled, RESOURCE_EXHAUSTED if the queue is full (kBounded only).
   /// Its place in the queue follows ctx->priority and ctx->tenant.
   absl::Status submit(const std::string& method, std::shared_ptr<JobContext> ctx, Task task,
-                      Admission admission = Admission::kBounded);
+                      Admission admission = Admission::kBounded,
+                      Dispatch dispatch = Dispatch::kQueued);
 
   /// Stops accepting work and waits until every queued and running task has finished, or
   /// until `deadline`; true when idle.
@@ -71,6 +79,8 @@ class Engine {
     std::chrono::steady_clock::time_point enqueued;
   };
   void worker_loop();
+  /// Runs an item already counted as running (start status, task, bookkeeping after it).
+  void run_item(Item& item);
   void report_load_locked();
 
   std::unique_ptr<Backend> backend_;

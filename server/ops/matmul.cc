@@ -83,6 +83,9 @@ absl::StatusOr<PreparedOp> prepare_matmul(MatMulRequest request, OpEnv& env, con
   GC_RETURN_IF_ERROR(admit(estimate, "MatMul", env.limits, /*on_device=*/true));
   GC_ASSIGN_OR_RETURN(ResultPlan plan, ResultPlan::make(request.output, {{out_desc, "c"}},
                                                         env.matrices, env.limits, caller));
+  const bool tiny = static_cast<std::uint64_t>(shape.batch) * static_cast<std::uint64_t>(shape.m) *
+                        static_cast<std::uint64_t>(shape.n) * static_cast<std::uint64_t>(shape.k) <=
+                    kTinyMatmulMultiplyAdds;
   return PreparedOp{
       "MatMul",
       [a = std::move(a), b = std::move(b), c = std::move(c), shape, plan = std::move(plan)](
@@ -91,7 +94,8 @@ absl::StatusOr<PreparedOp> prepare_matmul(MatMulRequest request, OpEnv& env, con
         GC_ASSIGN_OR_RETURN(Matrix out, backend.matmul(a, b, c ? &*c : nullptr, shape, job));
         GC_ASSIGN_OR_RETURN(ResultMatrix placed, plan.place(0, std::move(out), backend));
         return MatMulResult{std::move(placed)};
-      }};
+      },
+      tiny};
 }
 
 }  // namespace gcompute::server::ops

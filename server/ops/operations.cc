@@ -44,8 +44,11 @@ void Operations::submit(const Caller& caller, PreparedOp op, std::shared_ptr<Job
     admission_.release(tenant);
     (*shared_done)(std::move(r));
   };
+  const Engine::Dispatch dispatch = op.tiny && admission == Engine::Admission::kBounded
+                                        ? Engine::Dispatch::kInlineIfIdle
+                                        : Engine::Dispatch::kQueued;
   auto launch = [this, method = std::move(op.method), run = std::move(op.run), job = std::move(job),
-                 admission, finish]() mutable {
+                 admission, dispatch, finish]() mutable {
     JobContext* ctx = job.get();
     absl::Status queued = engine_.submit(
         method, std::move(job),
@@ -53,7 +56,7 @@ void Operations::submit(const Caller& caller, PreparedOp op, std::shared_ptr<Job
           if (!start.ok()) return finish(std::move(start));
           finish(run(engine_.backend(), *ctx));
         },
-        admission);
+        admission, dispatch);
     if (!queued.ok()) finish(std::move(queued));
   };
   absl::Status admitted = admission_.admit(caller.tenant, std::move(launch));

@@ -2,6 +2,7 @@
 // A validated operation ready for an engine worker, and what preparing one may use.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "absl/functional/any_invocable.h"
@@ -31,7 +32,15 @@ struct OpEnv {
 struct PreparedOp {
   std::string method;
   absl::AnyInvocable<absl::StatusOr<OpResult>(Backend&, JobContext&)> run;
+  /// Work of a few microseconds: a unary call may run it on its own thread when a worker is
+  /// idle (Engine::Dispatch::kInlineIfIdle) instead of handing it over.
+  bool tiny = false;
 };
+
+/// The most bytes of a tiny transpose and multiply-adds of a tiny matmul (tens of microseconds
+/// on one core).
+inline constexpr std::uint64_t kTinyTransposeBytes = 1u << 20;
+inline constexpr std::uint64_t kTinyMatmulMultiplyAdds = 1u << 21;
 
 absl::StatusOr<PreparedOp> prepare_transpose(TransposeRequest request, OpEnv& env,
                                              const Caller& caller);

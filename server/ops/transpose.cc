@@ -17,6 +17,7 @@ absl::StatusOr<PreparedOp> prepare_transpose(TransposeRequest request, OpEnv& en
   GC_ASSIGN_OR_RETURN(ResultPlan plan,
                       ResultPlan::make(request.output, {{transpose_output(a.desc), "at"}},
                                        env.matrices, env.limits, caller));
+  const bool tiny = a.desc.bytes() <= kTinyTransposeBytes;
   return PreparedOp{"Transpose",
                     [a = std::move(a), plan = std::move(plan)](
                         Backend& backend, JobContext& job) mutable -> absl::StatusOr<OpResult> {
@@ -25,7 +26,8 @@ absl::StatusOr<PreparedOp> prepare_transpose(TransposeRequest request, OpEnv& en
                       GC_ASSIGN_OR_RETURN(ResultMatrix placed,
                                           plan.place(0, std::move(at), backend));
                       return TransposeResult{std::move(placed)};
-                    }};
+                    },
+                    tiny};
 }
 
 }  // namespace gcompute::server::ops

@@ -164,6 +164,80 @@ TEST(Engine, WorkersRunTasksConcurrently) {
   EXPECT_EQ(finished.load(), 2);
 }
 
+TEST(Engine, InlineIfIdleRunsOnTheCallerWhenAWorkerIsFreeAndQueuesOtherwise) {
+  Engine engine(std::make_unique<CpuBackend>(1), EngineOptions{.queue_depth = 4});
+  const std::thread::id caller = std::this_thread::get_id();
+  std::thread::id ran_on;
+  bool done = false;
+  ASSERT_TRUE(engine
+                  .submit(
+                      "t", job(),
+                      [&](absl::Status s) {
+                        EXPECT_TRUE(s.ok()) << s;
+                        ran_on = std::this_thread::get_id();
+                        done = true;
+                      },
+                      Engine::Admission::kBounded, Engine::Dispatch::kInlineIfIdle)
+                  .ok());
+  EXPECT_TRUE(done) << "an idle engine runs the task before submit returns";
+  EXPECT_EQ(ran_on, caller);
+
+  // The only worker is busy: the task waits in the queue and runs on the worker, after it.
+  absl::Notification release;
+  Outcome holder_started;
+  ASSERT_TRUE(engine
+                  .submit("t", job(),
+                          [&](absl::Status s) {
+                            holder_started.record()(s);
+                            release.WaitForNotification();
+                          })
+                  .ok());
+  holder_started.done.WaitForNotification();
+  Outcome queued;
+  std::thread::id queued_on;
+  ASSERT_TRUE(engine
+                  .submit(
+                      "t", job(),
+                      [&](absl::Status s) {
+                        queued_on = std::this_thread::get_id();
+                        queued.record()(s);
+                      },
+                      Engine::Admission::kBounded, Engine::Dispatch::kInlineIfIdle)
+                  .ok());
+  EXPECT_FALSE(queued.done.HasBeenNotified()) << "ran although the only worker was busy";
+  release.Notify();
+  queued.done.WaitForNotification();
+  EXPECT_TRUE(queued.status.ok()) << queued.status;
+  EXPECT_NE(queued_on, caller);
+}
+
+TEST(Engine, AnInlineTaskHoldsAWorkerSlot) {
+  // One worker slot, taken by a task running inline on another thread: a queued task waits for
+  // it even though the worker thread itself is idle.
+  Engine engine(std::make_unique<CpuBackend>(1), EngineOptions{.queue_depth = 4});
+  absl::Notification inline_started, release;
+  std::thread submitter([&] {
+    ASSERT_TRUE(engine
+                    .submit(
+                        "t", job(),
+                        [&](absl::Status) {
+                          inline_started.Notify();
+                          release.WaitForNotification();
+                        },
+                        Engine::Admission::kBounded, Engine::Dispatch::kInlineIfIdle)
+                    .ok());
+  });
+  inline_started.WaitForNotification();
+  Outcome queued;
+  ASSERT_TRUE(engine.submit("t", job(), queued.record()).ok());
+  EXPECT_FALSE(queued.done.WaitForNotificationWithTimeout(absl::Milliseconds(200)))
+      << "a second task ran beside the inline one on a one-slot engine";
+  release.Notify();
+  submitter.join();
+  queued.done.WaitForNotification();
+  EXPECT_TRUE(queued.status.ok()) << queued.status;
+}
+
 TEST(Engine, DrainWithADeadlineThenCancelAllStopsRunningAndQueuedJobs) {
   Engine engine(std::make_unique<CpuBackend>(1), EngineOptions{.queue_depth = 4});
   auto running = job();
