@@ -45,11 +45,6 @@ namespace {
 
 using cuda::DeviceBuffer;
 
-std::uint64_t fresh_seed() {
-  std::random_device rd;
-  return (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
-}
-
 template <typename T>
 constexpr DType dtype_of() {
   return sizeof(T) == 4 ? DType::kF32 : DType::kF64;
@@ -362,8 +357,8 @@ class CudaSvdTest : public testing::DeviceTest {
   template <typename T>
   void shape_case(const std::vector<Kind>& kinds, std::int64_t batch, int m, int n, bool uv,
                   bool full, int rank = 0, Checks checks = {}) {
-    const std::uint64_t seed = fresh_seed();
-    SCOPED_TRACE(::testing::Message() << "seed " << seed);
+    const std::uint64_t seed = testing::test_seed();
+    SCOPED_TRACE(testing::seed_trace(seed));
     std::mt19937_64 rng(seed);
     std::vector<double> a;
     for (std::int64_t b = 0; b < batch; ++b) {
@@ -573,7 +568,9 @@ TEST_F(CudaSvdTest, Larger) {
 TEST_F(CudaSvdTest, SweepCapReportsNotConverged) {
   // One sweep cannot orthogonalise a random matrix: the call must say so (and still return
   // finite, sorted values; orthogonality is not promised for an unconverged result).
-  std::mt19937_64 rng(fresh_seed());
+  const std::uint64_t seed = testing::test_seed();
+  SCOPED_TRACE(testing::seed_trace(seed));
+  std::mt19937_64 rng(seed);
   for (const Dims d : {Dims{40, 40}, Dims{120, 120}}) {
     const std::vector<double> a = make_matrix(Kind::kGaussian, d.m, d.n, 0, rng);
     std::vector<double> ha(a.begin(), a.end());
@@ -613,7 +610,9 @@ void expect_prompt_cancel(const testing::TestDevice& device, const SvdShape& sha
   const std::size_t elems = static_cast<std::size_t>(shape.batch * shape.m * shape.n);
   // Random values, repeated past 2^24 of them (only the timing is checked).
   std::vector<float> ha(elems);
-  std::mt19937_64 rng(fresh_seed());
+  const std::uint64_t seed = testing::test_seed();
+  SCOPED_TRACE(testing::seed_trace(seed));
+  std::mt19937_64 rng(seed);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   const std::size_t fresh = std::min<std::size_t>(elems, std::size_t{1} << 24);
   for (std::size_t i = 0; i < elems; ++i) ha[i] = i < fresh ? dist(rng) : ha[i - fresh];
@@ -807,7 +806,9 @@ TEST_F(CudaSvdTest, PolarCancelStopsBetweenIterations) {
   ASSERT_TRUE(need.ok()) << need.status();
   const std::size_t elems = 4096 * 4096;
   std::vector<double> ha(elems);
-  std::mt19937_64 rng(fresh_seed());
+  const std::uint64_t seed = testing::test_seed();
+  SCOPED_TRACE(testing::seed_trace(seed));
+  std::mt19937_64 rng(seed);
   std::normal_distribution<double> nd;
   for (double& x : ha) x = nd(rng);
   DeviceBuffer da = device_.buffer(elems * 8), ds = device_.buffer(4096 * 8),
