@@ -69,6 +69,7 @@ class Server {
   const std::string& security_warning() const { return security_warning_; }
   /// Device copies of the stored graphs (backends that keep them); null otherwise.
   DeviceGraphMirror* graph_mirror() const { return graph_mirror_.get(); }
+  ApspCache* apsp_cache() const { return apsp_cache_.get(); }
 
   /// Graceful stop: health NOT_SERVING, new calls UNAVAILABLE, queued and running work
   /// finishes (up to `grace`), then the gRPC server shuts down.

@@ -210,4 +210,12 @@ absl::Status validate(const ApspShape& s) {
   return absl::OkStatus();
 }
 
+absl::Status validate(const ApspUpdateShape& s) {
+  if (s.n_old < 0 || s.n < s.n_old) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("apsp update: n_old=", s.n_old, " and n=", s.n, " need 0 <= n_old <= n"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace gcompute::kernels

@@ -397,6 +397,26 @@ absl::Status DeviceGraph::reserve_batch(const Context& ctx, std::size_t count) {
   return s_->ensure_batch(count);
 }
 
+absl::Status DeviceGraph::to_dense(const Context& ctx, const std::int32_t* slot_rows,
+                                   std::int64_t rows, float* out) {
+  State& s = *s_;
+  s.adopt_stream(ctx.stream);
+  const cudaStream_t stream = ctx.stream;
+  if (rows < 0) return absl::InvalidArgumentError(absl::StrCat("to_dense: rows = ", rows));
+  if (rows == 0) return absl::OkStatus();
+  detail::fill_inf_kernel<<<blocks_for(std::min<std::size_t>(static_cast<std::size_t>(rows) * rows,
+                                                             std::size_t{1} << 24)),
+                            kBlock, 0, stream>>>(out, static_cast<long long>(rows) * rows);
+  GC_CUDA_CHECK_LAUNCH("fill_inf_kernel");
+  if (s.n != 0 && s.pool.data() != nullptr) {
+    detail::dense_kernel<<<warp_blocks(s.n), kBlock, 0, stream>>>(s.n, s.va(), s.pool.data(),
+                                                                  slot_rows, rows, out);
+    GC_CUDA_CHECK_LAUNCH("dense_kernel");
+  }
+  GC_CUDA_TRY(cudaStreamSynchronize(stream));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<HostCsr> DeviceGraph::export_csr(const Context& ctx) {
   State& s = *s_;
   s.adopt_stream(ctx.stream);

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "engine/backend.hpp"
 
+#include "absl/time/clock.h"
+#include "gcompute/kernels/cpu/apsp.hpp"
 #include "gcompute/kernels/cpu/scan.hpp"
 #include "gcompute/kernels/status_macros.hpp"
 
@@ -12,6 +14,34 @@ absl::StatusOr<kernels::ScanResult> Backend::first_violation(const Matrix& m,
   GC_RETURN_IF_ERROR(ensure_on_host(host));
   return kernels::cpu::first_violation(host.data->data(), host.desc.elements(), host.desc.dtype,
                                        check);
+}
+
+absl::StatusOr<ApspOutput> Backend::apsp_add_edges(const ApspOutput& base,
+                                                   const kernels::ApspUpdateShape& shape,
+                                                   std::span<const kernels::GraphEdge> edges,
+                                                   JobContext& ctx) {
+  Matrix dist_old = base.distances;  // handles: the cached result is left as it was
+  std::optional<Matrix> next_old = base.next_hop;
+  GC_RETURN_IF_ERROR(ensure_on_host(dist_old));
+  if (shape.next_hop) {
+    if (!next_old) return absl::InvalidArgumentError("apsp update: next hops were not given");
+    GC_RETURN_IF_ERROR(ensure_on_host(*next_old));
+  }
+  ApspOutput out;
+  GC_ASSIGN_OR_RETURN(out.distances, allocate_matrix(MatrixDesc{DType::kF32, 1, shape.n, shape.n}));
+  GC_ASSIGN_OR_RETURN(
+      out.next_hop,
+      allocate_matrix_if(shape.next_hop, MatrixDesc{DType::kI32, 1, shape.n, shape.n}));
+  const absl::Time start = absl::Now();
+  GC_ASSIGN_OR_RETURN(
+      out.info,
+      kernels::cpu::apsp_add_edges(
+          dist_old.as<float>(), next_old ? next_old->as<std::int32_t>() : nullptr,
+          out.distances.as_mutable<float>(),
+          out.next_hop ? out.next_hop->as_mutable<std::int32_t>() : nullptr, shape, edges));
+  ctx.device = "cpu";
+  ctx.times.compute_seconds += absl::ToDoubleSeconds(absl::Now() - start);
+  return out;
 }
 
 }  // namespace gcompute::server

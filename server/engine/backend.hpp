@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "engine/graph_copies.hpp"
 #include "gcompute/kernels/apsp_types.hpp"
 #include "gcompute/kernels/eigh_types.hpp"
+#include "gcompute/kernels/graph_batch_types.hpp"
 #include "gcompute/kernels/matmul_types.hpp"
 #include "gcompute/kernels/scan_types.hpp"
 #include "gcompute/kernels/stop_token.hpp"
@@ -139,6 +141,14 @@ class Backend {
   virtual absl::StatusOr<ApspOutput> apsp(const Matrix& weights, const kernels::ApspShape& shape,
                                           JobContext& ctx) = 0;
 
+  /// An f32 APSP result (`base`: n_old x n_old distances and, if shape.next_hop, next hops)
+  /// brought up to date after the graph grew to shape.n vertices and gained `edges` (rows, in
+  /// commit order; kernels' ApspUpdateShape). A negative cycle through a new edge is reported in
+  /// info. `base` is left as it was. This default runs cpu::apsp_add_edges on host copies.
+  virtual absl::StatusOr<ApspOutput> apsp_add_edges(const ApspOutput& base,
+                                                    const kernels::ApspUpdateShape& shape,
+                                                    std::span<const kernels::GraphEdge> edges,
+                                                    JobContext& ctx);
   virtual ResourceStats resource_stats() const { return {}; }
 
   /// Starts an upload of a matrix of `desc` (allocation happens here).

@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/matrix.hpp"
 #include "gcompute/kernels/graph_batch_types.hpp"
 
 namespace gcompute::server {
@@ -28,6 +29,14 @@ class MirrorTarget {
   virtual absl::Status upsert_edges(std::span<const kernels::GraphEdge> edges) = 0;
   /// The live edges as CSR over the slots, rows sorted by dst.
   virtual absl::StatusOr<kernels::HostCsr> export_csr() = 0;
+  /// The live edges as a dense rows x rows f32 weight matrix where the copy lives (+inf: no
+  /// edge), slot s at row slot_rows[s] (-1: left out). UNIMPLEMENTED where the copy cannot.
+  virtual absl::StatusOr<Matrix> dense_weights(std::span<const std::int32_t> slot_rows,
+                                               std::int64_t rows) {
+    static_cast<void>(slot_rows);
+    static_cast<void>(rows);
+    return absl::UnimplementedError("this graph copy has no dense export");
+  }
   /// Where the copy lives, e.g. "cuda:0".
   virtual std::string where() const = 0;
 };

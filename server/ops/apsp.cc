@@ -60,45 +60,78 @@ absl::StatusOr<Matrix> densify_edges(const EdgeListInput& e) {
   return w;
 }
 
-/// Host matrices copied out of a cached result (callers move results into responses or the
-/// store, so the cache keeps its own).
+/// A handle on a cached matrix that callers may move into a response or the store: host bytes
+/// are copied (encoding swaps them out of the string); device memory is shared, since nothing
+/// writes a result in place.
+Matrix detach(const Matrix& m) {
+  if (!m.on_host()) return m;
+  return Matrix{m.desc, std::make_shared<std::string>(*m.data), nullptr};
+}
+
 ApspRun from_cache(const CachedApsp& r, bool next_hop) {
-  const auto n = static_cast<std::int64_t>(r.vertex_ids.size());
   ApspRun run;
   run.vertex_ids = r.vertex_ids;
-  run.out.distances =
-      Matrix{MatrixDesc{DType::kF32, 1, n, n},
-             std::make_shared<std::string>(reinterpret_cast<const char*>(r.distances.data()),
-                                           r.distances.size() * sizeof(float)),
-             nullptr};
-  if (next_hop) {
-    run.out.next_hop =
-        Matrix{MatrixDesc{DType::kI32, 1, n, n},
-               std::make_shared<std::string>(reinterpret_cast<const char*>(r.next_hop.data()),
-                                             r.next_hop.size() * sizeof(std::int32_t)),
-               nullptr};
-  }
+  run.out.distances = detach(r.distances);
+  if (next_hop) run.out.next_hop = detach(*r.next_hop);
   return run;
 }
 
-/// Caches a freshly computed result of version `version` of a stored graph. Failures only
-/// cost the cache entry.
-void remember(const std::string& graph_id, std::uint64_t version, ApspRun& run, Backend& backend,
+/// Caches a result of version `version` of a stored graph.
+void remember(const std::string& graph_id, std::uint64_t version, const ApspRun& run,
               ApspCache& cache) {
-  if (!backend.ensure_on_host(run.out.distances).ok()) return;
-  if (run.out.next_hop && !backend.ensure_on_host(*run.out.next_hop).ok()) return;
   CachedApsp r;
   r.version = version;
   r.vertex_ids = run.vertex_ids;
-  const std::string& d = *run.out.distances.data;
-  r.distances.resize(d.size() / sizeof(float));
-  std::memcpy(r.distances.data(), d.data(), r.distances.size() * sizeof(float));
-  if (run.out.next_hop) {
-    const std::string& nh = *run.out.next_hop->data;
-    r.next_hop.resize(nh.size() / sizeof(std::int32_t));
-    std::memcpy(r.next_hop.data(), nh.data(), r.next_hop.size() * sizeof(std::int32_t));
-  }
+  r.distances = detach(run.out.distances);
+  if (run.out.next_hop) r.next_hop = detach(*run.out.next_hop);
   cache.put(graph_id, std::move(r));
+}
+
+absl::Status negative_cycle_error(std::int64_t vertex) {
+  return absl::FailedPreconditionError(absl::StrCat(
+      "the graph has a negative cycle through vertex ", vertex, "; shortest paths are undefined"));
+}
+
+/// A stored graph's weight matrix built on the device from its copy (DeviceGraphMirror), or
+/// none: then the host densifies it, which also names what the device path refuses (a graph
+/// too large for a dense matrix, an edge weight beyond f32).
+std::optional<MirrorDense> dense_on_device(const std::string& graph_key, OpEnv& env) {
+  absl::StatusOr<GraphInfo> info = env.graphs.info(graph_key);
+  if (!info.ok() || info->num_vertices == 0) return std::nullopt;
+  const std::uint64_t n = info->num_vertices;
+  if (n > env.limits.max_matrix_elements / n) return std::nullopt;
+  absl::StatusOr<MirrorDense> dense = env.graph_mirror->dense_weights(graph_key);
+  if (!dense.ok()) return std::nullopt;
+  return *std::move(dense);
+}
+
+/// Brings a cached result up to date on the backend (ApspCache::Outcome::kUpdate) and caches
+/// the new one.
+absl::StatusOr<ApspRun> update_cached(const std::string& graph_key, std::uint64_t version,
+                                      ApspCache::Answer answer, bool next_hop, OpEnv& env,
+                                      Backend& backend, JobContext& job, BeforeApsp before_run) {
+  const CachedApsp& base = *answer.result;
+  const auto n = static_cast<std::int64_t>(answer.vertex_ids.size());
+  GC_ASSIGN_OR_RETURN(const bool keep, before_run(n, DType::kF32));
+  // The new result stays where the backend computes it (the cache keeps it there); placement
+  // copies to the host what goes into the response.
+  job.results_stay_on_server = true;
+  const kernels::ApspUpdateShape shape{static_cast<std::int64_t>(base.vertex_ids.size()), n,
+                                       base.next_hop.has_value()};
+  ApspOutput cached{base.distances, base.next_hop, {}};
+  GC_ASSIGN_OR_RETURN(ApspOutput updated, backend.apsp_add_edges(cached, shape, answer.edges, job));
+  job.results_stay_on_server = keep;
+  if (updated.info.negative_cycle) {
+    return negative_cycle_error(
+        static_cast<std::int64_t>(answer.vertex_ids[updated.info.cycle_vertex]));
+  }
+  ApspRun run;
+  run.vertex_ids = std::move(answer.vertex_ids);
+  run.out.distances = std::move(updated.distances);
+  if (updated.next_hop) run.out.next_hop = std::move(updated.next_hop);
+  remember(graph_key, version, run, *env.apsp_cache);
+  if (!next_hop) run.out.next_hop.reset();
+  return run;
 }
 
 }  // namespace
@@ -194,34 +227,46 @@ absl::StatusOr<ApspRun> run_apsp(ApspSource source, bool next_hop, OpEnv& env, B
     GC_RETURN_IF_ERROR(admit_apsp_source(source, next_hop, env));
     if (env.apsp_cache != nullptr) {
       GC_ASSIGN_OR_RETURN(const GraphInfo info, env.graphs.info(source.graph_key));
-      GC_ASSIGN_OR_RETURN(ApspCache::Answer answer,
-                          env.apsp_cache->lookup(source.graph_key, info.version, next_hop));
-      if (answer.outcome != ApspCache::Outcome::kMiss) {
+      ApspCache::Answer answer = env.apsp_cache->lookup(source.graph_key, info.version, next_hop);
+      if (answer.outcome == ApspCache::Outcome::kHit) {
         ApspRun hit = from_cache(*answer.result, next_hop);
         GC_RETURN_IF_ERROR(before_run(hit.out.distances.desc.rows, DType::kF32).status());
         return hit;
       }
+      if (answer.outcome == ApspCache::Outcome::kUpdate) {
+        return update_cached(source.graph_key, info.version, std::move(answer), next_hop, env,
+                             backend, job, before_run);
+      }
     }
-    GC_ASSIGN_OR_RETURN(DenseGraph dense, env.graphs.to_dense(source.graph_key, DType::kF32,
-                                                              env.limits.max_matrix_elements));
-    if (env.apsp_cache != nullptr) cache_version = dense.version;
-    const auto n = static_cast<std::int64_t>(dense.vertex_ids.size());
-    weights = Matrix{MatrixDesc{DType::kF32, 1, n, n},
-                     std::make_shared<std::string>(std::move(dense.weights)), nullptr};
-    run.vertex_ids = std::move(dense.vertex_ids);
+    std::optional<MirrorDense> on_device;
+    if (env.graph_mirror != nullptr) on_device = dense_on_device(source.graph_key, env);
+    if (on_device) {
+      if (env.apsp_cache != nullptr) cache_version = on_device->version;
+      weights = std::move(on_device->weights);
+      run.vertex_ids = std::move(on_device->vertex_ids);
+    } else {
+      GC_ASSIGN_OR_RETURN(DenseGraph dense, env.graphs.to_dense(source.graph_key, DType::kF32,
+                                                                env.limits.max_matrix_elements));
+      if (env.apsp_cache != nullptr) cache_version = dense.version;
+      const auto n = static_cast<std::int64_t>(dense.vertex_ids.size());
+      weights = Matrix{MatrixDesc{DType::kF32, 1, n, n},
+                       std::make_shared<std::string>(std::move(dense.weights)), nullptr};
+      run.vertex_ids = std::move(dense.vertex_ids);
+    }
   }
   GC_RETURN_IF_ERROR(check_weights(backend, weights, field));
-  GC_ASSIGN_OR_RETURN(job.results_stay_on_server,
-                      before_run(weights.desc.rows, weights.desc.dtype));
+  GC_ASSIGN_OR_RETURN(const bool keep, before_run(weights.desc.rows, weights.desc.dtype));
+  // A result the cache keeps stays where the backend computes it; placement copies to the host
+  // what goes into the response.
+  job.results_stay_on_server = keep || cache_version.has_value();
 
   const kernels::ApspShape shape{weights.desc.rows, weights.desc.dtype, next_hop};
   GC_ASSIGN_OR_RETURN(run.out, backend.apsp(weights, shape, job));
+  job.results_stay_on_server = keep;
   if (run.out.info.negative_cycle) {
     const std::int64_t v = run.out.info.cycle_vertex;
-    return absl::FailedPreconditionError(
-        absl::StrCat("the graph has a negative cycle through vertex ",
-                     run.vertex_ids.empty() ? v : static_cast<std::int64_t>(run.vertex_ids[v]),
-                     "; shortest paths are undefined"));
+    return negative_cycle_error(
+        run.vertex_ids.empty() ? v : static_cast<std::int64_t>(run.vertex_ids[v]));
   }
   if (run.out.info.out_of_range) {
     const auto id = [&](std::int64_t i) {
@@ -233,7 +278,7 @@ absl::StatusOr<ApspRun> run_apsp(ApspSource source, bool next_hop, OpEnv& env, B
         kernels::kI32MinDistance, ", ", kernels::kI32MaxDistance, "] (", kernels::kI32NoEdge,
         " means unreachable); send f32 weights for such graphs"));
   }
-  if (cache_version) remember(source.graph_key, *cache_version, run, backend, *env.apsp_cache);
+  if (cache_version) remember(source.graph_key, *cache_version, run, *env.apsp_cache);
   return run;
 }
 
@@ -363,6 +408,9 @@ absl::StatusOr<PreparedOp> prepare_shortest_path(ShortestPathRequest request, Op
         auto host_results = [](std::int64_t, DType) -> absl::StatusOr<bool> { return false; };
         GC_ASSIGN_OR_RETURN(ApspRun run, run_apsp(std::move(source), /*next_hop=*/true, env,
                                                   backend, job, host_results));
+        // A result the APSP cache keeps stays on the device.
+        GC_RETURN_IF_ERROR(backend.ensure_on_host(run.out.distances));
+        GC_RETURN_IF_ERROR(backend.ensure_on_host(*run.out.next_hop));
         return trace_path(run.out.distances, *run.out.next_hop, s, t, run.vertex_ids);
       }};
 }

@@ -12,38 +12,13 @@ namespace gcompute::server {
 namespace {
 
 std::uint64_t result_bytes(const CachedApsp& r) {
-  return r.vertex_ids.size() * 8 + r.distances.size() * 4 + r.next_hop.size() * 4;
+  return r.vertex_ids.size() * 8 + r.distances.desc.bytes() +
+         (r.next_hop ? r.next_hop->desc.bytes() : 0);
 }
 
 constexpr double kF32Max = std::numeric_limits<float>::max();
 
 }  // namespace
-
-bool relax_edge(std::vector<float>& dist, std::vector<std::int32_t>& next, std::size_t n,
-                std::size_t u, std::size_t v, float w) {
-  // A new negative cycle must run through the new edge: v ~> u -> v.
-  if (dist[v * n + u] + w < 0) return false;
-  const bool with_next = !next.empty();
-  const float* row_v = &dist[v * n];
-  for (std::size_t i = 0; i < n; ++i) {
-    const float diu = dist[i * n + u];
-    if (diu == std::numeric_limits<float>::infinity()) continue;
-    const float via = diu + w;
-    // Column u and row v never improve here (that would need a negative cycle through the
-    // new edge, excluded above), so reading them while writing row i is safe, i = v too.
-    float* row_i = &dist[i * n];
-    const std::int32_t hop =
-        with_next ? (i == u ? static_cast<std::int32_t>(v) : next[i * n + u]) : 0;
-    for (std::size_t j = 0; j < n; ++j) {
-      const float cand = via + row_v[j];
-      if (cand < row_i[j]) {
-        row_i[j] = cand;
-        if (with_next) next[i * n + j] = hop;
-      }
-    }
-  }
-  return true;
-}
 
 std::string ApspCache::queue(Entry& e, const GraphDelta& delta) const {
   if (!delta.removed_vertices.empty()) return "vertices were deleted";
@@ -116,79 +91,45 @@ void ApspCache::on_change(const GraphChange& change) {
   evict_locked();
 }
 
-absl::StatusOr<ApspCache::Answer> ApspCache::lookup(const std::string& graph_id,
-                                                    std::uint64_t version, bool need_next_hop) {
+ApspCache::Answer ApspCache::lookup(const std::string& graph_id, std::uint64_t version,
+                                    bool need_next_hop) {
   Answer answer;
-  std::shared_ptr<const CachedApsp> base;
-  std::vector<std::uint64_t> added;
-  std::vector<Relax> pending;
-  {
-    absl::MutexLock lock(&mu_);
-    auto miss = [&](std::string why) {
-      ++stats_.misses;
-      answer.why = std::move(why);
-      return answer;
-    };
-    auto it = entries_.find(graph_id);
-    if (it == entries_.end()) {
-      auto dropped = dropped_.find(graph_id);
-      return miss(dropped == dropped_.end() ? "not cached" : dropped->second);
-    }
-    Entry& e = it->second;
-    e.last_used = ++tick_;
-    if (e.version != version) {
-      return miss(absl::StrCat("cached version ", e.version, ", graph at ", version));
-    }
-    if (need_next_hop && e.result->next_hop.empty()) return miss("next hops not cached");
-    if (e.pending.empty() && e.added_vertices.empty()) {
-      ++stats_.hits;
-      answer.outcome = Outcome::kHit;
-      answer.result = e.result;
-      return answer;
-    }
-    base = e.result;
-    added = e.added_vertices;
-    pending = e.pending;
-  }
-
-  // Grow the matrices by the new vertices (rows and columns at the end), then relax, outside
-  // the lock (O(n^2) per pair).
-  auto next = std::make_shared<CachedApsp>();
-  next->version = version;
-  next->vertex_ids = base->vertex_ids;
-  next->vertex_ids.insert(next->vertex_ids.end(), added.begin(), added.end());
-  const std::size_t n = next->vertex_ids.size();
-  const std::size_t n_old = base->vertex_ids.size();
-  const bool with_next = !base->next_hop.empty();
-  next->distances.assign(n * n, std::numeric_limits<float>::infinity());
-  if (with_next) next->next_hop.assign(n * n, -1);
-  for (std::size_t i = 0; i < n_old; ++i) {
-    std::copy_n(&base->distances[i * n_old], n_old, &next->distances[i * n]);
-    if (with_next) std::copy_n(&base->next_hop[i * n_old], n_old, &next->next_hop[i * n]);
-  }
-  for (std::size_t i = n_old; i < n; ++i) {
-    next->distances[i * n + i] = 0;
-    if (with_next) next->next_hop[i * n + i] = static_cast<std::int32_t>(i);
-  }
-  auto row = [&](std::uint64_t id) {
-    return static_cast<std::size_t>(
-        std::lower_bound(next->vertex_ids.begin(), next->vertex_ids.end(), id) -
-        next->vertex_ids.begin());
+  absl::MutexLock lock(&mu_);
+  auto miss = [&](std::string why) {
+    ++stats_.misses;
+    answer.why = std::move(why);
+    return answer;
   };
-  for (const Relax& r : pending) {
-    if (!relax_edge(next->distances, next->next_hop, n, row(r.tail), row(r.head), r.weight)) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("the graph has a negative cycle through vertex ", r.tail,
-                       "; shortest paths are undefined"));
-    }
+  auto it = entries_.find(graph_id);
+  if (it == entries_.end()) {
+    auto dropped = dropped_.find(graph_id);
+    return miss(dropped == dropped_.end() ? "not cached" : dropped->second);
   }
-  answer.outcome = Outcome::kIncremental;
-  answer.result = next;
-  {
-    absl::MutexLock lock(&mu_);
-    ++stats_.incremental;
+  Entry& e = it->second;
+  e.last_used = ++tick_;
+  if (e.version != version) {
+    return miss(absl::StrCat("cached version ", e.version, ", graph at ", version));
   }
-  install(graph_id, next);
+  if (need_next_hop && !e.result->next_hop) return miss("next hops not cached");
+  answer.result = e.result;
+  if (e.pending.empty() && e.added_vertices.empty()) {
+    ++stats_.hits;
+    answer.outcome = Outcome::kHit;
+    return answer;
+  }
+  // The new vertices come last (ids only grow); pairs become rows of the new version.
+  ++stats_.incremental;
+  answer.outcome = Outcome::kUpdate;
+  answer.vertex_ids = e.result->vertex_ids;
+  answer.vertex_ids.insert(answer.vertex_ids.end(), e.added_vertices.begin(),
+                           e.added_vertices.end());
+  auto row = [&ids = answer.vertex_ids](std::uint64_t id) {
+    return static_cast<std::uint32_t>(std::lower_bound(ids.begin(), ids.end(), id) - ids.begin());
+  };
+  answer.edges.reserve(e.pending.size());
+  for (const Relax& r : e.pending) {
+    answer.edges.push_back(kernels::GraphEdge{row(r.tail), row(r.head), r.weight});
+  }
   return answer;
 }
 

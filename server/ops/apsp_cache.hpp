@@ -1,37 +1,39 @@
 // SPDX-License-Identifier: Apache-2.0
-// The last APSP result of each stored graph (f32 distances, optionally next hops, on the host),
-// kept current from the graph store's change feed (docs/graphs.md, "Incremental APSP").
+// The last APSP result of each stored graph (f32 distances, optionally next hops), kept where
+// the backend computed it (host memory on the CPU backend, device memory on the CUDA backend)
+// and current from the graph store's change feed (docs/graphs.md, "Incremental APSP").
 //
 // An entry answers for one graph version. When a committed batch only adds edges, lowers
 // weights or adds vertices, the entry moves to the new version with the batch's (tail u, head
-// v, weight w) pairs queued; the next lookup grows the matrices by the new vertices (ids only
-// grow, so they come last) and relaxes each pair in O(n^2):
-//   D[i][j] = min(D[i][j], D[i][u] + w + D[v][j])
-// which gives the new graph's distances (the old, higher weight of a lowered edge is dominated
-// by the new one). Next hops follow the distances (next[i][j] = next[i][u], or v when i = u,
-// where D[i][j] strictly improves), which keeps every traced path a shortest path and loop-free
-// (see the proof sketch in docs/graphs.md). Any other change (a deletion, a raised weight, a
-// moved edge) drops the entry and the next request recomputes.
+// v, weight w) pairs queued; the next lookup hands the old result and the queued pairs (as rows
+// of the new version, new vertices last since ids only grow) to the caller, which brings it up
+// to date on the backend (Backend::apsp_add_edges: O(n^2) per pair on the CPU, one batched pass
+// on the GPU) and puts it back. Any other change (a deletion, a raised weight, a moved edge)
+// drops the entry and the next request recomputes.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "common/matrix.hpp"
+#include "gcompute/kernels/graph_batch_types.hpp"
 #include "store/graphs/graph_feed.hpp"
 
 namespace gcompute::server {
 
-/// An APSP result of one version of a stored graph. Shared, immutable.
+/// An APSP result of one version of a stored graph. Shared, immutable: its matrices are
+/// handed out as handles and never written (callers copy host bytes before moving them on).
 struct CachedApsp {
   std::uint64_t version = 0;
   std::vector<std::uint64_t> vertex_ids;  ///< ascending; row/column i is vertex_ids[i]
-  std::vector<float> distances;           ///< n*n, row-major (kernels' semantics)
-  std::vector<std::int32_t> next_hop;     ///< n*n or empty (not computed)
+  Matrix distances;                       ///< n x n f32 (kernels' semantics), host or device
+  std::optional<Matrix> next_hop;         ///< n x n i32, or none (not computed)
 };
 
 class ApspCache final : public GraphSubscriber {
@@ -44,11 +46,16 @@ class ApspCache final : public GraphSubscriber {
     /// costs O(n^2); a recomputation O(n^3), usually on a GPU).
     double max_pairs_per_vertex = 0.125;
   };
-  enum class Outcome { kMiss, kHit, kIncremental };
+  enum class Outcome { kMiss, kHit, kUpdate };
   struct Answer {
     Outcome outcome = Outcome::kMiss;
-    std::shared_ptr<const CachedApsp> result;  ///< null on a miss
-    std::string why;                           ///< on a miss: why
+    /// kHit: the result; kUpdate: the result to update (of an older version). Null on a miss.
+    std::shared_ptr<const CachedApsp> result;
+    /// kUpdate: the vertex ids of the requested version and the pairs to insert, as rows of
+    /// it, in commit order.
+    std::vector<std::uint64_t> vertex_ids;
+    std::vector<kernels::GraphEdge> edges;
+    std::string why;  ///< on a miss: why
   };
   struct Stats {
     std::uint64_t hits = 0, incremental = 0, misses = 0, entries = 0, bytes = 0;
@@ -57,11 +64,9 @@ class ApspCache final : public GraphSubscriber {
   ApspCache() : ApspCache(Options{}) {}
   explicit ApspCache(Options options) : options_(options) {}
 
-  /// The result for version `version` of the graph, updated if needed. FAILED_PRECONDITION
-  /// ("negative cycle through vertex X") when the new edges close a negative cycle. A miss
-  /// when nothing usable is cached, or next hops are needed and not cached.
-  absl::StatusOr<Answer> lookup(const std::string& graph_id, std::uint64_t version,
-                                bool need_next_hop);
+  /// The result for version `version` of the graph, or an older one and what to insert into
+  /// it. A miss when nothing usable is cached, or next hops are needed and not cached.
+  Answer lookup(const std::string& graph_id, std::uint64_t version, bool need_next_hop);
 
   /// Caches `result`, computed for result.version. Ignored when the feed has announced a later
   /// version of the graph since (the result would be stale).
@@ -102,11 +107,5 @@ class ApspCache final : public GraphSubscriber {
   std::uint64_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
   Stats stats_ ABSL_GUARDED_BY(mu_);
 };
-
-/// The update above for one edge u -> v (row indices) of weight w, in place on n x n `dist`
-/// and (if non-empty) `next`. Returns false, changing nothing, when the edge closes a
-/// negative cycle (D[v][u] + w < 0). Exposed for tests.
-bool relax_edge(std::vector<float>& dist, std::vector<std::int32_t>& next, std::size_t n,
-                std::size_t u, std::size_t v, float w);
 
 }  // namespace gcompute::server

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
+#include <limits>
 #include <utility>
 #include <variant>
 
@@ -23,6 +25,10 @@ bool same_weight(const std::optional<float>& a, const std::optional<float>& b) {
   if (a.has_value() != b.has_value()) return false;
   // Bitwise: -0 and +0 are different values for the copy to hold.
   return !a.has_value() || std::bit_cast<std::uint32_t>(*a) == std::bit_cast<std::uint32_t>(*b);
+}
+
+bool beyond_f32(double weight) {
+  return std::abs(weight) > static_cast<double>(std::numeric_limits<float>::max());
 }
 
 }  // namespace
@@ -97,6 +103,32 @@ class DeviceGraphMirror::Graph {
     pairs_sent += queued_.size();
     queued_.clear();
     return absl::OkStatus();
+  }
+
+  /// The dense weight matrix of the live vertices, rows in ascending id order.
+  absl::StatusOr<MirrorDense> dense_weights() {
+    if (beyond_f32_ != 0) {
+      // GraphStore::to_dense names the edge; the copy only holds an infinity for it.
+      return absl::FailedPreconditionError(
+          absl::StrCat(beyond_f32_, " edge weights are beyond the range of f32"));
+    }
+    std::vector<std::pair<std::uint64_t, std::uint32_t>> live;  // (id, slot)
+    for (std::uint32_t slot = 0; slot < device_slots_; ++slot) {
+      if (slot_vertex_[slot] != kNoVertex) live.emplace_back(slot_vertex_[slot], slot);
+    }
+    std::sort(live.begin(), live.end());
+    std::vector<std::int32_t> slot_rows(device_slots_, -1);
+    MirrorDense out;
+    out.vertex_ids.reserve(live.size());
+    for (std::size_t r = 0; r < live.size(); ++r) {
+      slot_rows[live[r].second] = static_cast<std::int32_t>(r);
+      out.vertex_ids.push_back(live[r].first);
+    }
+    absl::StatusOr<Matrix> w =
+        target_->dense_weights(slot_rows, static_cast<std::int64_t>(live.size()));
+    if (!w.ok()) return w.status();
+    out.weights = *std::move(w);
+    return out;
   }
 
   absl::StatusOr<MirrorCsr> export_csr() {
@@ -175,6 +207,7 @@ class DeviceGraphMirror::Graph {
 
   /// Adds the edge's pairs.
   absl::Status attach(const Hyperedge& edge, Touched* touched) {
+    if (beyond_f32(edge.weight)) ++beyond_f32_;
     return walk(edge, touched, [&](std::uint64_t key) {
       pairs_[key].push_back(Contrib{edge.weight, edge.id});
       return absl::OkStatus();
@@ -183,6 +216,7 @@ class DeviceGraphMirror::Graph {
 
   /// Removes the edge's pairs.
   absl::Status detach(const Hyperedge& edge, Touched* touched) {
+    if (beyond_f32(edge.weight)) --beyond_f32_;
     return walk(edge, touched, [&](std::uint64_t key) {
       auto it = pairs_.find(key);
       if (it == pairs_.end()) return absl::InternalError("pair without contributors");
@@ -203,6 +237,7 @@ class DeviceGraphMirror::Graph {
   absl::flat_hash_map<std::uint64_t, std::optional<float>> queued_;  // nullopt: delete
   std::uint32_t device_slots_ = 0;                                   // slots the copy has
   std::unique_ptr<MirrorTarget> target_;
+  std::uint64_t beyond_f32_ = 0;  // edges whose weight f32 cannot hold (the copy has +-inf)
 };
 
 // ---- the mirror -------------------------------------------------------------------------
@@ -275,6 +310,31 @@ void DeviceGraphMirror::on_change(const GraphChange& change) {
 }
 
 absl::StatusOr<MirrorCsr> DeviceGraphMirror::export_csr(const std::string& graph_id) {
+  absl::StatusOr<MirrorCsr> out;
+  GC_RETURN_IF_ERROR(
+      read_copy(graph_id, /*stale_on_failure=*/true, [&](Graph& g, std::uint64_t version) {
+        out = g.export_csr();
+        if (out.ok()) out->version = version;
+        return out.status();
+      }));
+  return out;
+}
+
+absl::StatusOr<MirrorDense> DeviceGraphMirror::dense_weights(const std::string& graph_id) {
+  absl::StatusOr<MirrorDense> out;
+  // A failure here (no memory for the matrix) leaves the copy as good as it was.
+  GC_RETURN_IF_ERROR(
+      read_copy(graph_id, /*stale_on_failure=*/false, [&](Graph& g, std::uint64_t version) {
+        out = g.dense_weights();
+        if (out.ok()) out->version = version;
+        return out.status();
+      }));
+  return out;
+}
+
+absl::Status DeviceGraphMirror::read_copy(
+    const std::string& graph_id, bool stale_on_failure,
+    absl::FunctionRef<absl::Status(Graph&, std::uint64_t)> read) {
   constexpr int kAttempts = 8;
   for (int attempt = 0; attempt < kAttempts; ++attempt) {
     std::shared_ptr<Entry> e = entry(graph_id, true);
@@ -284,13 +344,9 @@ absl::StatusOr<MirrorCsr> DeviceGraphMirror::export_csr(const std::string& graph
       if (e->graph != nullptr) {
         flush(*e, 0);
         if (e->graph != nullptr) {
-          absl::StatusOr<MirrorCsr> out = e->graph->export_csr();
-          if (!out.ok()) {
-            mark_stale(*e, out.status());
-            return out.status();
-          }
-          out->version = e->version;
-          return out;
+          absl::Status st = read(*e->graph, e->version);
+          if (!st.ok() && stale_on_failure) mark_stale(*e, st);
+          return st;
         }
         absl::MutexLock stats_lock(&mu_);
         return last_failure_;
@@ -321,7 +377,7 @@ absl::StatusOr<MirrorCsr> DeviceGraphMirror::export_csr(const std::string& graph
       absl::MutexLock stats_lock(&mu_);
       ++stats_.rebuilds;
     }
-    // Next iteration flushes and exports.
+    // Next iteration flushes and reads.
   }
   return absl::UnavailableError(absl::StrCat(
       "graph mirror: graph ", graph_id, " kept changing during ", kAttempts, " rebuild attempts"));

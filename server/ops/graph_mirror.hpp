@@ -52,6 +52,14 @@ struct MirrorCsr {
   std::string where;          ///< MirrorTarget::where()
 };
 
+/// A stored graph's dense weight matrix (GraphStore::to_dense's, f32) built where its copy
+/// lives, as DeviceGraphMirror::dense_weights returns it.
+struct MirrorDense {
+  Matrix weights;                         ///< n x n f32; on the CUDA backend device memory only
+  std::vector<std::uint64_t> vertex_ids;  ///< ascending; row i is vertex vertex_ids[i]
+  std::uint64_t version = 0;              ///< the graph version the copy holds
+};
+
 class DeviceGraphMirror final : public GraphSubscriber {
  public:
   static constexpr std::uint64_t kNoVertex = ~std::uint64_t{0};
@@ -77,6 +85,12 @@ class DeviceGraphMirror final : public GraphSubscriber {
   /// the target's error (e.g. RESOURCE_EXHAUSTED) if the copy cannot be built.
   absl::StatusOr<MirrorCsr> export_csr(const std::string& graph_id);
 
+  /// The graph's dense weight matrix, built from its copy where the copy lives (no host round
+  /// trip), after bringing the copy up to date as export_csr does. UNIMPLEMENTED where copies
+  /// have no dense form; NOT_FOUND for a graph the store does not have; RESOURCE_EXHAUSTED when
+  /// the matrix does not fit (the copy stays usable).
+  absl::StatusOr<MirrorDense> dense_weights(const std::string& graph_id);
+
   /// Counters, for tests and logs.
   struct Stats {
     std::uint64_t flushes = 0;        ///< batches of pair changes sent to copies
@@ -100,6 +114,10 @@ class DeviceGraphMirror final : public GraphSubscriber {
   std::shared_ptr<Entry> entry(const std::string& graph_id, bool create);
   /// Drops the copy after `status` (counted, remembered for the next read).
   void mark_stale(Entry& e, const absl::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(e.mu);
+  /// Runs `read` on the graph's up-to-date copy (rebuilt from the store if stale or unknown)
+  /// with the version it holds; a failure of `read` marks the copy stale if `stale_on_failure`.
+  absl::Status read_copy(const std::string& graph_id, bool stale_on_failure,
+                         absl::FunctionRef<absl::Status(Graph&, std::uint64_t)> read);
   /// Sends queued changes if there are at least `min_pairs`; marks the copy stale on failure.
   void flush(Entry& e, std::size_t min_pairs) ABSL_EXCLUSIVE_LOCKS_REQUIRED(e.mu);
 

@@ -10,6 +10,7 @@
 #include "engine/backend.hpp"
 #include "ops/apsp_cache.hpp"
 #include "ops/caller.hpp"
+#include "ops/graph_mirror.hpp"
 #include "ops/limits.hpp"
 #include "ops/requests.hpp"
 #include "ops/tenant_quotas.hpp"
@@ -25,6 +26,9 @@ struct OpEnv {
   ApspCache* apsp_cache = nullptr;  ///< last APSP results of stored graphs; null: off
   Limits limits;
   TenantQuotaLookup tenant_quotas;  ///< empty: no tenant has a quota of its own
+  /// Device copies of stored graphs (CUDA backend): APSP builds a stored graph's weight matrix
+  /// from them on the device. Null: densified on the host.
+  DeviceGraphMirror* graph_mirror = nullptr;
 };
 
 /// An operation whose inputs passed every check that needs no data (shapes, limits, refs,

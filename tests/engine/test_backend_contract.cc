@@ -496,8 +496,14 @@ class BackendApsp : public BackendContract {
     }
     ASSERT_EQ(out->next_hop.has_value(), next_hop);
     if (!next_hop) return;
-    expect_desc(out->next_hop->desc, MatrixDesc{DType::kI32, 1, n, n});
-    const std::vector<double> hop = values(*out->next_hop);
+    expect_next_hops(*out->next_hop, w, ref, n);
+  }
+
+  /// Following `next_hop` from i reaches j along edges of `w` whose weights sum to ref[i][j].
+  void expect_next_hops(const Matrix& next_hop, const std::vector<double>& w,
+                        const std::vector<double>& ref, std::int64_t n) {
+    expect_desc(next_hop.desc, MatrixDesc{DType::kI32, 1, n, n});
+    const std::vector<double> hop = values(next_hop);
     ASSERT_EQ(static_cast<std::int64_t>(hop.size()), n * n);
     for (std::int64_t i = 0; i < n; ++i) {
       for (std::int64_t j = 0; j < n; ++j) {
@@ -538,6 +544,68 @@ TEST_P(BackendApsp, ExactDistancesAndNextHopsWithNegativeWeights) {
       check<std::int32_t>(w, n, true);
     }
   }
+}
+
+TEST_P(BackendApsp, AddedEdgesAndVerticesGiveTheRecomputedDistances) {
+  GC_SEEDED_RNG(rng);
+  int cycles = 0, updates = 0;
+  for (const std::int64_t n_old : {1, 31, 67, 150}) {
+    for (const std::int64_t grow : {0, 2}) {
+      for (const bool next_hop : {false, true}) {
+        for (const bool on_server : {false, true}) {  // CUDA: the cached result on the device
+          SCOPED_TRACE(::testing::Message() << "n_old=" << n_old << " grow=" << grow << " next_hop="
+                                            << next_hop << " on_server=" << on_server);
+          const std::vector<double> w = random_graph(rng, n_old, 0.1);
+          JobContext ctx;
+          ctx.results_stay_on_server = on_server;
+          auto base = backend_->apsp(host_matrix<float>(1, n_old, n_old, w),
+                                     kernels::ApspShape{n_old, DType::kF32, next_hop}, ctx);
+          ASSERT_TRUE(base.ok()) << base.status();
+          ASSERT_FALSE(base->info.negative_cycle);
+          const std::int64_t n = n_old + grow;
+          std::vector<double> new_w(static_cast<std::size_t>(n * n), kInf);
+          for (std::int64_t i = 0; i < n_old; ++i) {
+            std::copy_n(&w[i * n_old], n_old, &new_w[i * n]);
+          }
+          std::vector<kernels::GraphEdge> edges;
+          for (int e = 0; e < 12; ++e) {
+            const auto u = static_cast<std::uint32_t>(rng.uniform_int(0, n - 1));
+            const auto v = static_cast<std::uint32_t>(rng.uniform_int(0, n - 1));
+            const auto weight = static_cast<double>(rng.uniform_int(-3, 9));
+            edges.push_back(kernels::GraphEdge{u, v, static_cast<float>(weight)});
+            new_w[u * n + v] = std::min(new_w[u * n + v], weight);
+          }
+          auto out = backend_->apsp_add_edges(*base, kernels::ApspUpdateShape{n_old, n, next_hop},
+                                              edges, ctx);
+          ASSERT_TRUE(out.ok()) << out.status();
+          expect_ran_here(ctx);
+          bool negative = false;
+          const std::vector<double> ref =
+              gcompute::testing::floyd_warshall_reference(new_w, n, &negative);
+          ASSERT_EQ(out->info.negative_cycle, negative);
+          if (negative) {
+            ++cycles;
+            ASSERT_TRUE(out->info.cycle_vertex >= 0 && out->info.cycle_vertex < n);
+            continue;
+          }
+          ++updates;
+          expect_desc(out->distances.desc, MatrixDesc{DType::kF32, 1, n, n});
+          const std::vector<double> d = values(out->distances);
+          for (std::int64_t e = 0; e < n * n; ++e) {
+            ASSERT_EQ(d[e], ref[e]) << "D[" << e / n << "][" << e % n << "]";
+          }
+          ASSERT_EQ(out->next_hop.has_value(), next_hop);
+          if (next_hop) expect_next_hops(*out->next_hop, new_w, ref, n);
+          // The cached result the update started from is left as it was.
+          const std::vector<double> again = values(base->distances);
+          const std::vector<double> before = gcompute::testing::floyd_warshall_reference(w, n_old);
+          for (std::int64_t e = 0; e < n_old * n_old; ++e) ASSERT_EQ(again[e], before[e]);
+        }
+      }
+    }
+  }
+  EXPECT_GT(updates, 10);
+  EXPECT_GT(cycles, 0) << "no batch closed a negative cycle: the detection went untested";
 }
 
 TEST_P(BackendApsp, NegativeCycleIsReportedWithAVertexReachingIt) {
@@ -697,6 +765,30 @@ TEST_P(BackendContract, FirstViolationFindsTheFirstBadElementWhereverItLives) {
   ASSERT_TRUE(kept_scan.ok()) << kept_scan.status();
   EXPECT_EQ(kept_scan->index, 3 * rows + 20);
   EXPECT_EQ(kept_scan->value, -kInf);
+  auto kept_weights = backend_->first_violation(*t, kernels::ValueCheck::kApspWeight);
+  ASSERT_TRUE(kept_weights.ok()) << kept_weights.status();
+  EXPECT_EQ(kept_weights->index, 3 * rows + 20);
+
+  // Kept f64 and i32 results, large enough for many blocks; the lowest bad index wins.
+  const std::int64_t big = 1500;
+  std::vector<double> f(static_cast<std::size_t>(big * big), 1.0);
+  f[big * big - 5] = kInf;
+  f[700 * big + 9] = std::numeric_limits<double>::quiet_NaN();  // (9, 700) once transposed
+  auto tf = backend_->transpose(host_matrix<double>(1, big, big, f), ctx);
+  ASSERT_TRUE(tf.ok()) << tf.status();
+  auto f_scan = backend_->first_violation(*tf, kernels::ValueCheck::kFinite);
+  ASSERT_TRUE(f_scan.ok()) << f_scan.status();
+  EXPECT_EQ(f_scan->index, 9 * big + 700);
+  std::vector<double> w(static_cast<std::size_t>(big * big), 5.0);
+  w[3] = kernels::kI32NoEdge;                                              // "no edge" passes
+  w[400 * big + 2] = -static_cast<double>(kernels::kI32MaxAbsWeight) - 1;  // (2, 400) transposed
+  w[big * big - 1] = static_cast<double>(kernels::kI32MaxAbsWeight) + 1;
+  auto ti = backend_->transpose(host_matrix<std::int32_t>(1, big, big, w), ctx);
+  ASSERT_TRUE(ti.ok()) << ti.status();
+  auto i_scan = backend_->first_violation(*ti, kernels::ValueCheck::kApspWeight);
+  ASSERT_TRUE(i_scan.ok()) << i_scan.status();
+  EXPECT_EQ(i_scan->index, 2 * big + 400);
+  EXPECT_EQ(i_scan->value, -static_cast<double>(kernels::kI32MaxAbsWeight) - 1);
 }
 
 std::string backend_name(const ::testing::TestParamInfo<std::string>& info) {

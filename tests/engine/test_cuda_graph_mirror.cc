@@ -165,6 +165,70 @@ TEST(CudaGraphMirrorTest, DeviceCopyEqualsToDense) {
   EXPECT_GT(finite, 1000u);
 }
 
+/// DeviceGraphMirror::dense_weights (built on the device) equals GraphStore::to_dense bit for
+/// bit, with the same rows.
+void expect_dense_matches(Fixture& f, const std::string& id, const std::string& where) {
+  SCOPED_TRACE(where);
+  auto want = f.store->to_dense(id, kernels::DType::kF32, 1ull << 26);
+  ASSERT_TRUE(want.ok()) << want.status();
+  auto got = f.mirror->dense_weights(id);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->version, want->version);
+  ASSERT_EQ(got->vertex_ids, want->vertex_ids);
+  const auto k = static_cast<std::int64_t>(want->vertex_ids.size());
+  ASSERT_EQ(got->weights.desc.rows, k);
+  ASSERT_EQ(got->weights.desc.cols, k);
+  ASSERT_FALSE(got->weights.on_host()) << "the dense matrix should stay on the device";
+  Matrix m = got->weights;
+  ASSERT_TRUE(f.backend->ensure_on_host(m).ok());
+  ASSERT_EQ(m.data->size(), want->weights.size());
+  const std::size_t cells = want->weights.size() / sizeof(float);
+  std::vector<float> a(cells), b(cells);
+  std::memcpy(a.data(), m.data->data(), want->weights.size());
+  std::memcpy(b.data(), want->weights.data(), want->weights.size());
+  for (std::size_t i = 0; i < cells; ++i) {
+    // == on f32: +0 and -0 tie and either may be the least (as for APSP)
+    ASSERT_EQ(a[i], b[i]) << "W[" << i / static_cast<std::size_t>(k) << "]["
+                          << i % static_cast<std::size_t>(k) << "]";
+  }
+}
+
+TEST(CudaGraphMirrorTest, DenseWeightsAreBuiltOnTheDevice) {
+  GC_REQUIRE_GPU();
+  Fixture f(0);
+  ASSERT_NE(f.store, nullptr);
+  std::mt19937_64 rng(505);
+  const std::uint64_t n = 131;
+  auto edges = testing::random_hyperedges(rng, n, 900, 3);
+  ASSERT_TRUE(f.store->create("w", n, edges).ok());
+  expect_dense_matches(f, "w", "after create");
+  RandomEdits gen(506, n, edges);
+  for (int b = 0; b < 12; ++b) {
+    std::vector<Edit> batch = b % 3 == 0 ? gen.batch(200, 4) : gen.batch(1 + b % 4, 3);
+    // Finite f32 weights only: an edge beyond f32 is checked below.
+    for (Edit& e : batch) {
+      if (auto* add = std::get_if<AddEdge>(&e)) add->weight = std::fmod(add->weight, 1e6);
+      if (auto* set = std::get_if<SetWeight>(&e)) set->weight = std::fmod(set->weight, 1e6);
+      if (auto* dv = std::get_if<DecomposeVertex>(&e)) {
+        dv->joining_weight = std::fmod(dv->joining_weight, 1e6);
+      }
+    }
+    absl::StatusOr<ApplyResult> r = f.store->apply("w", std::nullopt, batch);
+    ASSERT_TRUE(r.ok()) << r.status();
+    gen.committed();
+    expect_dense_matches(f, "w", absl::StrCat("batch ", b));
+  }
+  // An empty graph and a graph with an edge f32 cannot hold: no dense matrix from the device
+  // (the host path names the edge).
+  ASSERT_TRUE(f.store->create("e", 0, {}).ok());
+  auto empty = f.mirror->dense_weights("e");
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_EQ(empty->weights.desc.rows, 0);
+  ASSERT_TRUE(f.store->create("big", 3, {Hyperedge{0, {0}, {1}, 1e300}}).ok());
+  EXPECT_EQ(f.mirror->dense_weights("big").status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(f.mirror->dense_weights("absent").status().code(), absl::StatusCode::kNotFound);
+}
+
 TEST(CudaGraphMirrorTest, ServerWiresTheMirrorOnTheCudaBackend) {
   GC_REQUIRE_GPU();
   const std::string dir =

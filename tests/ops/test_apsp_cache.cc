@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// ApspCache, fed by a GraphStore's change feed: incremental updates (new edges and hyperedges,
-// lowered weights, new vertices) against a full recomputation (plain Floyd-Warshall in double)
-// on random graphs and random edit sequences; misses for deletions and raised weights; negative
-// cycles made by an edit; next hops that trace shortest, loop-free paths; hits; stale results
-// refused; LRU eviction.
+// ApspCache, fed by a GraphStore's change feed, with its updates applied by the host kernel
+// (cpu::apsp_add_edges, what the CPU backend runs): incremental updates (new edges and
+// hyperedges, lowered weights, new vertices) against a full recomputation (plain
+// Floyd-Warshall in double) on random graphs and random edit sequences; misses for deletions
+// and raised weights; negative cycles made by an edit; next hops that trace shortest, loop-free
+// paths; hits; stale results refused; LRU eviction.
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -13,6 +14,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "gcompute/kernels/cpu/apsp.hpp"
 #include "ops/apsp_cache.hpp"
 #include "store/graphs/graph_store.hpp"
 
@@ -49,54 +51,96 @@ bool oracle(const std::vector<float>& w, std::size_t n, std::vector<double>& d) 
   return true;
 }
 
+template <typename T>
+Matrix host_matrix(const std::vector<T>& v, std::int64_t n, DType dtype) {
+  return Matrix{
+      MatrixDesc{dtype, 1, n, n},
+      std::make_shared<std::string>(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T)),
+      nullptr};
+}
+
+template <typename T>
+std::vector<T> host_vector(const Matrix& m) {
+  std::vector<T> v(m.desc.elements());
+  std::memcpy(v.data(), m.data->data(), v.size() * sizeof(T));
+  return v;
+}
+
 /// A full f32 result with next hops, as the kernels define them (the cache's seed).
 CachedApsp full_result(GraphStore& store, const GraphSnapshot& snap) {
   const std::size_t n = snap.vertices.size();
   std::vector<float> w = dense_f32(store, snap.info.graph_id);
-  CachedApsp r;
-  r.version = snap.info.version;
-  r.vertex_ids = snap.vertices;
-  r.distances = w;
-  r.next_hop.assign(n * n, -1);
+  std::vector<float> d = w;
+  std::vector<std::int32_t> next(n * n, -1);
   for (std::size_t i = 0; i < n; ++i) {
     for (std::size_t j = 0; j < n; ++j) {
-      if (std::isfinite(w[i * n + j])) r.next_hop[i * n + j] = static_cast<std::int32_t>(j);
+      if (std::isfinite(w[i * n + j])) next[i * n + j] = static_cast<std::int32_t>(j);
     }
-    r.distances[i * n + i] = std::min(0.0f, r.distances[i * n + i]);
-    r.next_hop[i * n + i] = static_cast<std::int32_t>(i);
+    d[i * n + i] = std::min(0.0f, d[i * n + i]);
+    next[i * n + i] = static_cast<std::int32_t>(i);
   }
   for (std::size_t k = 0; k < n; ++k)
     for (std::size_t i = 0; i < n; ++i)
       for (std::size_t j = 0; j < n; ++j) {
-        const float c = r.distances[i * n + k] + r.distances[k * n + j];
-        if (c < r.distances[i * n + j]) {
-          r.distances[i * n + j] = c;
-          r.next_hop[i * n + j] = r.next_hop[i * n + k];
+        const float c = d[i * n + k] + d[k * n + j];
+        if (c < d[i * n + j]) {
+          d[i * n + j] = c;
+          next[i * n + j] = next[i * n + k];
         }
       }
+  CachedApsp r;
+  r.version = snap.info.version;
+  r.vertex_ids = snap.vertices;
+  r.distances = host_matrix(d, static_cast<std::int64_t>(n), DType::kF32);
+  r.next_hop = host_matrix(next, static_cast<std::int64_t>(n), DType::kI32);
   return r;
+}
+
+/// What the CPU backend does with a kUpdate answer: the host kernel, then the new result
+/// (returned; the caller puts it).
+absl::StatusOr<std::pair<CachedApsp, kernels::ApspInfo>> apply_update(const ApspCache::Answer& a,
+                                                                      std::uint64_t version) {
+  const CachedApsp& base = *a.result;
+  const auto n = static_cast<std::int64_t>(a.vertex_ids.size());
+  const kernels::ApspUpdateShape shape{static_cast<std::int64_t>(base.vertex_ids.size()), n,
+                                       base.next_hop.has_value()};
+  std::vector<float> d(static_cast<std::size_t>(n * n));
+  std::vector<std::int32_t> next(shape.next_hop ? d.size() : 0);
+  absl::StatusOr<kernels::ApspInfo> info = kernels::cpu::apsp_add_edges(
+      base.distances.as<float>(), shape.next_hop ? base.next_hop->as<std::int32_t>() : nullptr,
+      d.data(), shape.next_hop ? next.data() : nullptr, shape, a.edges);
+  if (!info.ok()) return info.status();
+  CachedApsp r;
+  r.version = version;
+  r.vertex_ids = a.vertex_ids;
+  r.distances = host_matrix(d, n, DType::kF32);
+  if (shape.next_hop) r.next_hop = host_matrix(next, n, DType::kI32);
+  return std::make_pair(std::move(r), *info);
 }
 
 /// Distances match the oracle, and every next-hop path is a loop-free shortest path.
 void check(const CachedApsp& r, const std::vector<float>& w, const std::vector<double>& want,
            std::size_t n) {
-  ASSERT_EQ(r.distances.size(), n * n);
+  ASSERT_EQ(r.distances.desc.elements(), n * n);
+  const std::vector<float> dist = host_vector<float>(r.distances);
+  const std::vector<std::int32_t> next =
+      r.next_hop ? host_vector<std::int32_t>(*r.next_hop) : std::vector<std::int32_t>{};
   for (std::size_t i = 0; i < n; ++i) {
     for (std::size_t j = 0; j < n; ++j) {
-      const double got = r.distances[i * n + j], exp = want[i * n + j];
+      const double got = dist[i * n + j], exp = want[i * n + j];
       if (std::isinf(exp)) {
         ASSERT_TRUE(std::isinf(got)) << i << "," << j << ": " << got;
-        if (!r.next_hop.empty()) {
-          ASSERT_EQ(r.next_hop[i * n + j], -1);
+        if (!next.empty()) {
+          ASSERT_EQ(next[i * n + j], -1);
         }
         continue;
       }
       ASSERT_NEAR(got, exp, 1e-4 * (1 + std::abs(exp))) << i << "," << j;
-      if (r.next_hop.empty() || i == j) continue;
+      if (next.empty() || i == j) continue;
       double length = 0;
       std::size_t at = i, steps = 0;
       while (at != j) {
-        const std::int32_t nx = r.next_hop[at * n + j];
+        const std::int32_t nx = next[at * n + j];
         ASSERT_GE(nx, 0) << "path " << i << "->" << j << " breaks at " << at;
         ASSERT_LT(steps++, n) << "path " << i << "->" << j << " loops";
         length += w[at * n + static_cast<std::size_t>(nx)];
@@ -167,35 +211,35 @@ TEST(ApspCache, IncrementalUpdatesMatchFullRecomputation) {
       std::vector<double> want;
       const bool acyclic = oracle(weights, n, want);
 
-      absl::StatusOr<ApspCache::Answer> a =
-          cache.lookup("g", snap.info.version, /*need_next_hop=*/true);
-      if (!acyclic) {
-        // Either detected incrementally or a miss (then a recomputation reports it).
-        if (!a.ok()) {
-          EXPECT_EQ(a.status().code(), absl::StatusCode::kFailedPrecondition) << a.status();
-          EXPECT_THAT(std::string(a.status().message()), ::testing::HasSubstr("negative cycle"));
-        } else {
-          EXPECT_EQ(a->outcome, ApspCache::Outcome::kMiss);
+      const ApspCache::Answer a = cache.lookup("g", snap.info.version, /*need_next_hop=*/true);
+      if (a.outcome == ApspCache::Outcome::kMiss) {
+        if (!acyclic) {  // a recomputation reports it
+          ++cycles;
+          break;  // the graph has a negative cycle from now on: next trial
         }
-        ++cycles;
-        break;  // the graph has a negative cycle from now on: next trial
-      }
-      ASSERT_TRUE(a.ok()) << a.status();
-      if (a->outcome == ApspCache::Outcome::kMiss) {
         ++misses;
-        EXPECT_FALSE(monotone) << "step " << step << ": " << a->why;
+        EXPECT_FALSE(monotone) << "step " << step << ": " << a.why;
         cache.put("g", full_result(store, snap));
         continue;
       }
+      ASSERT_EQ(a.outcome, ApspCache::Outcome::kUpdate) << "the graph changed since the last put";
       EXPECT_TRUE(monotone) << "a deletion or a raised weight cannot be incremental";
+      EXPECT_EQ(a.vertex_ids, snap.vertices);
+      absl::StatusOr<std::pair<CachedApsp, kernels::ApspInfo>> updated =
+          apply_update(a, snap.info.version);
+      ASSERT_TRUE(updated.ok()) << updated.status();
+      EXPECT_EQ(updated->second.negative_cycle, !acyclic);
+      if (!acyclic) {
+        ++cycles;
+        break;
+      }
       ++incremental;
-      check(*a->result, weights, want, n);
-      EXPECT_EQ(a->result->version, snap.info.version);
-      EXPECT_EQ(a->result->vertex_ids, snap.vertices);
+      check(updated->first, weights, want, n);
+      cache.put("g", std::move(updated->first));
       // The updated result is cached: asking again is a hit.
-      absl::StatusOr<ApspCache::Answer> again = cache.lookup("g", snap.info.version, true);
-      ASSERT_TRUE(again.ok());
-      EXPECT_EQ(again->outcome, ApspCache::Outcome::kHit);
+      const ApspCache::Answer again = cache.lookup("g", snap.info.version, true);
+      ASSERT_EQ(again.outcome, ApspCache::Outcome::kHit);
+      EXPECT_EQ(again.result->version, snap.info.version);
       ++hits;
     }
   }
@@ -211,15 +255,15 @@ TEST(ApspCache, MissesWithoutNextHopsAndForDeletedVertices) {
   ASSERT_TRUE(store.create("g", 3, {Hyperedge{0, {0}, {1}, 1}}).ok());
   GraphSnapshot snap = *store.get("g");
   CachedApsp r = full_result(store, snap);
-  r.next_hop.clear();
+  r.next_hop.reset();
   cache.put("g", r);
-  EXPECT_EQ(cache.lookup("g", 1, true)->outcome, ApspCache::Outcome::kMiss);
-  EXPECT_EQ(cache.lookup("g", 1, false)->outcome, ApspCache::Outcome::kHit);
+  EXPECT_EQ(cache.lookup("g", 1, true).outcome, ApspCache::Outcome::kMiss);
+  EXPECT_EQ(cache.lookup("g", 1, false).outcome, ApspCache::Outcome::kHit);
   std::vector<Edit> del{DeleteVertex{2}};
   ASSERT_TRUE(store.apply("g", std::nullopt, del).ok());
-  absl::StatusOr<ApspCache::Answer> a = cache.lookup("g", 2, false);
-  EXPECT_EQ(a->outcome, ApspCache::Outcome::kMiss);
-  EXPECT_EQ(a->why, "vertices were deleted");
+  const ApspCache::Answer a = cache.lookup("g", 2, false);
+  EXPECT_EQ(a.outcome, ApspCache::Outcome::kMiss);
+  EXPECT_EQ(a.why, "vertices were deleted");
 }
 
 TEST(ApspCache, RefusesResultsOfVersionsTheFeedHasPassed) {
@@ -229,14 +273,14 @@ TEST(ApspCache, RefusesResultsOfVersionsTheFeedHasPassed) {
   const CachedApsp v1 = full_result(store, *store.get("g"));
   ASSERT_TRUE(store.apply("g", std::nullopt, std::vector<Edit>{AddVertex{}}).ok());
   cache.put("g", v1);  // computed before the batch, arriving after it: stale
-  EXPECT_EQ(cache.lookup("g", 1, false)->outcome, ApspCache::Outcome::kMiss);
-  EXPECT_EQ(cache.lookup("g", 2, false)->outcome, ApspCache::Outcome::kMiss);
+  EXPECT_EQ(cache.lookup("g", 1, false).outcome, ApspCache::Outcome::kMiss);
+  EXPECT_EQ(cache.lookup("g", 2, false).outcome, ApspCache::Outcome::kMiss);
   EXPECT_EQ(cache.stats().entries, 0u);
   // Removing the graph forgets it; a new graph of the same name starts afresh.
   ASSERT_TRUE(store.remove("g").ok());
   ASSERT_TRUE(store.create("g", 3, {}).ok());
   cache.put("g", full_result(store, *store.get("g")));
-  EXPECT_EQ(cache.lookup("g", 1, false)->outcome, ApspCache::Outcome::kHit);
+  EXPECT_EQ(cache.lookup("g", 1, false).outcome, ApspCache::Outcome::kHit);
 }
 
 TEST(ApspCache, NegativeSelfLoopIsANegativeCycle) {
@@ -246,9 +290,12 @@ TEST(ApspCache, NegativeSelfLoopIsANegativeCycle) {
   cache.put("g", full_result(store, *store.get("g")));
   std::vector<Edit> loop{AddEdge{{3}, {3}, -0.5}};
   ASSERT_TRUE(store.apply("g", std::nullopt, loop).ok());
-  absl::StatusOr<ApspCache::Answer> a = cache.lookup("g", 2, false);
-  EXPECT_EQ(a.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(std::string(a.status().message()), ::testing::HasSubstr("through vertex 3"));
+  const ApspCache::Answer a = cache.lookup("g", 2, false);
+  ASSERT_EQ(a.outcome, ApspCache::Outcome::kUpdate);
+  absl::StatusOr<std::pair<CachedApsp, kernels::ApspInfo>> updated = apply_update(a, 2);
+  ASSERT_TRUE(updated.ok()) << updated.status();
+  EXPECT_TRUE(updated->second.negative_cycle);
+  EXPECT_EQ(a.vertex_ids.at(static_cast<std::size_t>(updated->second.cycle_vertex)), 3u);
 }
 
 TEST(ApspCache, EvictsLeastRecentlyUsed) {
@@ -260,13 +307,13 @@ TEST(ApspCache, EvictsLeastRecentlyUsed) {
     ASSERT_TRUE(store.create(id, 10, {}).ok());
     cache.put(id, full_result(store, *store.get(id)));
     if (std::string(id) == "b") {
-      EXPECT_EQ(cache.lookup("a", 1, true)->outcome, ApspCache::Outcome::kHit);
+      EXPECT_EQ(cache.lookup("a", 1, true).outcome, ApspCache::Outcome::kHit);
     }
   }
   EXPECT_EQ(cache.stats().entries, 2u);
   EXPECT_LE(cache.stats().bytes, 2500u);
-  EXPECT_EQ(cache.lookup("a", 1, true)->outcome, ApspCache::Outcome::kHit);
-  EXPECT_EQ(cache.lookup("b", 1, true)->outcome, ApspCache::Outcome::kMiss);
+  EXPECT_EQ(cache.lookup("a", 1, true).outcome, ApspCache::Outcome::kHit);
+  EXPECT_EQ(cache.lookup("b", 1, true).outcome, ApspCache::Outcome::kMiss);
 }
 
 }  // namespace

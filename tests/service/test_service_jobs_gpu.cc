@@ -25,6 +25,7 @@
 
 #include "security/tokens.hpp"
 #include "service_fixture.hpp"
+#include "stored_graph_apsp_check.hpp"
 #include "support/gpu.hpp"
 
 namespace gcompute::service_test {
@@ -231,6 +232,11 @@ TEST_F(ServiceJobsGpu, ApspOf8192WithNextHopsWatchedAndCollectedElsewhere) {
       }
     }
   }
+}
+
+TEST_F(ServiceJobsGpu, StoredGraphApspFromTheDeviceUpdatedAfterInsertions) {
+  GC_SEEDED_RNG(rng);
+  expect_incremental_stored_apsp(*ts_, rng);
 }
 
 TEST_F(ServiceJobsGpu, CancelStopsARunningApspWithin50Ms) {

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "service_fixture.hpp"
+#include "stored_graph_apsp_check.hpp"
 #include "support/oracle.hpp"
 #include "support/random.hpp"
 
@@ -720,6 +721,11 @@ TEST_F(ServiceOps, ApspAndShortestPathFromStoredGraph) {
     for (const auto id : snap.vertices()) ids.push_back(static_cast<std::int64_t>(id));
     ASSERT_NO_FATAL_FAILURE(check_shortest_paths(stub(), sp, w, ids, [](double) { return 1e-6; }));
   }
+}
+
+TEST_F(ServiceOps, StoredGraphApspIsUpdatedAfterInsertionsAndRecomputedAfterDeletions) {
+  GC_SEEDED_RNG(rng);
+  expect_incremental_stored_apsp(*ts_, rng);
 }
 
 TEST_F(ServiceOps, ShortestPathFromStoredApspResults) {

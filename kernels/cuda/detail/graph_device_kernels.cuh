@@ -336,4 +336,37 @@ __global__ void export_kernel(std::uint32_t n, VertexArrays va, const unsigned l
   }
 }
 
+/// out (rows x rows) = +inf everywhere.
+__global__ inline void fill_inf_kernel(float* out, long long count) {
+  for (long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; e < count;
+       e += static_cast<long long>(gridDim.x) * blockDim.x) {
+    out[e] = __int_as_float(0x7f800000);
+  }
+}
+
+/// One warp per slot v with row r = slot_rows[v] >= 0: out[r][slot_rows[dst]] = weight for every
+/// live edge v -> dst whose head has a row. A table holds each (v, dst) once, so no two threads
+/// write one cell.
+__global__ inline void dense_kernel(std::uint32_t n, VertexArrays va,
+                                    const unsigned long long* pool,
+                                    const std::int32_t* __restrict__ slot_rows, long long rows,
+                                    float* __restrict__ out) {
+  const std::size_t warps = static_cast<std::size_t>(gridDim.x) * (blockDim.x / 32);
+  for (std::size_t v = (blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x) / 32;
+       v < n; v += warps) {
+    const std::int32_t r = slot_rows[v];
+    if (r < 0) continue;
+    const std::uint32_t cap = va.cap[v];
+    const unsigned long long* t = pool + va.offset[v];
+    for (std::uint32_t base = 0; base < cap; base += 32) {
+      const std::uint32_t s = base + lane_id();
+      const unsigned long long slot = s < cap ? t[s] : kEmptySlot;
+      const auto dst = static_cast<std::uint32_t>(slot >> 32);
+      if (dst >= kTombKey || dst >= n) continue;
+      const std::int32_t c = slot_rows[dst];
+      if (c >= 0) out[r * rows + c] = __uint_as_float(static_cast<std::uint32_t>(slot));
+    }
+  }
+}
+
 }  // namespace gcompute::kernels::cuda::detail

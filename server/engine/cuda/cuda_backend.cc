@@ -18,6 +18,7 @@
 #include "gcompute/kernels/cuda/check.hpp"
 #include "gcompute/kernels/cuda/eigh.hpp"
 #include "gcompute/kernels/cuda/matmul.hpp"
+#include "gcompute/kernels/cuda/scan.hpp"
 #include "gcompute/kernels/cuda/svd.hpp"
 #include "gcompute/kernels/cuda/transpose.hpp"
 #include "gcompute/kernels/status_macros.hpp"
@@ -328,6 +329,22 @@ auto CudaBackend::launch_with_workspace(Lane& lane, absl::StatusOr<std::uint64_t
   return info;
 }
 
+absl::StatusOr<kernels::ScanResult> CudaBackend::first_violation(const Matrix& m,
+                                                                 kernels::ValueCheck check) {
+  if (m.on_host() || !m.device) return Backend::first_violation(m, check);
+  Device& d = *devices_[static_cast<std::size_t>(m.device->device)];
+  GC_CUDA_TRY(cudaSetDevice(d.index));
+  GC_ASSIGN_OR_RETURN(const std::shared_ptr<DeviceCopy> scratch,
+                      allocate(d.index, d.aux_stream.view(), kernels::cuda::kScanWorkspaceBytes));
+  kernels::cuda::Context ctx;
+  ctx.stream = d.aux_stream.view();
+  ctx.device = d.index;
+  absl::StatusOr<kernels::ScanResult> found = kernels::cuda::first_violation(
+      ctx, m.device->ptr, m.desc.elements(), m.desc.dtype, check, scratch->ptr);
+  if (!found.ok()) return check_device(d.index, found.status());
+  return found;
+}
+
 absl::Status CudaBackend::ensure_on_host(Matrix& m) {
   if (m.on_host()) return absl::OkStatus();
   if (!m.device) return absl::InternalError("matrix has neither host bytes nor a device copy");
@@ -574,6 +591,47 @@ absl::StatusOr<ApspOutput> CudaBackend::apsp(const Matrix& weights, const kernel
                                       }));
   if (out.info.negative_cycle) {
     // Distances are meaningless; skip copying them back.
+    out.distances = Matrix{dist_desc, nullptr, std::move(dist)};
+    return out;
+  }
+  GC_ASSIGN_OR_RETURN(out.distances, finish_output(l, dist_desc, std::move(dist), ctx));
+  GC_ASSIGN_OR_RETURN(out.next_hop, finish_output_if(l, next_desc, std::move(next), ctx));
+  return out;
+}
+
+absl::StatusOr<ApspOutput> CudaBackend::apsp_add_edges(const ApspOutput& base,
+                                                       const kernels::ApspUpdateShape& shape,
+                                                       std::span<const kernels::GraphEdge> edges,
+                                                       JobContext& ctx) {
+  if (shape.next_hop && !base.next_hop) {
+    return absl::InvalidArgumentError("apsp update: next hops were not given");
+  }
+  GC_ASSIGN_OR_RETURN(const LaneLease lane, acquire_lane_for(ctx));
+  Lane& l = *lane;
+  GC_ASSIGN_OR_RETURN(const std::shared_ptr<DeviceCopy> dist_old,
+                      to_device(l, base.distances, ctx));
+  std::shared_ptr<DeviceCopy> next_old;
+  if (shape.next_hop) {
+    GC_ASSIGN_OR_RETURN(next_old, to_device(l, *base.next_hop, ctx));
+  }
+  const MatrixDesc dist_desc{DType::kF32, 1, shape.n, shape.n};
+  const MatrixDesc next_desc{DType::kI32, 1, shape.n, shape.n};
+  GC_ASSIGN_OR_RETURN(std::shared_ptr<DeviceCopy> dist, allocate(l, dist_desc.bytes()));
+  GC_ASSIGN_OR_RETURN(std::shared_ptr<DeviceCopy> next,
+                      allocate_if(l, shape.next_hop, next_desc.bytes()));
+  ApspOutput out;
+  GC_ASSIGN_OR_RETURN(
+      out.info, launch_with_workspace(
+                    l, kernels::cuda::apsp_add_edges_workspace_bytes(shape, edges), ctx,
+                    [&](void* ws, std::uint64_t ws_bytes) {
+                      return kernels::cuda::apsp_add_edges(
+                          l.context(), static_cast<const float*>(dist_old->ptr),
+                          next_old ? static_cast<const std::int32_t*>(next_old->ptr) : nullptr,
+                          static_cast<float*>(dist->ptr),
+                          next ? static_cast<std::int32_t*>(next->ptr) : nullptr, shape, edges, ws,
+                          ws_bytes);
+                    }));
+  if (out.info.negative_cycle) {
     out.distances = Matrix{dist_desc, nullptr, std::move(dist)};
     return out;
   }

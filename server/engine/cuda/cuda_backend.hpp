@@ -45,8 +45,15 @@ class CudaBackend final : public Backend {
                                 JobContext& ctx) override;
   absl::StatusOr<ApspOutput> apsp(const Matrix& weights, const kernels::ApspShape& shape,
                                   JobContext& ctx) override;
+  absl::StatusOr<ApspOutput> apsp_add_edges(const ApspOutput& base,
+                                            const kernels::ApspUpdateShape& shape,
+                                            std::span<const kernels::GraphEdge> edges,
+                                            JobContext& ctx) override;
   absl::StatusOr<std::unique_ptr<UploadSink>> begin_upload(const MatrixDesc& desc) override;
   absl::Status ensure_on_host(Matrix& m) override;
+  /// Scans a matrix that is on a device there (on the device's aux stream), not on the host.
+  absl::StatusOr<kernels::ScanResult> first_violation(const Matrix& m,
+                                                      kernels::ValueCheck check) override;
   ResourceStats resource_stats() const override;
   absl::StatusOr<std::unique_ptr<MirrorTargetFactory>> make_graph_copies() override;
 

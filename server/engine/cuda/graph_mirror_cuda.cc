@@ -57,8 +57,8 @@ struct MirrorDevice {
 
 class CudaMirrorTarget final : public MirrorTarget {
  public:
-  CudaMirrorTarget(MirrorDevice* device, kernels::cuda::DeviceGraph graph)
-      : device_(device), graph_(std::move(graph)) {}
+  CudaMirrorTarget(MirrorDevice* device, CudaBackend* backend, kernels::cuda::DeviceGraph graph)
+      : device_(device), backend_(backend), graph_(std::move(graph)) {}
 
   ~CudaMirrorTarget() override {
     std::lock_guard lock(device_->mu);
@@ -92,17 +92,46 @@ class CudaMirrorTarget final : public MirrorTarget {
     return graph_->export_csr(device_->context());
   }
 
+  absl::StatusOr<Matrix> dense_weights(std::span<const std::int32_t> slot_rows,
+                                       std::int64_t rows) override {
+    std::lock_guard lock(device_->mu);
+    GC_CUDA_TRY(cudaSetDevice(device_->index));
+    if (slot_rows.size() != graph_->num_vertices()) {
+      return absl::InternalError(absl::StrCat("graph mirror: ", slot_rows.size(), " slot rows for ",
+                                              graph_->num_vertices(), " slots"));
+    }
+    const MatrixDesc desc{DType::kF32, 1, rows, rows};
+    // From the backend's pool, like any result, so that APSP takes it as its input in place.
+    absl::StatusOr<std::shared_ptr<DeviceCopy>> out =
+        backend_->allocate(device_->index, device_->stream.view(), desc.bytes());
+    if (!out.ok()) return out.status();
+    auto map = kernels::cuda::DeviceArray<std::int32_t>::create(
+        std::max<std::size_t>(slot_rows.size(), 1), device_->stream.view(), device_->memory);
+    if (!map.ok()) return map.status();
+    if (!slot_rows.empty()) {
+      GC_CUDA_TRY(cudaMemcpyAsync(map->data(), slot_rows.data(), slot_rows.size_bytes(),
+                                  cudaMemcpyHostToDevice, device_->stream.value()));
+    }
+    if (absl::Status s = graph_->to_dense(device_->context(), map->data(), rows,
+                                          static_cast<float*>((*out)->ptr));
+        !s.ok()) {
+      return s;
+    }
+    return Matrix{desc, nullptr, *std::move(out)};
+  }
+
   std::string where() const override { return absl::StrCat("cuda:", device_->index); }
 
  private:
   MirrorDevice* device_;
+  CudaBackend* backend_;
   std::optional<kernels::cuda::DeviceGraph> graph_;
 };
 
 class CudaMirrorTargets final : public MirrorTargetFactory {
  public:
-  explicit CudaMirrorTargets(std::vector<std::unique_ptr<MirrorDevice>> devices)
-      : devices_(std::move(devices)) {}
+  CudaMirrorTargets(CudaBackend* backend, std::vector<std::unique_ptr<MirrorDevice>> devices)
+      : backend_(backend), devices_(std::move(devices)) {}
 
   absl::StatusOr<std::unique_ptr<MirrorTarget>> create(std::uint32_t num_vertices) override {
     MirrorDevice* device = devices_[next_.fetch_add(1) % devices_.size()].get();
@@ -111,10 +140,11 @@ class CudaMirrorTargets final : public MirrorTargetFactory {
     absl::StatusOr<kernels::cuda::DeviceGraph> graph =
         kernels::cuda::DeviceGraph::create(device->context(), device->memory, num_vertices);
     if (!graph.ok()) return graph.status();
-    return std::make_unique<CudaMirrorTarget>(device, *std::move(graph));
+    return std::make_unique<CudaMirrorTarget>(device, backend_, *std::move(graph));
   }
 
  private:
+  CudaBackend* backend_;
   std::vector<std::unique_ptr<MirrorDevice>> devices_;
   std::atomic<std::size_t> next_{0};
 };
@@ -122,7 +152,7 @@ class CudaMirrorTargets final : public MirrorTargetFactory {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<MirrorTargetFactory>> make_cuda_mirror_targets(
-    const CudaBackend& backend) {
+    CudaBackend& backend) {
   std::vector<std::unique_ptr<MirrorDevice>> devices;
   for (const DeviceInfo& info : backend.devices()) {
     auto d = std::make_unique<MirrorDevice>();
@@ -135,7 +165,7 @@ absl::StatusOr<std::unique_ptr<MirrorTargetFactory>> make_cuda_mirror_targets(
     devices.push_back(std::move(d));
   }
   if (devices.empty()) return absl::FailedPreconditionError("graph mirror: no CUDA device");
-  return std::make_unique<CudaMirrorTargets>(std::move(devices));
+  return std::make_unique<CudaMirrorTargets>(&backend, std::move(devices));
 }
 
 }  // namespace gcompute::server::cuda

@@ -18,9 +18,9 @@
 
 namespace gcompute::server::cuda {
 
-/// Copies on the backend's devices. The backend must outlive the factory, and the factory
-/// every copy it made (so: the mirror).
-absl::StatusOr<std::unique_ptr<MirrorTargetFactory>> make_cuda_mirror_targets(
-    const CudaBackend& backend);
+/// Copies on the backend's devices; dense exports (MirrorTarget::dense_weights) are allocated
+/// from the backend. The backend must outlive the factory, and the factory every copy it made
+/// (so: the mirror).
+absl::StatusOr<std::unique_ptr<MirrorTargetFactory>> make_cuda_mirror_targets(CudaBackend& backend);
 
 }  // namespace gcompute::server::cuda

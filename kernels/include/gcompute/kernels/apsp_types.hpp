@@ -57,6 +57,19 @@ struct ApspTuning {
   int depth = 0;
 };
 
+/// An f32 APSP result of n_old vertices brought up to date after the graph grew to n >= n_old
+/// vertices (the new ones isolated and last) and gained edges that only add or lower weights
+/// (cpu::apsp_add_edges, cuda::apsp_add_edges; docs/graphs.md, "Incremental APSP"). With
+/// next_hop both the old and the new next-hop matrices are given.
+struct ApspUpdateShape {
+  std::int64_t n_old = 0;
+  std::int64_t n = 0;
+  bool next_hop = false;
+};
+
+/// INVALID_ARGUMENT unless 0 <= n_old <= n.
+absl::Status validate(const ApspUpdateShape& shape);
+
 /// INVALID_ARGUMENT unless depth is 0, 1 or 2.
 absl::Status validate(const ApspTuning& tuning);
 

@@ -2,9 +2,11 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "absl/status/statusor.h"
 #include "gcompute/kernels/apsp_types.hpp"
+#include "gcompute/kernels/graph_batch_types.hpp"
 #include "gcompute/kernels/stop_token.hpp"
 
 namespace gcompute::kernels::cpu {
@@ -36,5 +38,19 @@ absl::StatusOr<ApspInfo> apsp_i32_wide(const std::int32_t* weights, std::int32_t
 /// minimum weight of each (src, dst). INVALID_ARGUMENT names the first edge whose endpoint is
 /// outside 0..n-1, or whose weight is NaN or (for i32) not an integer within range.
 absl::Status edge_list_to_dense(const EdgeListView& edges, DType dtype, void* weights);
+
+/// Brings an f32 APSP result up to date (ApspUpdateShape): copies dist_old/next_old (n_old^2)
+/// into dist/next (n^2) with the new vertices isolated, then inserts each edge (src -> dst rows,
+/// weight) in order by the O(n^2) update
+///   D[i][j] = min(D[i][j], D[i][src] + weight + D[dst][j]),
+/// next hops following the distances (next[i][j] = next[i][src], or dst when i = src, where
+/// D[i][j] strictly improves). Stops at the first edge that closes a negative cycle
+/// (D[dst][src] + weight < 0): ApspInfo::negative_cycle, cycle_vertex = that edge's src (dist
+/// and next are then unspecified).
+/// next_old and next may be null unless shape.next_hop.
+absl::StatusOr<ApspInfo> apsp_add_edges(const float* dist_old, const std::int32_t* next_old,
+                                        float* dist, std::int32_t* next,
+                                        const ApspUpdateShape& shape,
+                                        std::span<const GraphEdge> edges);
 
 }  // namespace gcompute::kernels::cpu

@@ -69,6 +69,12 @@ class DeviceGraph {
   /// batch of that size does not pay for the allocation.
   absl::Status reserve_batch(const Context& ctx, std::size_t count);
 
+  /// The live edges as a dense rows x rows f32 weight matrix in device memory `out` (row-major):
+  /// +inf where there is no edge, out[slot_rows[s]][slot_rows[d]] = the weight of s -> d.
+  /// `slot_rows` is device memory of num_vertices() entries, -1 for a slot left out (rows must
+  /// be distinct and < rows). Returns when `out` is written.
+  absl::Status to_dense(const Context& ctx, const std::int32_t* slot_rows, std::int64_t rows,
+                        float* out);
   /// Copies the live edges to the host as CSR, rows sorted by dst.
   absl::StatusOr<HostCsr> export_csr(const Context& ctx);
 
