@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "engine/backend.hpp"
 
+#include <algorithm>
+
 #include "absl/time/clock.h"
 #include "gcompute/kernels/cpu/apsp.hpp"
 #include "gcompute/kernels/cpu/scan.hpp"
+#include "gcompute/kernels/cpu/sssp.hpp"
 #include "gcompute/kernels/status_macros.hpp"
 
 namespace gcompute::server {
@@ -39,6 +42,19 @@ absl::StatusOr<ApspOutput> Backend::apsp_add_edges(const ApspOutput& base,
           dist_old.as<float>(), next_old ? next_old->as<std::int32_t>() : nullptr,
           out.distances.as_mutable<float>(),
           out.next_hop ? out.next_hop->as_mutable<std::int32_t>() : nullptr, shape, edges));
+  ctx.device = "cpu";
+  ctx.times.compute_seconds += absl::ToDoubleSeconds(absl::Now() - start);
+  return out;
+}
+
+absl::StatusOr<SsspOutput> Backend::sssp(const kernels::CsrView& graph, std::int64_t source,
+                                         JobContext& ctx) {
+  SsspOutput out;
+  out.dist.resize(static_cast<std::size_t>(std::max<std::int64_t>(graph.n, 0)));
+  out.parent.resize(out.dist.size());
+  const absl::Time start = absl::Now();
+  GC_ASSIGN_OR_RETURN(out.info, kernels::cpu::sssp(graph, source, out.dist.data(),
+                                                   out.parent.data(), ctx.stop_token()));
   ctx.device = "cpu";
   ctx.times.compute_seconds += absl::ToDoubleSeconds(absl::Now() - start);
   return out;

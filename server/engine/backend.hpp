@@ -22,6 +22,7 @@
 #include "gcompute/kernels/graph_batch_types.hpp"
 #include "gcompute/kernels/matmul_types.hpp"
 #include "gcompute/kernels/scan_types.hpp"
+#include "gcompute/kernels/sssp_types.hpp"
 #include "gcompute/kernels/stop_token.hpp"
 #include "gcompute/kernels/svd_types.hpp"
 
@@ -83,6 +84,13 @@ struct ApspOutput {
   Matrix distances;
   std::optional<Matrix> next_hop;
   kernels::ApspInfo info;
+};
+
+/// Single-source shortest paths (kernels' SsspInfo contract), on the host.
+struct SsspOutput {
+  std::vector<float> dist;
+  std::vector<std::int32_t> parent;
+  kernels::SsspInfo info;
 };
 
 struct DeviceInfo {
@@ -149,6 +157,10 @@ class Backend {
                                                     const kernels::ApspUpdateShape& shape,
                                                     std::span<const kernels::GraphEdge> edges,
                                                     JobContext& ctx);
+  /// Shortest paths from `source` over `graph` (host memory, kernels::CsrView). This default
+  /// runs cpu::sssp; CANCELLED when ctx's stop token fires.
+  virtual absl::StatusOr<SsspOutput> sssp(const kernels::CsrView& graph, std::int64_t source,
+                                          JobContext& ctx);
   virtual ResourceStats resource_stats() const { return {}; }
 
   /// Starts an upload of a matrix of `desc` (allocation happens here).

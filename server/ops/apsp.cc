@@ -134,6 +134,57 @@ absl::StatusOr<ApspRun> update_cached(const std::string& graph_key, std::uint64_
   return run;
 }
 
+/// ShortestPath of a stored graph: one SSSP from the source over the graph in CSR form, with no
+/// APSP (O(m) work and memory instead of O(n^3) and O(n^2)), then the parents walked back from
+/// the target. Only negative cycles reachable from the source matter (others cannot shorten a
+/// path from it).
+absl::StatusOr<ShortestPathResult> stored_graph_path(const std::string& graph_key,
+                                                     const std::string& graph_id, std::int64_t s,
+                                                     std::int64_t t, OpEnv& env, Backend& backend,
+                                                     JobContext& job) {
+  GC_ASSIGN_OR_RETURN(CsrGraph csr, env.graphs.to_csr(graph_key, env.limits.max_matrix_elements));
+  const std::vector<std::uint64_t>& ids = csr.vertex_ids;
+  const auto n = static_cast<std::int64_t>(ids.size());
+  const auto m = static_cast<std::int64_t>(csr.cols.size());
+  auto to_index = [&](std::int64_t v, const char* field) -> absl::StatusOr<std::int64_t> {
+    auto it = std::lower_bound(ids.begin(), ids.end(), static_cast<std::uint64_t>(v));
+    if (v < 0 || it == ids.end() || *it != static_cast<std::uint64_t>(v)) {
+      return absl::NotFoundError(absl::StrCat(field, " = ", v, ": no such vertex in the graph"));
+    }
+    return it - ids.begin();
+  };
+  GC_ASSIGN_OR_RETURN(const std::int64_t si, to_index(s, "source"));
+  GC_ASSIGN_OR_RETURN(const std::int64_t ti, to_index(t, "target"));
+  // The graph's arrays, distances and parents, and the kernels' per-vertex words.
+  const std::uint64_t bytes = add_bytes(mul_bytes(static_cast<std::uint64_t>(n), 8 + 8 + 24),
+                                        mul_bytes(static_cast<std::uint64_t>(m), 8));
+  GC_RETURN_IF_ERROR(admit(bytes,
+                           absl::StrCat("graph ", quote_id(graph_id), " (shortest paths from one ",
+                                        "vertex over ", n, " vertices and ", m, " edges)"),
+                           env.limits, /*on_device=*/true));
+  const kernels::CsrView view{n, m, csr.row_offsets.data(), csr.cols.data(), csr.weights.data()};
+  GC_ASSIGN_OR_RETURN(const SsspOutput out, backend.sssp(view, si, job));
+  if (out.info.negative_cycle) {
+    return negative_cycle_error(static_cast<std::int64_t>(ids[out.info.cycle_vertex]));
+  }
+  ShortestPathResult result;
+  const float d = out.dist[ti];
+  result.reachable = std::isfinite(d);
+  if (!result.reachable) return result;
+  result.length = d;
+  for (std::int64_t at = ti, steps = 0;; at = out.parent[at], ++steps) {
+    if (at < 0 || at >= n || steps > n) {
+      return absl::InternalError(absl::StrCat("shortest path from ", s, " to ", t,
+                                              ": the parent pointers do not lead back (at row ", at,
+                                              ")"));
+    }
+    result.vertices.push_back(static_cast<std::int64_t>(ids[at]));
+    if (at == si) break;
+  }
+  std::reverse(result.vertices.begin(), result.vertices.end());
+  return result;
+}
+
 }  // namespace
 
 absl::Status admit_apsp(std::int64_t n, DType dtype, bool next_hop, const std::string& what,
@@ -400,6 +451,13 @@ absl::StatusOr<PreparedOp> prepare_shortest_path(ShortestPathRequest request, Op
   }
   GC_ASSIGN_OR_RETURN(ApspSource source,
                       take_apsp_source(std::move(graph->graph), "graph.", env, caller));
+  if (!source.graph_key.empty()) {
+    return PreparedOp{"ShortestPath",
+                      [s, t, key = source.graph_key, id = source.graph_id, &env](
+                          Backend& backend, JobContext& job) -> absl::StatusOr<OpResult> {
+                        return stored_graph_path(key, id, s, t, env, backend, job);
+                      }};
+  }
   GC_RETURN_IF_ERROR(admit_apsp_source(source, /*next_hop=*/true, env));
   return PreparedOp{
       "ShortestPath",
@@ -408,9 +466,6 @@ absl::StatusOr<PreparedOp> prepare_shortest_path(ShortestPathRequest request, Op
         auto host_results = [](std::int64_t, DType) -> absl::StatusOr<bool> { return false; };
         GC_ASSIGN_OR_RETURN(ApspRun run, run_apsp(std::move(source), /*next_hop=*/true, env,
                                                   backend, job, host_results));
-        // A result the APSP cache keeps stays on the device.
-        GC_RETURN_IF_ERROR(backend.ensure_on_host(run.out.distances));
-        GC_RETURN_IF_ERROR(backend.ensure_on_host(*run.out.next_hop));
         return trace_path(run.out.distances, *run.out.next_hop, s, t, run.vertex_ids);
       }};
 }

@@ -40,7 +40,8 @@ inline std::vector<double> dense_weights_of(const v1::GetGraphResponse& g) {
   return w;
 }
 
-/// Apsp of the stored graph `id` with next hops, checked exactly against Floyd-Warshall.
+/// Apsp of the stored graph `id` with next hops, checked exactly against Floyd-Warshall, and
+/// ShortestPath (one SSSP, no APSP) for a sample of pairs against the same reference.
 inline void expect_stored_apsp(TestServer& ts, const std::string& id) {
   grpc::ClientContext get_ctx;
   v1::GetGraphRequest get;
@@ -78,6 +79,32 @@ inline void expect_stored_apsp(TestServer& ts, const std::string& id) {
       }
       ASSERT_EQ(length, want) << "the path by next hops from " << i << " to " << j;
     }
+  }
+  for (std::int64_t k = 0; k < 40; ++k) {
+    const std::int64_t i = (k * 37) % n, j = (k * 101 + 5) % n;
+    v1::ShortestPathRequest sp;
+    sp.mutable_graph()->set_graph_id(id);
+    sp.set_source(static_cast<std::int64_t>(snap.vertices(static_cast<int>(i))));
+    sp.set_target(static_cast<std::int64_t>(snap.vertices(static_cast<int>(j))));
+    v1::ShortestPathResponse path;
+    grpc::ClientContext pctx;
+    ASSERT_TRUE(is_ok(ts.stub->ShortestPath(&pctx, sp, &path)));
+    const double want = ref[i * n + j];
+    ASSERT_EQ(path.reachable(), !std::isinf(want)) << i << " -> " << j;
+    if (!path.reachable()) continue;
+    ASSERT_EQ(path.length(), want) << i << " -> " << j;
+    ASSERT_GE(path.vertices_size(), 1);
+    EXPECT_EQ(path.vertices(0), sp.source());
+    EXPECT_EQ(path.vertices(path.vertices_size() - 1), sp.target());
+    std::map<std::uint64_t, std::int64_t> row;
+    for (std::int64_t r = 0; r < n; ++r) row[snap.vertices(static_cast<int>(r))] = r;
+    double length = 0;
+    for (int h = 0; h + 1 < path.vertices_size(); ++h) {
+      const double x = w[row.at(path.vertices(h)) * n + row.at(path.vertices(h + 1))];
+      ASSERT_FALSE(std::isinf(x)) << "hop " << path.vertices(h) << " -> " << path.vertices(h + 1);
+      length += x;
+    }
+    ASSERT_EQ(length, want) << "the path's edges from " << i << " to " << j;
   }
 }
 

@@ -573,6 +573,43 @@ TEST_F(ServiceErrors, NegativeCycleAndNonFinite) {
   const std::string gmsg = gst.error_message();
   const long gv = std::strtol(gmsg.c_str() + gmsg.find("vertex ") + 7, nullptr, 10);
   EXPECT_TRUE(gv == 11 || gv == 12) << gmsg;
+  // ShortestPath of a stored graph runs one SSSP from the source: a cycle it reaches fails it
+  // (naming a vertex on the cycle), one it cannot reach does not matter.
+  v1::ShortestPathRequest sp;
+  sp.mutable_graph()->set_graph_id("neg");
+  sp.set_source(10);
+  sp.set_target(12);
+  const grpc::Status pst = shortest_path(stub(), sp);
+  ASSERT_TRUE(has_status(pst, grpc::FAILED_PRECONDITION, {"negative cycle through vertex "}));
+  const std::string pmsg = pst.error_message();
+  const long pv = std::strtol(pmsg.c_str() + pmsg.find("vertex ") + 7, nullptr, 10);
+  EXPECT_TRUE(pv == 11 || pv == 12) << pmsg;
+  sp.set_source(12);  // reaches the cycle too
+  EXPECT_TRUE(has_status(shortest_path(stub(), sp), grpc::FAILED_PRECONDITION, {"negative cycle"}));
+  v1::ApplyEditsRequest add;  // 10 <- 13 -> 14 beside it: no cycle reachable from 13
+  add.set_graph_id("neg");
+  add.add_edits()->mutable_add_vertex();
+  add.add_edits()->mutable_add_vertex();
+  ASSERT_TRUE(is_ok(call<v1::ApplyEditsRequest, v1::ApplyEditsResponse>(
+      stub(), &v1::Compute::Stub::ApplyEdits, add)));
+  v1::ApplyEditsRequest link;
+  link.set_graph_id("neg");
+  auto* e = link.add_edits()->mutable_add_edge();
+  e->add_tails(13);
+  e->add_heads(14);
+  e->set_weight(2.5);
+  ASSERT_TRUE(is_ok(call<v1::ApplyEditsRequest, v1::ApplyEditsResponse>(
+      stub(), &v1::Compute::Stub::ApplyEdits, link)));
+  sp.set_source(13);
+  sp.set_target(14);
+  v1::ShortestPathResponse path;
+  grpc::ClientContext pctx;
+  ASSERT_TRUE(is_ok(stub().ShortestPath(&pctx, sp, &path)));
+  EXPECT_TRUE(path.reachable());
+  EXPECT_EQ(path.length(), 2.5);
+  ASSERT_EQ(path.vertices_size(), 2);
+  EXPECT_EQ(path.vertices(0), 13);
+  EXPECT_EQ(path.vertices(1), 14);
 
   // NaN weights.
   std::vector<float> wn(9, inf);

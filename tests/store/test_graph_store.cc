@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // GraphStore: every edit kind, ids, atomicity, versions, messages, limits, to_dense, journal.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -11,6 +12,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
 #include "gcompute/kernels/apsp_types.hpp"
 #include "store/graphs/graph_store.hpp"
 
@@ -440,6 +442,47 @@ TEST_F(GraphStoreTest, ToDenseMatchesAnIndependentConstruction) {
   ASSERT_TRUE(e.ok()) << e.status();
   EXPECT_TRUE(e->vertex_ids.empty());
   EXPECT_TRUE(e->weights.empty());
+}
+
+TEST_F(GraphStoreTest, ToCsrHoldsEveryTailHeadPairAndMatchesToDense) {
+  // The same graph as above: parallel edges stay (the least weight is the dense matrix's),
+  // hyperedges expand to every tail -> head pair, rows are ids in ascending order.
+  ASSERT_TRUE(apply({AddEdge{{0}, {1}, -3}, AddEdge{{0, 4}, {1, 4}, 2}, AddEdge{{4}, {1}, 9},
+                     DeleteVertex{3}, AddVertex{}, AddEdge{{5}, {0, 5}, 1}})
+                  .ok());
+  absl::StatusOr<GraphSnapshot> snap = store_.get("g");
+  ASSERT_TRUE(snap.ok());
+  absl::StatusOr<CsrGraph> csr = store_.to_csr("g", 1000);
+  ASSERT_TRUE(csr.ok()) << csr.status();
+  auto [ids, w] = oracle_dense(*snap);
+  EXPECT_EQ(csr->vertex_ids, ids);
+  EXPECT_EQ(csr->version, snap->info.version);
+  const std::size_t n = ids.size();
+  ASSERT_EQ(csr->row_offsets.size(), n + 1);
+  EXPECT_EQ(csr->row_offsets.front(), 0u);
+  ASSERT_EQ(csr->row_offsets.back(), csr->cols.size());
+  ASSERT_EQ(csr->cols.size(), csr->weights.size());
+  std::size_t pairs = 0;
+  for (const Hyperedge& e : snap->edges) pairs += e.tails.size() * e.heads.size();
+  EXPECT_EQ(csr->cols.size(), pairs);
+  std::vector<double> least(n * n, std::numeric_limits<double>::infinity());
+  for (std::size_t v = 0; v < n; ++v) {
+    ASSERT_LE(csr->row_offsets[v], csr->row_offsets[v + 1]);
+    for (std::uint64_t e = csr->row_offsets[v]; e < csr->row_offsets[v + 1]; ++e) {
+      ASSERT_LT(csr->cols[e], n);
+      double& cell = least[v * n + csr->cols[e]];
+      cell = std::min(cell, static_cast<double>(csr->weights[e]));
+    }
+  }
+  EXPECT_EQ(least, w);
+  // Limits and weights as to_dense words them.
+  expect_error(store_.to_csr("g", pairs - 1).status(), absl::StatusCode::kResourceExhausted,
+               absl::StrCat("graph \"g\": the graph has ", pairs,
+                            " (tail, head) pairs, more than the limit of ", pairs - 1));
+  ASSERT_TRUE(apply({SetWeight{0, -1e39}}).ok());
+  expect_error(store_.to_csr("g", 1000).status(), absl::StatusCode::kInvalidArgument,
+               "edge 0 has weight -1e+39, which is beyond");
+  EXPECT_EQ(store_.to_csr("absent", 1000).status().code(), absl::StatusCode::kNotFound);
 }
 
 TEST_F(GraphStoreTest, ToDenseErrors) {

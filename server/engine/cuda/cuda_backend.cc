@@ -6,6 +6,7 @@
 #include <chrono>
 #include <functional>
 #include <mutex>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -19,6 +20,7 @@
 #include "gcompute/kernels/cuda/eigh.hpp"
 #include "gcompute/kernels/cuda/matmul.hpp"
 #include "gcompute/kernels/cuda/scan.hpp"
+#include "gcompute/kernels/cuda/sssp.hpp"
 #include "gcompute/kernels/cuda/svd.hpp"
 #include "gcompute/kernels/cuda/transpose.hpp"
 #include "gcompute/kernels/status_macros.hpp"
@@ -637,6 +639,67 @@ absl::StatusOr<ApspOutput> CudaBackend::apsp_add_edges(const ApspOutput& base,
   }
   GC_ASSIGN_OR_RETURN(out.distances, finish_output(l, dist_desc, std::move(dist), ctx));
   GC_ASSIGN_OR_RETURN(out.next_hop, finish_output_if(l, next_desc, std::move(next), ctx));
+  return out;
+}
+
+absl::StatusOr<SsspOutput> CudaBackend::sssp(const kernels::CsrView& graph, std::int64_t source,
+                                             JobContext& ctx) {
+  GC_RETURN_IF_ERROR(kernels::validate_sssp_shape(graph, source));
+  GC_ASSIGN_OR_RETURN(const LaneLease lane, acquire_lane_for(ctx));
+  Lane& l = *lane;
+  const auto n = static_cast<std::uint64_t>(graph.n), m = static_cast<std::uint64_t>(graph.m);
+  // The graph goes up once per call: stored graphs are exported from the host store today.
+  auto upload = [&](const void* host,
+                    std::uint64_t bytes) -> absl::StatusOr<std::shared_ptr<DeviceCopy>> {
+    GC_ASSIGN_OR_RETURN(std::shared_ptr<DeviceCopy> buf,
+                        allocate(l, std::max<std::uint64_t>(bytes, 1)));
+    if (bytes != 0) {
+      const auto t0 = Clock::now();
+      if (absl::Status st = copy_to_device(*pinned_, l.stream(), l.staging_events(), buf->ptr,
+                                           static_cast<const char*>(host), bytes);
+          !st.ok()) {
+        return check_device(l.device(), st);
+      }
+      ctx.times.h2d_seconds += seconds_since(t0);
+    }
+    return buf;
+  };
+  GC_ASSIGN_OR_RETURN(const std::shared_ptr<DeviceCopy> offsets,
+                      upload(graph.row_offsets, (n + 1) * sizeof(std::uint64_t)));
+  GC_ASSIGN_OR_RETURN(const std::shared_ptr<DeviceCopy> cols,
+                      upload(graph.cols, m * sizeof(std::uint32_t)));
+  GC_ASSIGN_OR_RETURN(const std::shared_ptr<DeviceCopy> weights,
+                      upload(graph.weights, m * sizeof(float)));
+  GC_ASSIGN_OR_RETURN(const std::shared_ptr<DeviceCopy> dist, allocate(l, n * sizeof(float)));
+  GC_ASSIGN_OR_RETURN(const std::shared_ptr<DeviceCopy> parent,
+                      allocate(l, n * sizeof(std::int32_t)));
+  const kernels::CsrView on_device{
+      graph.n, graph.m, static_cast<const std::uint64_t*>(offsets->ptr),
+      static_cast<const std::uint32_t*>(cols->ptr), static_cast<const float*>(weights->ptr)};
+  SsspOutput out;
+  GC_ASSIGN_OR_RETURN(
+      out.info, launch_with_workspace(
+                    l, kernels::cuda::sssp_workspace_bytes(graph.n, graph.m), ctx,
+                    [&](void* ws, std::uint64_t ws_bytes) {
+                      return kernels::cuda::sssp(
+                          l.context(), on_device, source, static_cast<float*>(dist->ptr),
+                          static_cast<std::int32_t*>(parent->ptr), ws, ws_bytes, ctx.stop_token());
+                    }));
+  out.dist.resize(n);
+  out.parent.resize(n);
+  const auto t0 = Clock::now();
+  for (const auto& [to, from, bytes] :
+       {std::tuple<void*, const DeviceCopy*, std::uint64_t>{out.dist.data(), dist.get(),
+                                                            n * sizeof(float)},
+        std::tuple<void*, const DeviceCopy*, std::uint64_t>{out.parent.data(), parent.get(),
+                                                            n * sizeof(std::int32_t)}}) {
+    if (absl::Status st = copy_to_host(*pinned_, l.stream(), l.staging_events(),
+                                       static_cast<char*>(to), from->ptr, bytes);
+        !st.ok()) {
+      return check_device(l.device(), st);
+    }
+  }
+  ctx.times.d2h_seconds += seconds_since(t0);
   return out;
 }
 

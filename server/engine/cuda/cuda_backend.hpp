@@ -49,6 +49,8 @@ class CudaBackend final : public Backend {
                                             const kernels::ApspUpdateShape& shape,
                                             std::span<const kernels::GraphEdge> edges,
                                             JobContext& ctx) override;
+  absl::StatusOr<SsspOutput> sssp(const kernels::CsrView& graph, std::int64_t source,
+                                  JobContext& ctx) override;
   absl::StatusOr<std::unique_ptr<UploadSink>> begin_upload(const MatrixDesc& desc) override;
   absl::Status ensure_on_host(Matrix& m) override;
   /// Scans a matrix that is on a device there (on the device's aux stream), not on the host.

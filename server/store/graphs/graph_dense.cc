@@ -40,19 +40,7 @@ void fill(std::string& bytes, std::size_t n, T none, const Edges& edges, Row row
 
 }  // namespace
 
-absl::StatusOr<DenseGraph> GraphState::to_dense(kernels::DType dtype,
-                                                std::uint64_t max_elements) const {
-  if (dtype != kernels::DType::kF32 && dtype != kernels::DType::kI32) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("dtype = ", kernels::dtype_name(dtype), ": a dense graph is f32 or i32"));
-  }
-  const std::uint64_t n = vertices_.size();
-  if (n != 0 && n > max_elements / n) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("the graph has ", n, " vertices: its dense matrix would have ", n, "x", n,
-                     " elements, more than the limit of ", max_elements));
-  }
-  // Every weight is checked before anything is allocated, so a bad edge costs nothing.
+absl::Status GraphState::check_export_weights(kernels::DType dtype) const {
   for (const auto& [id, edge] : edges_) {
     if (dtype == kernels::DType::kF32) {
       if (std::abs(edge.weight) > std::numeric_limits<float>::max()) {
@@ -68,6 +56,23 @@ absl::StatusOr<DenseGraph> GraphState::to_dense(kernels::DType dtype,
                        kernels::kI32MaxAbsWeight, ")"));
     }
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<DenseGraph> GraphState::to_dense(kernels::DType dtype,
+                                                std::uint64_t max_elements) const {
+  if (dtype != kernels::DType::kF32 && dtype != kernels::DType::kI32) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dtype = ", kernels::dtype_name(dtype), ": a dense graph is f32 or i32"));
+  }
+  const std::uint64_t n = vertices_.size();
+  if (n != 0 && n > max_elements / n) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("the graph has ", n, " vertices: its dense matrix would have ", n, "x", n,
+                     " elements, more than the limit of ", max_elements));
+  }
+  // Every weight is checked before anything is allocated, so a bad edge costs nothing.
+  if (absl::Status s = check_export_weights(dtype); !s.ok()) return s;
 
   DenseGraph out;
   out.version = version_;

@@ -124,6 +124,17 @@ struct GraphDelta {
 };
 
 /// A graph as a dense weight matrix (the APSP input).
+/// A graph as the SSSP kernels take it (kernels::CsrView): rows are vertices in ascending id
+/// order; every (tail, head) pair of every hyperedge is an edge of the hyperedge's weight as f32
+/// (parallel edges kept: the kernels take the least).
+struct CsrGraph {
+  std::vector<std::uint64_t> vertex_ids;   ///< ascending; row i is vertex_ids[i]
+  std::vector<std::uint64_t> row_offsets;  ///< n + 1
+  std::vector<std::uint32_t> cols;         ///< m
+  std::vector<float> weights;              ///< m
+  std::uint64_t version = 0;               ///< the version it was built from
+};
+
 struct DenseGraph {
   std::vector<std::uint64_t> vertex_ids;  ///< ascending; row/column i is vertex_ids[i]
   /// n*n elements of the requested dtype, little-endian, row-major. W[i][j] is the least

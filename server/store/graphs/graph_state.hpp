@@ -85,6 +85,10 @@ class GraphState {
   /// (f32: beyond its range; i32: not an integer or |w| > kernels::kI32MaxAbsWeight).
   absl::StatusOr<DenseGraph> to_dense(kernels::DType dtype, std::uint64_t max_elements) const;
 
+  /// The graph in CSR form (CsrGraph). RESOURCE_EXHAUSTED when it has more than max_edges
+  /// (tail, head) pairs; INVALID_ARGUMENT for a weight beyond the range of f32 (as to_dense).
+  absl::StatusOr<CsrGraph> to_csr(std::uint64_t max_edges) const;
+
   /// INTERNAL if the incidence sets do not mirror the edges exactly, or an edge names a
   /// missing vertex, or a counter is behind an id in use. For tests and debug checks.
   absl::Status check_invariants() const;
@@ -168,6 +172,9 @@ class GraphState {
 
   /// Vertex ids, ascending.
   std::vector<std::uint64_t> sorted_vertex_ids() const;
+  /// OK when every edge weight fits `dtype` (to_dense's and to_csr's check), else
+  /// INVALID_ARGUMENT naming the first such edge.
+  absl::Status check_export_weights(kernels::DType dtype) const;
 
   absl::flat_hash_map<std::uint64_t, Vertex> vertices_;
   absl::flat_hash_map<std::uint64_t, Edge> edges_;

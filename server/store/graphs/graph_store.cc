@@ -244,6 +244,15 @@ absl::StatusOr<DenseGraph> GraphStore::to_dense(const std::string& graph_id, ker
   });
 }
 
+absl::StatusOr<CsrGraph> GraphStore::to_csr(const std::string& graph_id,
+                                            std::uint64_t max_edges) const {
+  return read_state<CsrGraph>(graph_id, [&](const GraphState& state) {
+    absl::StatusOr<CsrGraph> csr = state.to_csr(max_edges);
+    if (!csr.ok()) return absl::StatusOr<CsrGraph>(about_graph(graph_id, csr.status()));
+    return csr;
+  });
+}
+
 absl::Status GraphStore::restore(const GraphImage& image) {
   const std::string& graph_id = image.graph.info.graph_id;
   if (absl::Status s = validate_key(graph_id); !s.ok()) return s;

@@ -106,6 +106,9 @@ class GraphStore {
   absl::StatusOr<DenseGraph> to_dense(const std::string& graph_id, kernels::DType dtype,
                                       std::uint64_t max_elements) const;
 
+  /// The graph in CSR form (see CsrGraph, GraphState::to_csr).
+  absl::StatusOr<CsrGraph> to_csr(const std::string& graph_id, std::uint64_t max_edges) const;
+
   /// Number of graphs.
   std::size_t size() const;
 
