@@ -19,6 +19,7 @@
 
 #include "bench_args.hpp"
 #include "bench_device.hpp"
+#include "bench_kernels.cuh"
 #include "exit_on_error.hpp"
 #include "gcompute/kernels/cuda/apsp.hpp"
 #include "gcompute/kernels/cuda/tuning.hpp"
@@ -28,14 +29,8 @@ namespace {
 using gcompute::kernels::ApspShape;
 using gcompute::kernels::DType;
 namespace gk = gcompute::kernels::cuda;
-
-__device__ unsigned hash3(unsigned long long e, unsigned seed) {
-  unsigned long long x = e * 0x9E3779B97F4A7C15ull + seed;
-  x ^= x >> 31;
-  x *= 0xBF58476D1CE4E5B9ull;
-  x ^= x >> 29;
-  return static_cast<unsigned>(x);
-}
+using gcompute::bench::count_diff;
+using gcompute::bench::hash3;
 
 template <class T>
 __global__ void gen_kernel(T* w, long long n, unsigned seed) {
@@ -56,16 +51,6 @@ __global__ void naive_fw_step(float* d, int n, int k) {
     d[ij] =
         fminf(d[ij], d[static_cast<long long>(i) * n + k] + d[static_cast<long long>(k) * n + j]);
   }
-}
-
-__global__ void count_diff(const float* a, const float* b, long long count,
-                           unsigned long long* out) {
-  unsigned long long local = 0;
-  for (long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; e < count;
-       e += static_cast<long long>(gridDim.x) * blockDim.x) {
-    local += a[e] != b[e];
-  }
-  if (local) atomicAdd(out, local);
 }
 
 struct Row {

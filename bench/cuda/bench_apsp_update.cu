@@ -20,6 +20,7 @@
 
 #include "bench_args.hpp"
 #include "bench_device.hpp"
+#include "bench_kernels.cuh"
 #include "exit_on_error.hpp"
 #include "gcompute/kernels/cuda/apsp.hpp"
 #include "gcompute/kernels/cuda/tuning.hpp"
@@ -31,14 +32,8 @@ using gcompute::kernels::ApspUpdateShape;
 using gcompute::kernels::DType;
 using gcompute::kernels::GraphEdge;
 namespace gk = gcompute::kernels::cuda;
-
-__device__ unsigned hash3(unsigned long long e, unsigned seed) {
-  unsigned long long x = e * 0x9E3779B97F4A7C15ull + seed;
-  x ^= x >> 31;
-  x *= 0xBF58476D1CE4E5B9ull;
-  x ^= x >> 29;
-  return static_cast<unsigned>(x);
-}
+using gcompute::bench::count_diff;
+using gcompute::bench::hash3;
 
 /// Sparse-ish random graph: each pair an edge with probability 1/16, weights 1..1000; then the
 /// batch's edges lowered in (`edges`, for the full recomputation's input).
@@ -56,16 +51,6 @@ __global__ void lower_kernel(float* w, long long n, const GraphEdge* edges, int 
     float& x = w[edges[e].src * n + edges[e].dst];
     x = fminf(x, edges[e].weight);
   }
-}
-
-__global__ void count_diff(const float* a, const float* b, long long count,
-                           unsigned long long* out) {
-  unsigned long long local = 0;
-  for (long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; e < count;
-       e += static_cast<long long>(gridDim.x) * blockDim.x) {
-    local += a[e] != b[e];
-  }
-  if (local) atomicAdd(out, local);
 }
 
 struct Row {

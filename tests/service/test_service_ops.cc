@@ -603,24 +603,6 @@ TEST_F(ServiceOps, ApspEdgeListWithParallelEdges) {
   }
 }
 
-/// Builds the dense weights of a graph snapshot (hyperedge = every tail to every head),
-/// indexed by the position of each vertex id in `vertices`.
-std::vector<double> dense_of(const v1::GetGraphResponse& g) {
-  const auto n = static_cast<std::int64_t>(g.vertices_size());
-  std::map<std::uint64_t, std::int64_t> index;
-  for (std::int64_t i = 0; i < n; ++i) index[g.vertices(static_cast<int>(i))] = i;
-  std::vector<double> w(static_cast<std::size_t>(n * n), kInf);
-  for (const auto& e : g.edges()) {
-    for (std::uint64_t t : e.tails()) {
-      for (std::uint64_t h : e.heads()) {
-        double& x = w[index.at(t) * n + index.at(h)];
-        x = std::min(x, e.weight());
-      }
-    }
-  }
-  return w;
-}
-
 /// Asks ShortestPath (`base` names the graph or the stored results) for every ordered pair of
 /// the vertices of `w`, whose row i is vertex ids[i], and checks each answer against
 /// Floyd-Warshall: reachability, the length within `tol(want)`, the ends, and hops along edges
@@ -702,7 +684,7 @@ TEST_F(ServiceOps, ApspAndShortestPathFromStoredGraph) {
     get.set_graph_id("apsp-graph");
     v1::GetGraphResponse snap;
     ASSERT_TRUE(is_ok(call(&v1::Compute::Stub::GetGraph, get, &snap)));
-    const auto w = dense_of(snap);
+    const auto w = dense_weights_of(snap);
     const auto m = static_cast<std::int64_t>(snap.vertices_size());
     v1::ApspRequest req;
     req.set_graph_id("apsp-graph");

@@ -211,4 +211,70 @@ inline void expect_negative_cycle(const SsspGraph& g, std::int64_t source,
   EXPECT_TRUE(on_negative_closed_walk(g, info.cycle_vertex)) << "v=" << info.cycle_vertex;
 }
 
+/// A negative self-loop is a negative cycle, on a vertex past the source and on the source
+/// itself. `run(graph, source)` returns a kernel's absl::StatusOr<kernels::SsspInfo>.
+template <class Run>
+void expect_negative_self_loops_found(Run run) {
+  SsspGraph g;
+  g.n = 3;
+  g.edges = {{0, 1, 2}, {1, 1, -1}, {1, 2, 4}};
+  g.build_csr();
+  const auto on_vertex = run(g, 0);
+  ASSERT_TRUE(on_vertex.ok()) << on_vertex.status();
+  ASSERT_TRUE(on_vertex->negative_cycle);
+  EXPECT_EQ(on_vertex->cycle_vertex, 1);
+  g.edges = {{0, 0, -2}, {0, 1, 1}};
+  g.build_csr();
+  const auto on_source = run(g, 0);
+  ASSERT_TRUE(on_source.ok()) << on_source.status();
+  ASSERT_TRUE(on_source->negative_cycle);
+  EXPECT_EQ(on_source->cycle_vertex, 0);
+}
+
+/// n vertices, edges within [0, k) (non-negative), within [k, n) and from [k, n) into [0, k),
+/// k = max(1, n / 3): from a source in [0, k) every vertex of [k, n) is unreachable.
+inline SsspGraph graph_with_unreachable_part(Rng& rng, std::int64_t n, std::int64_t& k) {
+  k = std::max<std::int64_t>(1, n / 3);
+  SsspGraph g;
+  g.n = n;
+  for (std::int64_t e = 0; e < 4 * n; ++e) {
+    const std::int64_t a = rng.uniform_int(0, n - 1), b = rng.uniform_int(0, n - 1);
+    const double w = static_cast<double>(rng.uniform_int(-3, 40));
+    if ((a < k) == (b < k) || a >= k) g.edges.push_back({a, b, a < k ? std::abs(w) : w});
+  }
+  g.build_csr();
+  return g;
+}
+
+/// A graph whose negative cycle lies in [k, n), k = n / 2, with no edge from [0, k) into it:
+/// unreachable from a source in [0, k).
+inline SsspGraph graph_with_unreachable_negative_cycle(Rng& rng, std::int64_t n, std::int64_t& k) {
+  k = n / 2;
+  SsspGraph g;
+  g.n = n;
+  for (std::int64_t e = 0; e < 3 * n; ++e) {
+    const std::int64_t a = rng.uniform_int(0, n - 1), b = rng.uniform_int(0, n - 1);
+    if (a < k && b >= k) continue;
+    g.edges.push_back({a, b, static_cast<double>(rng.uniform_int(0, 30))});
+  }
+  add_cycle(rng, g, k, n, std::min<std::int64_t>(n - k, 5), -3, 20);
+  g.build_csr();
+  return g;
+}
+
+/// A random graph (potentials: negative weights) plus a negative cycle of up to 10 vertices
+/// and an edge from `source` (random) onto it.
+inline SsspGraph graph_with_reachable_negative_cycle(Rng& rng, std::int64_t n,
+                                                     std::int64_t& source) {
+  SsspGraph g = random_sssp_graph(rng, n, 3 * n, 0, 50);
+  apply_potentials(rng, g, 100);
+  const std::int64_t len = rng.uniform_int(1, std::min<std::int64_t>(n, 10));
+  const std::vector<std::int64_t> cycle =
+      add_cycle(rng, g, 0, n, len, -static_cast<int>(rng.uniform_int(1, 5)), 20);
+  source = rng.uniform_int(0, n - 1);
+  g.edges.push_back({source, cycle[0], 7});  // makes the cycle reachable
+  g.build_csr();
+  return g;
+}
+
 }  // namespace gcompute::testing

@@ -577,27 +577,43 @@ absl::StatusOr<ApspOutput> CudaBackend::apsp(const Matrix& weights, const kernel
   GC_ASSIGN_OR_RETURN(const LaneLease lane, acquire_lane_for(ctx));
   Lane& l = *lane;
   GC_ASSIGN_OR_RETURN(const std::shared_ptr<DeviceCopy> dw, to_device(l, weights, ctx));
-  const MatrixDesc dist_desc{shape.dtype, 1, shape.n, shape.n};
-  const MatrixDesc next_desc{DType::kI32, 1, shape.n, shape.n};
-  GC_ASSIGN_OR_RETURN(std::shared_ptr<DeviceCopy> dist, allocate(l, dist_desc.bytes()));
-  GC_ASSIGN_OR_RETURN(std::shared_ptr<DeviceCopy> next,
-                      allocate_if(l, shape.next_hop, next_desc.bytes()));
-  ApspOutput out;
   GC_ASSIGN_OR_RETURN(
-      out.info, launch_with_workspace(l, kernels::cuda::apsp_workspace_bytes(shape), ctx,
-                                      [&](void* ws, std::uint64_t ws_bytes) {
-                                        return kernels::cuda::apsp(
-                                            l.context(), dw->ptr, dist->ptr,
-                                            next ? static_cast<std::int32_t*>(next->ptr) : nullptr,
-                                            shape, ws, ws_bytes, ctx.stop_token(), tuning_.apsp);
-                                      }));
+      ApspBuffers buffers,
+      allocate_apsp(l, MatrixDesc{shape.dtype, 1, shape.n, shape.n}, shape.next_hop));
+  void* const dist = buffers.dist->ptr;
+  std::int32_t* const next = buffers.next ? static_cast<std::int32_t*>(buffers.next->ptr) : nullptr;
+  ApspOutput out;
+  GC_ASSIGN_OR_RETURN(out.info, launch_with_workspace(l, kernels::cuda::apsp_workspace_bytes(shape),
+                                                      ctx, [&](void* ws, std::uint64_t ws_bytes) {
+                                                        return kernels::cuda::apsp(
+                                                            l.context(), dw->ptr, dist, next, shape,
+                                                            ws, ws_bytes, ctx.stop_token(),
+                                                            tuning_.apsp);
+                                                      }));
+  return finish_apsp(l, std::move(out), std::move(buffers), ctx);
+}
+
+absl::StatusOr<CudaBackend::ApspBuffers> CudaBackend::allocate_apsp(Lane& lane,
+                                                                    const MatrixDesc& dist_desc,
+                                                                    bool next_hop) {
+  ApspBuffers b;
+  b.dist_desc = dist_desc;
+  GC_ASSIGN_OR_RETURN(b.dist, allocate(lane, dist_desc.bytes()));
+  GC_ASSIGN_OR_RETURN(b.next, allocate_if(lane, next_hop, b.next_desc().bytes()));
+  return b;
+}
+
+absl::StatusOr<ApspOutput> CudaBackend::finish_apsp(Lane& lane, ApspOutput out, ApspBuffers buffers,
+                                                    JobContext& ctx) {
   if (out.info.negative_cycle) {
     // Distances are meaningless; skip copying them back.
-    out.distances = Matrix{dist_desc, nullptr, std::move(dist)};
+    out.distances = Matrix{buffers.dist_desc, nullptr, std::move(buffers.dist)};
     return out;
   }
-  GC_ASSIGN_OR_RETURN(out.distances, finish_output(l, dist_desc, std::move(dist), ctx));
-  GC_ASSIGN_OR_RETURN(out.next_hop, finish_output_if(l, next_desc, std::move(next), ctx));
+  GC_ASSIGN_OR_RETURN(out.distances,
+                      finish_output(lane, buffers.dist_desc, std::move(buffers.dist), ctx));
+  GC_ASSIGN_OR_RETURN(out.next_hop,
+                      finish_output_if(lane, buffers.next_desc(), std::move(buffers.next), ctx));
   return out;
 }
 
@@ -616,11 +632,11 @@ absl::StatusOr<ApspOutput> CudaBackend::apsp_add_edges(const ApspOutput& base,
   if (shape.next_hop) {
     GC_ASSIGN_OR_RETURN(next_old, to_device(l, *base.next_hop, ctx));
   }
-  const MatrixDesc dist_desc{DType::kF32, 1, shape.n, shape.n};
-  const MatrixDesc next_desc{DType::kI32, 1, shape.n, shape.n};
-  GC_ASSIGN_OR_RETURN(std::shared_ptr<DeviceCopy> dist, allocate(l, dist_desc.bytes()));
-  GC_ASSIGN_OR_RETURN(std::shared_ptr<DeviceCopy> next,
-                      allocate_if(l, shape.next_hop, next_desc.bytes()));
+  GC_ASSIGN_OR_RETURN(
+      ApspBuffers buffers,
+      allocate_apsp(l, MatrixDesc{DType::kF32, 1, shape.n, shape.n}, shape.next_hop));
+  auto* const dist = static_cast<float*>(buffers.dist->ptr);
+  std::int32_t* const next = buffers.next ? static_cast<std::int32_t*>(buffers.next->ptr) : nullptr;
   ApspOutput out;
   GC_ASSIGN_OR_RETURN(
       out.info, launch_with_workspace(
@@ -629,17 +645,9 @@ absl::StatusOr<ApspOutput> CudaBackend::apsp_add_edges(const ApspOutput& base,
                       return kernels::cuda::apsp_add_edges(
                           l.context(), static_cast<const float*>(dist_old->ptr),
                           next_old ? static_cast<const std::int32_t*>(next_old->ptr) : nullptr,
-                          static_cast<float*>(dist->ptr),
-                          next ? static_cast<std::int32_t*>(next->ptr) : nullptr, shape, edges, ws,
-                          ws_bytes);
+                          dist, next, shape, edges, ws, ws_bytes);
                     }));
-  if (out.info.negative_cycle) {
-    out.distances = Matrix{dist_desc, nullptr, std::move(dist)};
-    return out;
-  }
-  GC_ASSIGN_OR_RETURN(out.distances, finish_output(l, dist_desc, std::move(dist), ctx));
-  GC_ASSIGN_OR_RETURN(out.next_hop, finish_output_if(l, next_desc, std::move(next), ctx));
-  return out;
+  return finish_apsp(l, std::move(out), std::move(buffers), ctx);
 }
 
 absl::StatusOr<SsspOutput> CudaBackend::sssp(const kernels::CsrView& graph, std::int64_t source,

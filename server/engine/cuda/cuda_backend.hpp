@@ -125,6 +125,18 @@ class CudaBackend final : public Backend {
   absl::StatusOr<std::optional<Matrix>> finish_output_if(Lane& lane, const MatrixDesc& desc,
                                                          std::shared_ptr<DeviceCopy> buffer,
                                                          JobContext& ctx);
+  /// The device outputs of an APSP run: distances of `dist_desc`, next hops (i32) if asked for.
+  struct ApspBuffers {
+    MatrixDesc dist_desc;
+    std::shared_ptr<DeviceCopy> dist;
+    std::shared_ptr<DeviceCopy> next;  ///< null without next hops
+    MatrixDesc next_desc() const { return {DType::kI32, 1, dist_desc.rows, dist_desc.cols}; }
+  };
+  absl::StatusOr<ApspBuffers> allocate_apsp(Lane& lane, const MatrixDesc& dist_desc, bool next_hop);
+  /// The outputs of an APSP run (out.info set): left on the device with a negative cycle
+  /// (meaningless), else finish_output of the distances and the next hops if any.
+  absl::StatusOr<ApspOutput> finish_apsp(Lane& lane, ApspOutput out, ApspBuffers buffers,
+                                         JobContext& ctx);
   /// Allocates the workspace a kernel asked for, runs `launch(workspace, bytes)` on lane's
   /// stream and books its compute time. A failed launch settles the stream before returning:
   /// the buffers it used are freed stream-ordered.

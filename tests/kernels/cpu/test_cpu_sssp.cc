@@ -38,40 +38,37 @@ SsspRun run_sssp(const SsspGraph& g, std::int64_t source, StopToken stop = {}) {
   return r;
 }
 
-// Runs from a random source and checks against the reference (no negative cycle expected).
-void check_shortest_paths(testing::Rng& rng, SsspGraph& g) {
-  g.build_csr();
-  const std::int64_t source = rng.uniform_int(0, g.n - 1);
+// Runs from `source` and checks against the reference (no negative cycle expected).
+SsspRun check_from(const SsspGraph& g, std::int64_t source) {
   SCOPED_TRACE(::testing::Message()
                << "n=" << g.n << " m=" << g.edges.size() << " source=" << source);
   const testing::SsspReference ref = testing::bellman_ford(g, source);
-  const SsspRun r = run_sssp(g, source);
-  ASSERT_TRUE(r.info.ok()) << r.info.status();
+  SsspRun r = run_sssp(g, source);
+  EXPECT_TRUE(r.info.ok()) << r.info.status();
+  if (!r.info.ok()) return r;
   testing::expect_shortest_paths(g, source, ref, *r.info, r.dist, r.parent);
   EXPECT_GE(r.info->rounds, 1);
+  return r;
+}
+
+// The same from a random source.
+void check_shortest_paths(testing::Rng& rng, SsspGraph& g) {
+  g.build_csr();
+  check_from(g, rng.uniform_int(0, g.n - 1));
 }
 
 const std::int64_t kSizes[] = {1, 2, 3, 7, 31, 64, 97, 257, 1009};
 
-TEST(CpuSssp, NonNegativeWeightsMatchBellmanFord) {
+TEST(CpuSssp, NonNegativeAndNegativeWeightsMatchBellmanFord) {
   GC_SEEDED_RNG(rng);
-  for (std::int64_t n : kSizes) {
-    for (double degree : {0.5, 2.0, 8.0}) {
-      const auto m = static_cast<std::int64_t>(degree * static_cast<double>(n)) + 1;
-      SsspGraph g = testing::random_sssp_graph(rng, n, m, 0, 100);
-      check_shortest_paths(rng, g);
-    }
-  }
-}
-
-TEST(CpuSssp, NegativeWeightsWithoutNegativeCyclesMatchBellmanFord) {
-  GC_SEEDED_RNG(rng);
-  for (std::int64_t n : kSizes) {
-    for (double degree : {1.0, 3.0, 12.0}) {
-      const auto m = static_cast<std::int64_t>(degree * static_cast<double>(n)) + 1;
-      SsspGraph g = testing::random_sssp_graph(rng, n, m, 0, 100);
-      testing::apply_potentials(rng, g, 300);
-      check_shortest_paths(rng, g);
+  for (const bool negative : {false, true}) {  // negative: potentials, no negative cycle
+    for (std::int64_t n : kSizes) {
+      for (double degree : {0.5, 2.0, 8.0}) {
+        const auto m = static_cast<std::int64_t>(degree * static_cast<double>(n)) + 1;
+        SsspGraph g = testing::random_sssp_graph(rng, n, m, 0, 100);
+        if (negative) testing::apply_potentials(rng, g, 300);
+        check_shortest_paths(rng, g);
+      }
     }
   }
 }
@@ -99,22 +96,10 @@ TEST(CpuSssp, ZeroWeightCyclesLeaveAParentTree) {
 TEST(CpuSssp, UnreachableVerticesGetInfinityAndNoParent) {
   GC_SEEDED_RNG(rng);
   for (std::int64_t n : {2, 9, 100, 333}) {
-    // Edges within [0, k) and within [k, n), and from [k, n) into [0, k): from a source in
-    // [0, k) the rest is unreachable.
-    const std::int64_t k = std::max<std::int64_t>(1, n / 3);
-    SsspGraph g;
-    g.n = n;
-    for (std::int64_t e = 0; e < 4 * n; ++e) {
-      const std::int64_t a = rng.uniform_int(0, n - 1), b = rng.uniform_int(0, n - 1);
-      const double w = static_cast<double>(rng.uniform_int(-3, 40));
-      if ((a < k) == (b < k) || a >= k) g.edges.push_back({a, b, a < k ? std::abs(w) : w});
-    }
-    g.build_csr();
-    const std::int64_t source = rng.uniform_int(0, k - 1);
-    const testing::SsspReference ref = testing::bellman_ford(g, source);
-    const SsspRun r = run_sssp(g, source);
-    ASSERT_TRUE(r.info.ok()) << r.info.status();
-    testing::expect_shortest_paths(g, source, ref, *r.info, r.dist, r.parent);
+    std::int64_t k = 0;
+    const SsspGraph g = testing::graph_with_unreachable_part(rng, n, k);
+    const SsspRun r = check_from(g, rng.uniform_int(0, k - 1));
+    ASSERT_TRUE(r.info.ok());
     for (std::int64_t v = k; v < n; ++v) {
       EXPECT_EQ(r.dist[v], std::numeric_limits<float>::infinity()) << v;
       EXPECT_EQ(r.parent[v], -1) << v;
@@ -126,15 +111,9 @@ TEST(CpuSssp, ReachableNegativeCycleIsReported) {
   GC_SEEDED_RNG(rng);
   for (std::int64_t n : {1, 2, 3, 17, 97, 500}) {
     for (int trial = 0; trial < 3; ++trial) {
-      SsspGraph g = testing::random_sssp_graph(rng, n, 3 * n, 0, 50);
-      testing::apply_potentials(rng, g, 100);
-      const std::int64_t len = rng.uniform_int(1, std::min<std::int64_t>(n, 10));
-      const std::vector<std::int64_t> cycle =
-          testing::add_cycle(rng, g, 0, n, len, -static_cast<int>(rng.uniform_int(1, 5)), 20);
-      const std::int64_t source = rng.uniform_int(0, n - 1);
-      g.edges.push_back({source, cycle[0], 7});  // makes the cycle reachable
-      g.build_csr();
-      SCOPED_TRACE(::testing::Message() << "n=" << n << " cycle length " << len);
+      std::int64_t source = 0;
+      const SsspGraph g = testing::graph_with_reachable_negative_cycle(rng, n, source);
+      SCOPED_TRACE(::testing::Message() << "n=" << n << " trial " << trial);
       ASSERT_TRUE(testing::bellman_ford(g, source).negative_cycle);
       const SsspRun r = run_sssp(g, source);
       ASSERT_TRUE(r.info.ok()) << r.info.status();
@@ -146,42 +125,15 @@ TEST(CpuSssp, ReachableNegativeCycleIsReported) {
 TEST(CpuSssp, UnreachableNegativeCycleIsNotReported) {
   GC_SEEDED_RNG(rng);
   for (std::int64_t n : {4, 10, 97, 300}) {
-    // The source's part [0, k) has non-negative weights and no edge leaves it; the negative
-    // cycle lies in [k, n), which has edges into [0, k).
-    const std::int64_t k = n / 2;
-    SsspGraph g;
-    g.n = n;
-    for (std::int64_t e = 0; e < 3 * n; ++e) {
-      const std::int64_t a = rng.uniform_int(0, n - 1), b = rng.uniform_int(0, n - 1);
-      if (a < k && b >= k) continue;
-      g.edges.push_back({a, b, static_cast<double>(rng.uniform_int(0, 30))});
-    }
-    testing::add_cycle(rng, g, k, n, std::min<std::int64_t>(n - k, 5), -3, 20);
-    g.build_csr();
-    const std::int64_t source = rng.uniform_int(0, k - 1);
-    const testing::SsspReference ref = testing::bellman_ford(g, source);
-    const SsspRun r = run_sssp(g, source);
-    ASSERT_TRUE(r.info.ok()) << r.info.status();
-    testing::expect_shortest_paths(g, source, ref, *r.info, r.dist, r.parent);
+    std::int64_t k = 0;
+    const SsspGraph g = testing::graph_with_unreachable_negative_cycle(rng, n, k);
+    check_from(g, rng.uniform_int(0, k - 1));
   }
 }
 
 TEST(CpuSssp, NegativeSelfLoopIsANegativeCycle) {
-  SsspGraph g;
-  g.n = 3;
-  g.edges = {{0, 1, 2}, {1, 1, -1}, {1, 2, 4}};
-  g.build_csr();
-  const SsspRun r = run_sssp(g, 0);
-  ASSERT_TRUE(r.info.ok()) << r.info.status();
-  ASSERT_TRUE(r.info->negative_cycle);
-  EXPECT_EQ(r.info->cycle_vertex, 1);
-  // Through the source itself.
-  g.edges = {{0, 0, -2}, {0, 1, 1}};
-  g.build_csr();
-  const SsspRun s = run_sssp(g, 0);
-  ASSERT_TRUE(s.info.ok()) << s.info.status();
-  ASSERT_TRUE(s.info->negative_cycle);
-  EXPECT_EQ(s.info->cycle_vertex, 0);
+  testing::expect_negative_self_loops_found(
+      [](const SsspGraph& g, std::int64_t source) { return run_sssp(g, source).info; });
 }
 
 TEST(CpuSssp, InfiniteWeightsActAsNoEdge) {

@@ -174,15 +174,8 @@ TEST_F(CudaSssp, HighDegreeAndLargerGraphsMatchTheCpu) {
 TEST_F(CudaSssp, UnreachableVerticesGetInfinityAndNoParent) {
   GC_SEEDED_RNG(rng);
   for (std::int64_t n : {2, 9, 100, 333}) {
-    const std::int64_t k = std::max<std::int64_t>(1, n / 3);
-    SsspGraph g;
-    g.n = n;
-    for (std::int64_t e = 0; e < 4 * n; ++e) {
-      const std::int64_t a = rng.uniform_int(0, n - 1), b = rng.uniform_int(0, n - 1);
-      const double w = static_cast<double>(rng.uniform_int(-3, 40));
-      if ((a < k) == (b < k) || a >= k) g.edges.push_back({a, b, a < k ? std::abs(w) : w});
-    }
-    g.build_csr();
+    std::int64_t k = 0;
+    const SsspGraph g = testing::graph_with_unreachable_part(rng, n, k);
     const std::int64_t source = rng.uniform_int(0, k - 1);
     check(g, source);
     const SsspRun r = run(g, source);
@@ -198,15 +191,9 @@ TEST_F(CudaSssp, ReachableNegativeCycleIsReported) {
   GC_SEEDED_RNG(rng);
   for (std::int64_t n : {1, 2, 3, 17, 97, 500, 20000}) {
     for (int trial = 0; trial < 3; ++trial) {
-      SsspGraph g = testing::random_sssp_graph(rng, n, 3 * n, 0, 50);
-      testing::apply_potentials(rng, g, 100);
-      const std::int64_t len = rng.uniform_int(1, std::min<std::int64_t>(n, 10));
-      const std::vector<std::int64_t> cycle =
-          testing::add_cycle(rng, g, 0, n, len, -static_cast<int>(rng.uniform_int(1, 5)), 20);
-      const std::int64_t source = rng.uniform_int(0, n - 1);
-      g.edges.push_back({source, cycle[0], 7});
-      g.build_csr();
-      SCOPED_TRACE(::testing::Message() << "n=" << n << " cycle length " << len);
+      std::int64_t source = 0;
+      const SsspGraph g = testing::graph_with_reachable_negative_cycle(rng, n, source);
+      SCOPED_TRACE(::testing::Message() << "n=" << n << " trial " << trial);
       const SsspRun r = run(g, source);
       ASSERT_TRUE(r.info.ok()) << r.info.status();
       if (n <= 500) {
@@ -237,35 +224,15 @@ TEST_F(CudaSssp, ReachableNegativeCycleIsReported) {
 TEST_F(CudaSssp, UnreachableNegativeCycleIsNotReported) {
   GC_SEEDED_RNG(rng);
   for (std::int64_t n : {4, 10, 97, 300}) {
-    const std::int64_t k = n / 2;
-    SsspGraph g;
-    g.n = n;
-    for (std::int64_t e = 0; e < 3 * n; ++e) {
-      const std::int64_t a = rng.uniform_int(0, n - 1), b = rng.uniform_int(0, n - 1);
-      if (a < k && b >= k) continue;
-      g.edges.push_back({a, b, static_cast<double>(rng.uniform_int(0, 30))});
-    }
-    testing::add_cycle(rng, g, k, n, std::min<std::int64_t>(n - k, 5), -3, 20);
-    g.build_csr();
+    std::int64_t k = 0;
+    const SsspGraph g = testing::graph_with_unreachable_negative_cycle(rng, n, k);
     check(g, rng.uniform_int(0, k - 1));
   }
 }
 
 TEST_F(CudaSssp, NegativeSelfLoopIsANegativeCycle) {
-  SsspGraph g;
-  g.n = 3;
-  g.edges = {{0, 1, 2}, {1, 1, -1}, {1, 2, 4}};
-  g.build_csr();
-  const SsspRun r = run(g, 0);
-  ASSERT_TRUE(r.info.ok()) << r.info.status();
-  ASSERT_TRUE(r.info->negative_cycle);
-  EXPECT_EQ(r.info->cycle_vertex, 1);
-  g.edges = {{0, 0, -2}, {0, 1, 1}};
-  g.build_csr();
-  const SsspRun s = run(g, 0);
-  ASSERT_TRUE(s.info.ok()) << s.info.status();
-  ASSERT_TRUE(s.info->negative_cycle);
-  EXPECT_EQ(s.info->cycle_vertex, 0);
+  testing::expect_negative_self_loops_found(
+      [this](const SsspGraph& g, std::int64_t source) { return run(g, source).info; });
 }
 
 TEST_F(CudaSssp, RejectsInvalidArraysAsValidateSsspDoes) {
