@@ -55,7 +55,8 @@ ABSL_FLAG(std::string, fsync, "always",
 ABSL_FLAG(uint64_t, graph_snapshot_bytes, 64ull << 20,
           "Graph log: take a snapshot once the log has grown by this many bytes (0: never)");
 ABSL_FLAG(uint64_t, apsp_cache_bytes, 1ull << 30,
-          "Memory for cached APSP results of stored graphs (0: no cache)");
+          "Memory for cached APSP results of stored graphs: device memory on the CUDA backend, "
+          "host memory on the CPU backend (0: no cache)");
 ABSL_FLAG(int64_t, job_ttl_seconds, 3600,
           "How long finished jobs and their inline results stay (SubmitJob may ask otherwise)");
 ABSL_FLAG(int64_t, malloc_trim_seconds, 10,
