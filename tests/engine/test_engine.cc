@@ -28,10 +28,12 @@ std::shared_ptr<JobContext> job(absl::Duration timeout = absl::Seconds(30)) {
 struct Outcome {
   absl::Status status;
   absl::Notification done;
-  /// A task that records its status here.
+  /// A task that records its status here. Moved, not copied: a copy would leave the worker's
+  /// argument sharing the status's reference-counted payload with the reader, whose release on
+  /// the reader's thread and the worker's later one TSan reported as a race.
   auto record() {
     return [this](absl::Status s) {
-      status = s;
+      status = std::move(s);
       done.Notify();
     };
   }
