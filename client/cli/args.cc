@@ -162,6 +162,16 @@ const std::vector<CommandSpec>& commands() {
        "GRAPH as for apsp. SRC and DST are numbered as the file numbers vertices: from 1 in\n"
        "DIMACS and Matrix Market files, from 0 in .npy files. Prints the path (same numbering)\n"
        "and its length, or \"unreachable\".\n"},
+      {{"sssp"},
+       {"GRAPH", "SRC", "OUT.npy"},
+       3,
+       {{"parents", ValueKind::kString, "also write the parents (int32, 0-based rows) here"}},
+       "shortest paths from one vertex (no APSP: for graphs far beyond n^2 memory)",
+       "GRAPH is a DIMACS .gr or a Matrix Market .mtx file, weights as f32 (negative ones\n"
+       "allowed). SRC is numbered as the file numbers vertices (from 1). OUT holds one distance\n"
+       "per vertex in file order, inf where unreachable; parents[k] is the row before row k on\n"
+       "a shortest path (the source's own row for the source, -1 where unreachable). A negative\n"
+       "cycle reachable from SRC is an error naming a vertex on it.\n"},
       {{"graph", "create"},
        {"NAME", "[FILE]"},
        1,
@@ -198,6 +208,13 @@ const std::vector<CommandSpec>& commands() {
        {{"next-hop", ValueKind::kString, "also write the next-hop matrix (int32) to this file"}},
        "all-pairs shortest paths of a stored graph",
        "Row and column k of OUT is vertex id k of the graph.\n"},
+      {{"graph", "sssp"},
+       {"NAME", "SRC", "OUT.npy"},
+       3,
+       {{"parents", ValueKind::kString, "also write the parents (int32 rows) here"}},
+       "shortest paths from vertex id SRC of a stored graph",
+       "As 'sssp'. Row k is vertex id k when the graph's vertices are 0..n-1; otherwise the\n"
+       "vertex id of each row is written to OUT.ids.txt, one per line.\n"},
       {{"submit", "transpose"},
        {"IN.npy"},
        1,

@@ -15,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
@@ -150,12 +151,14 @@ class Cli {
         {"eigh", &Cli::eigh},
         {"apsp", &Cli::apsp},
         {"path", &Cli::path},
+        {"sssp", &Cli::sssp},
         {"graph create", &Cli::graph_create},
         {"graph edit", &Cli::graph_edit},
         {"graph show", &Cli::graph_show},
         {"graph delete", &Cli::graph_delete},
         {"graph list", &Cli::graph_list},
         {"graph apsp", &Cli::graph_apsp},
+        {"graph sssp", &Cli::graph_sssp},
         {"submit", &Cli::submit},
         {"jobs list", &Cli::jobs_list},
         {"jobs show", &Cli::jobs_show},
@@ -317,6 +320,58 @@ class Cli {
     std::vector<int64_t> shown;
     for (int64_t v : r->vertices) shown.push_back(v + in->first_vertex);
     out_ << "path: " << absl::StrJoin(shown, " -> ") << "\nlength: " << fmt(r->length, 17) << "\n";
+    return absl::OkStatus();
+  }
+
+  absl::Status sssp() {
+    absl::StatusOr<GraphInput> in = load_graph_input(pos(0), false);
+    if (!in.ok()) return in.status();
+    if (in->dense) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(pos(0), ": sssp takes an edge list (.gr or .mtx), not a dense matrix"));
+    }
+    absl::Status error;
+    const int64_t s = parse_vertex(pos(1), "SRC", in->first_vertex, in->num_vertices, error);
+    if (!error.ok()) return error;
+    return sssp_of(client::SsspGraph::edges(std::move(in->edges)), s);
+  }
+
+  absl::Status graph_sssp() {
+    int64_t source = 0;
+    if (!absl::SimpleAtoi(pos(1), &source)) {
+      return absl::InvalidArgumentError(absl::StrCat("SRC '", pos(1), "' is not a vertex id"));
+    }
+    return sssp_of(client::SsspGraph::graph_id(pos(0)), source);
+  }
+
+  absl::Status sssp_of(const client::SsspGraph& graph, int64_t source) {
+    absl::StatusOr<client::SsspResult> r;
+    if (operations_as_jobs()) {
+      auto job = run_as_job(
+          [&](const client::JobOptions& o) { return client_.submit_sssp(graph, source, o); });
+      if (!job.ok()) return job.status();
+      r = *std::move(job->sssp);
+    } else {
+      r = client_.sssp(graph, source);
+    }
+    if (!r.ok()) return r.status();
+    const int64_t n = r->distances.elements();
+    if (absl::Status st = save(pos(2), std::move(r->distances), true); !st.ok()) return st;
+    if (cl_.has("parents")) {
+      if (absl::Status st = save(cl_.get("parents"), std::move(r->parents), true); !st.ok()) {
+        return st;
+      }
+    }
+    if (!r->vertex_ids.empty()) {
+      // Rows are not vertex ids: the ids go beside OUT, one per line.
+      const std::string ids_path = absl::StrCat(pos(2), ".ids.txt");
+      std::ofstream ids(ids_path);
+      for (int64_t id : r->vertex_ids) ids << id << "\n";
+      ids.close();
+      if (!ids) return absl::UnavailableError(absl::StrCat("cannot write ", ids_path));
+      out_ << "vertex ids: " << ids_path << "\n";
+    }
+    out_ << "reachable: " << r->reachable << " of " << n << "\n";
     return absl::OkStatus();
   }
 

@@ -103,6 +103,13 @@ absl::StatusOr<Route> route_for(ReplicaSet& replicas, const ApspGraph& graph) {
   return replicas.route_for_refs(stored_operands({std::get_if<Operand>(&graph.source)}));
 }
 
+absl::StatusOr<Route> route_for(ReplicaSet& replicas, const SsspGraph& graph) {
+  if (const auto* id = std::get_if<std::string>(&graph.source)) {
+    return replicas.route_for_graph(*id);
+  }
+  return replicas.route_for_refs({});
+}
+
 absl::StatusOr<MatrixResultWithStats> matrix_with_stats(const Attempt& attempt,
                                                         pb::MatrixResult* result, const char* what,
                                                         const pb::ExecutionStats& stats) {
@@ -143,6 +150,23 @@ absl::StatusOr<ApspResult> apsp_result_from(pb::ApspResponse& response, const At
   return out;
 }
 
+absl::StatusOr<SsspResult> sssp_result_from(pb::SsspResponse& response, const Attempt& attempt) {
+  SsspResult out;
+  GC_ASSIGN_OR_RETURN(out.distances, take_result_matrix(attempt.transfer,
+                                                        response.mutable_distances(), "distances"));
+  GC_ASSIGN_OR_RETURN(out.parents,
+                      take_result_matrix(attempt.transfer, response.mutable_parents(), "parents"));
+  if (out.distances.dtype != DType::kF32 || out.parents.dtype != DType::kI32 ||
+      out.distances.elements() != out.parents.elements() ||
+      (response.vertex_ids_size() != 0 && response.vertex_ids_size() != out.parents.elements())) {
+    return absl::InternalError("Sssp: the response's distances, parents and vertex_ids disagree");
+  }
+  out.vertex_ids.assign(response.vertex_ids().begin(), response.vertex_ids().end());
+  out.reachable = response.reachable();
+  out.stats = from_proto(response.stats());
+  return out;
+}
+
 void fill_matmul(OperandStager& stager, const Operand& a, const Operand& b,
                  const MatMulOptions& options, pb::MatMulRequest* request) {
   stager.add(a, request->mutable_a());
@@ -172,6 +196,40 @@ void fill_shortest_path(OperandStager& stager, const ApspGraph& graph, int64_t s
   stager.add_graph(graph, request->mutable_graph());
   request->set_source(source);
   request->set_target(target);
+}
+
+void fill_sssp(const SsspGraph& graph, int64_t source, pb::SsspRequest* request) {
+  if (const auto* edges = std::get_if<EdgeList>(&graph.source)) {
+    to_proto(*edges, request->mutable_edges());
+  } else {
+    request->set_graph_id(std::get<std::string>(graph.source));
+  }
+  request->set_source(source);
+}
+
+absl::StatusOr<std::vector<int64_t>> SsspResult::path_to(int64_t v) const {
+  const int64_t n = parents.elements();
+  int64_t row = v;
+  if (!vertex_ids.empty()) {
+    auto it = std::lower_bound(vertex_ids.begin(), vertex_ids.end(), v);
+    row = it != vertex_ids.end() && *it == v ? it - vertex_ids.begin() : -1;
+  }
+  if (row < 0 || row >= n) {
+    return absl::NotFoundError(absl::StrCat("vertex ", v, " is not in the graph"));
+  }
+  const auto* parent = reinterpret_cast<const int32_t*>(parents.data.data());
+  std::vector<int64_t> path;
+  if (parent[row] < 0) return path;
+  for (int64_t at = row, steps = 0;; at = parent[at], ++steps) {
+    if (at < 0 || at >= n || steps > n) {
+      return absl::InternalError(
+          absl::StrCat("the parents do not lead from vertex ", v, " back to the source"));
+    }
+    path.push_back(vertex_ids.empty() ? at : vertex_ids[static_cast<std::size_t>(at)]);
+    if (parent[at] == at) break;
+  }
+  std::reverse(path.begin(), path.end());
+  return path;
 }
 
 Client::Impl::Impl(ClientOptions client_options)
@@ -300,6 +358,15 @@ absl::StatusOr<PathResult> Client::shortest_path(const StoredApsp& stored, int64
   request.set_target(target);
   return impl_->rpc(impl_->replicas.route_for_refs({&stored.distances.ref, &stored.next_hop.ref}),
                     scope, &Stub::ShortestPath, request, path_result_from);
+}
+
+absl::StatusOr<SsspResult> Client::sssp(const SsspGraph& graph, int64_t source,
+                                        const CallOptions& call) {
+  const CallScope scope = impl_->call_scope(call);
+  return impl_->rpc_with_operands(
+      route_for(impl_->replicas, graph), scope, &Stub::Sssp,
+      [&](OperandStager&, pb::SsspRequest& request) { fill_sssp(graph, source, &request); },
+      sssp_result_from);
 }
 
 absl::StatusOr<StoredMatrix> Client::upload_matrix(const HostMatrix& matrix, int64_t ttl_seconds,

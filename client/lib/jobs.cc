@@ -138,6 +138,14 @@ absl::StatusOr<std::string> Client::submit_shortest_path(const ApspGraph& graph,
                 });
 }
 
+absl::StatusOr<std::string> Client::submit_sssp(const SsspGraph& graph, int64_t source,
+                                                const JobOptions& job, const CallOptions& call) {
+  return submit(*impl_, route_for(impl_->replicas, graph), job, call,
+                [&](OperandStager&, pb::SubmitJobRequest& request) {
+                  fill_sssp(graph, source, request.mutable_sssp());
+                });
+}
+
 absl::StatusOr<JobInfo> Client::get_job(const std::string& job_id, const CallOptions& call) {
   absl::StatusOr<pb::Job> job = get_raw(*impl_, job_id, impl_->call_scope(call).deadline);
   if (!job.ok()) return job.status();
@@ -240,6 +248,10 @@ absl::StatusOr<JobResults> Client::job_results(const std::string& job_id, const 
     case pb::JobResult::kShortestPath:
       out.path = path_result_from(r.shortest_path());
       break;
+    case pb::JobResult::kSssp: {
+      GC_ASSIGN_OR_RETURN(out.sssp, sssp_result_from(*r.mutable_sssp(), attempt));
+      break;
+    }
     case pb::JobResult::RESULT_NOT_SET:
       return absl::InternalError(absl::StrCat("job ", job_id, " succeeded without a result"));
   }

@@ -16,6 +16,7 @@ namespace gcompute::client {
 std::vector<const MatrixRef*> stored_operands(std::initializer_list<const Operand*> operands);
 /// The route of a call on `graph`: its owner for a stored graph id, else by its dense ref.
 absl::StatusOr<Route> route_for(ReplicaSet& replicas, const ApspGraph& graph);
+absl::StatusOr<Route> route_for(ReplicaSet& replicas, const SsspGraph& graph);
 
 // Each operation's operands and options into `request` (the unary call's and a job's).
 void fill_matmul(OperandStager& stager, const Operand& a, const Operand& b,
@@ -26,6 +27,7 @@ void fill_apsp(OperandStager& stager, const ApspGraph& graph, bool next_hop,
                pb::ApspRequest* request);
 void fill_shortest_path(OperandStager& stager, const ApspGraph& graph, int64_t source,
                         int64_t target, pb::ShortestPathRequest* request);
+void fill_sssp(const SsspGraph& graph, int64_t source, pb::SsspRequest* request);
 
 absl::StatusOr<MatrixResultWithStats> matrix_with_stats(const Attempt& attempt,
                                                         pb::MatrixResult* result, const char* what,
@@ -36,5 +38,6 @@ absl::StatusOr<SvdResult> svd_result_from(pb::SvdResponse& response, const Attem
                                           bool compute_uv);
 absl::StatusOr<ApspResult> apsp_result_from(pb::ApspResponse& response, const Attempt& attempt,
                                             bool next_hop);
+absl::StatusOr<SsspResult> sssp_result_from(pb::SsspResponse& response, const Attempt& attempt);
 
 }  // namespace gcompute::client

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Compute operations: Transpose, MatMul, Svd, BatchedSvd, Eigh, Apsp, ShortestPath, GetServerInfo.
+// Compute operations: Transpose, MatMul, Svd, BatchedSvd, Eigh, Apsp, ShortestPath, Sssp,
+// GetServerInfo.
 // Each handler decodes its request, hands it to the ops layer and encodes the result.
 #include "api/compute_service.hpp"
 
@@ -85,6 +86,12 @@ grpc::ServerUnaryReactor* ComputeService::ShortestPath(grpc::CallbackServerConte
                                                        const v1::ShortestPathRequest* request,
                                                        v1::ShortestPathResponse* response) {
   return run_op<ops::ShortestPathResult>("ShortestPath", ctx, request, response);
+}
+
+grpc::ServerUnaryReactor* ComputeService::Sssp(grpc::CallbackServerContext* ctx,
+                                               const v1::SsspRequest* request,
+                                               v1::SsspResponse* response) {
+  return run_op<ops::SsspResult>("Sssp", ctx, request, response);
 }
 
 grpc::ServerUnaryReactor* ComputeService::GetServerInfo(grpc::CallbackServerContext* ctx,

@@ -30,6 +30,8 @@ class ComputeService final : public v1::Compute::CallbackService {
   grpc::ServerUnaryReactor* ShortestPath(grpc::CallbackServerContext* ctx,
                                          const v1::ShortestPathRequest* request,
                                          v1::ShortestPathResponse* response) override;
+  grpc::ServerUnaryReactor* Sssp(grpc::CallbackServerContext* ctx, const v1::SsspRequest* request,
+                                 v1::SsspResponse* response) override;
 
   grpc::ServerReadReactor<v1::UploadMatrixRequest>* UploadMatrix(
       grpc::CallbackServerContext* ctx, v1::UploadMatrixResponse* response) override;

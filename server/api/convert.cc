@@ -162,6 +162,22 @@ absl::StatusOr<ops::EighRequest> decode(v1::EighRequest& request) {
   return out;
 }
 
+namespace {
+
+/// An edge list; `field` names it in messages ("edges"). Unspecified dtype means f32.
+absl::StatusOr<ops::EdgeListInput> decode_edges(const v1::EdgeList& e, const std::string& field) {
+  ops::EdgeListInput edges;
+  edges.num_vertices = e.num_vertices();
+  const v1::DType dt = e.dtype() == v1::DTYPE_UNSPECIFIED ? v1::DTYPE_F32 : e.dtype();
+  GC_ASSIGN_OR_RETURN(edges.dtype, decode_dtype(dt, field + ".dtype"));
+  edges.src.assign(e.src().begin(), e.src().end());
+  edges.dst.assign(e.dst().begin(), e.dst().end());
+  edges.weight.assign(e.weight().begin(), e.weight().end());
+  return edges;
+}
+
+}  // namespace
+
 absl::StatusOr<ops::ApspRequest> decode(v1::ApspRequest& request, const std::string& prefix) {
   ops::ApspRequest out;
   out.field_prefix = prefix;
@@ -176,15 +192,7 @@ absl::StatusOr<ops::ApspRequest> decode(v1::ApspRequest& request, const std::str
       out.graph = ops::RefInput{request.dense_ref().id(), request.dense_ref().release()};
       break;
     case v1::ApspRequest::kEdges: {
-      v1::EdgeList& e = *request.mutable_edges();
-      ops::EdgeListInput edges;
-      edges.num_vertices = e.num_vertices();
-      const v1::DType dt = e.dtype() == v1::DTYPE_UNSPECIFIED ? v1::DTYPE_F32 : e.dtype();
-      GC_ASSIGN_OR_RETURN(edges.dtype, decode_dtype(dt, prefix + "edges.dtype"));
-      edges.src.assign(e.src().begin(), e.src().end());
-      edges.dst.assign(e.dst().begin(), e.dst().end());
-      edges.weight.assign(e.weight().begin(), e.weight().end());
-      out.graph = std::move(edges);
+      GC_ASSIGN_OR_RETURN(out.graph, decode_edges(request.edges(), prefix + "edges"));
       break;
     }
     case v1::ApspRequest::kGraphId:
@@ -215,6 +223,24 @@ absl::StatusOr<ops::ShortestPathRequest> decode(v1::ShortestPathRequest& request
     case v1::ShortestPathRequest::FROM_NOT_SET:
       break;
   }
+  return out;
+}
+
+absl::StatusOr<ops::SsspRequest> decode(v1::SsspRequest& request) {
+  ops::SsspRequest out;
+  out.source = request.source();
+  switch (request.graph_case()) {
+    case v1::SsspRequest::kEdges: {
+      GC_ASSIGN_OR_RETURN(out.graph, decode_edges(request.edges(), "edges"));
+      break;
+    }
+    case v1::SsspRequest::kGraphId:
+      out.graph = ops::GraphIdInput{request.graph_id()};
+      break;
+    case v1::SsspRequest::GRAPH_NOT_SET:
+      break;
+  }
+  GC_ASSIGN_OR_RETURN(out.output, decode_output(request.output()));
   return out;
 }
 
@@ -286,12 +312,14 @@ absl::StatusOr<ops::OpRequest> decode_op(v1::SubmitJobRequest& request) {
       return decode(*request.mutable_shortest_path());
     case v1::SubmitJobRequest::kEigh:
       return decode(*request.mutable_eigh());
+    case v1::SubmitJobRequest::kSssp:
+      return decode(*request.mutable_sssp());
     case v1::SubmitJobRequest::OP_NOT_SET:
       break;
   }
   return absl::InvalidArgumentError(
       "op is not set: give one of transpose, matmul, svd, batched_svd, eigh, apsp, "
-      "shortest_path");
+      "shortest_path, sssp");
 }
 
 }  // namespace
@@ -417,6 +445,14 @@ void encode(ops::ShortestPathResult r, const JobContext& job, double seconds,
   encode_stats(job, seconds, out->mutable_stats());
 }
 
+void encode(ops::SsspResult r, const JobContext& job, double seconds, v1::SsspResponse* out) {
+  encode(std::move(r.distances), out->mutable_distances());
+  encode(std::move(r.parents), out->mutable_parents());
+  out->mutable_vertex_ids()->Assign(r.vertex_ids.begin(), r.vertex_ids.end());
+  out->set_reachable(r.reachable);
+  encode_stats(job, seconds, out->mutable_stats());
+}
+
 v1::JobState encode_job_state(ops::JobState s) {
   return kJobStates.encode(s, v1::JOB_STATE_UNSPECIFIED);
 }
@@ -473,9 +509,11 @@ void encode(const ops::JobView& job, v1::Job* out) {
           encode(result, *job.context, job.seconds, r->mutable_eigh());
         } else if constexpr (std::is_same_v<T, ops::ApspResult>) {
           encode(result, *job.context, job.seconds, r->mutable_apsp());
-        } else {
-          static_assert(std::is_same_v<T, ops::ShortestPathResult>);
+        } else if constexpr (std::is_same_v<T, ops::ShortestPathResult>) {
           encode(result, *job.context, job.seconds, r->mutable_shortest_path());
+        } else {
+          static_assert(std::is_same_v<T, ops::SsspResult>);
+          encode(result, *job.context, job.seconds, r->mutable_sssp());
         }
       },
       *job.result);

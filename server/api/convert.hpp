@@ -32,6 +32,7 @@ absl::StatusOr<ops::EighRequest> decode(v1::EighRequest& request);
 /// `prefix` is prepended to field names ("graph." inside a ShortestPathRequest).
 absl::StatusOr<ops::ApspRequest> decode(v1::ApspRequest& request, const std::string& prefix);
 absl::StatusOr<ops::ShortestPathRequest> decode(v1::ShortestPathRequest& request);
+absl::StatusOr<ops::SsspRequest> decode(v1::SsspRequest& request);
 absl::StatusOr<ops::UploadHeader> decode(const v1::UploadMatrixRequest::Header& header);
 absl::StatusOr<std::vector<Edit>> decode_edits(const v1::ApplyEditsRequest& request);
 
@@ -67,6 +68,7 @@ void encode(ops::EighResult r, const JobContext& job, double seconds, v1::EighRe
 void encode(ops::ApspResult r, const JobContext& job, double seconds, v1::ApspResponse* out);
 void encode(ops::ShortestPathResult r, const JobContext& job, double seconds,
             v1::ShortestPathResponse* out);
+void encode(ops::SsspResult r, const JobContext& job, double seconds, v1::SsspResponse* out);
 /// A job as GetJob returns it (the result, inline bytes copied, when the view holds one).
 void encode(const ops::JobView& job, v1::Job* out);
 void encode(const GraphInfo& info, v1::GraphInfo* out);

@@ -14,6 +14,7 @@
 #include "ops/admission.hpp"
 #include "ops/inputs.hpp"
 #include "ops/placement.hpp"
+#include "ops/sssp.hpp"
 
 namespace gcompute::server::ops {
 namespace {
@@ -142,31 +143,13 @@ absl::StatusOr<ShortestPathResult> stored_graph_path(const std::string& graph_ke
                                                      const std::string& graph_id, std::int64_t s,
                                                      std::int64_t t, OpEnv& env, Backend& backend,
                                                      JobContext& job) {
-  GC_ASSIGN_OR_RETURN(CsrGraph csr, env.graphs.to_csr(graph_key, env.limits.max_matrix_elements));
-  const std::vector<std::uint64_t>& ids = csr.vertex_ids;
+  GC_ASSIGN_OR_RETURN(const SsspRun run,
+                      run_stored_sssp(graph_key, graph_id, s, "source", env, backend, job, t));
+  const std::vector<std::uint64_t>& ids = run.vertex_ids;
+  const SsspOutput& out = run.out;
   const auto n = static_cast<std::int64_t>(ids.size());
-  const auto m = static_cast<std::int64_t>(csr.cols.size());
-  auto to_index = [&](std::int64_t v, const char* field) -> absl::StatusOr<std::int64_t> {
-    auto it = std::lower_bound(ids.begin(), ids.end(), static_cast<std::uint64_t>(v));
-    if (v < 0 || it == ids.end() || *it != static_cast<std::uint64_t>(v)) {
-      return absl::NotFoundError(absl::StrCat(field, " = ", v, ": no such vertex in the graph"));
-    }
-    return it - ids.begin();
-  };
-  GC_ASSIGN_OR_RETURN(const std::int64_t si, to_index(s, "source"));
-  GC_ASSIGN_OR_RETURN(const std::int64_t ti, to_index(t, "target"));
-  // The graph's arrays, distances and parents, and the kernels' per-vertex words.
-  const std::uint64_t bytes = add_bytes(mul_bytes(static_cast<std::uint64_t>(n), 8 + 8 + 24),
-                                        mul_bytes(static_cast<std::uint64_t>(m), 8));
-  GC_RETURN_IF_ERROR(admit(bytes,
-                           absl::StrCat("graph ", quote_id(graph_id), " (shortest paths from one ",
-                                        "vertex over ", n, " vertices and ", m, " edges)"),
-                           env.limits, /*on_device=*/true));
-  const kernels::CsrView view{n, m, csr.row_offsets.data(), csr.cols.data(), csr.weights.data()};
-  GC_ASSIGN_OR_RETURN(const SsspOutput out, backend.sssp(view, si, job));
-  if (out.info.negative_cycle) {
-    return negative_cycle_error(static_cast<std::int64_t>(ids[out.info.cycle_vertex]));
-  }
+  GC_ASSIGN_OR_RETURN(const std::int64_t si, row_of_vertex(ids, s, "source"));
+  GC_ASSIGN_OR_RETURN(const std::int64_t ti, row_of_vertex(ids, t, "target"));
   ShortestPathResult result;
   const float d = out.dist[ti];
   result.reachable = std::isfinite(d);

@@ -25,9 +25,11 @@ absl::StatusOr<PreparedOp> Operations::prepare(const Caller& caller, OpRequest r
           return prepare_eigh(std::move(r), env_, caller);
         } else if constexpr (std::is_same_v<T, ApspRequest>) {
           return prepare_apsp(std::move(r), env_, caller);
-        } else {
-          static_assert(std::is_same_v<T, ShortestPathRequest>);
+        } else if constexpr (std::is_same_v<T, ShortestPathRequest>) {
           return prepare_shortest_path(std::move(r), env_, caller);
+        } else {
+          static_assert(std::is_same_v<T, SsspRequest>);
+          return prepare_sssp(std::move(r), env_, caller);
         }
       },
       std::move(request));

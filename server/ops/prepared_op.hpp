@@ -54,6 +54,7 @@ absl::StatusOr<PreparedOp> prepare_eigh(EighRequest request, OpEnv& env, const C
 absl::StatusOr<PreparedOp> prepare_apsp(ApspRequest request, OpEnv& env, const Caller& caller);
 absl::StatusOr<PreparedOp> prepare_shortest_path(ShortestPathRequest request, OpEnv& env,
                                                  const Caller& caller);
+absl::StatusOr<PreparedOp> prepare_sssp(SsspRequest request, OpEnv& env, const Caller& caller);
 
 /// The graph store's key of `caller`'s graph `graph_id`: tenants have separate namespaces.
 std::string graph_key(const Caller& caller, const std::string& graph_id);

@@ -144,9 +144,23 @@ struct ShortestPathResult {
   std::vector<std::int64_t> vertices;
 };
 
+/// Shortest paths from one vertex of an edge list or a stored graph (other GraphInput cases
+/// are refused).
+struct SsspRequest {
+  GraphInput graph;
+  std::int64_t source = 0;
+  OutputOptions output;
+};
+struct SsspResult {
+  ResultMatrix distances;                 ///< 1 x n f32
+  ResultMatrix parents;                   ///< 1 x n i32 rows
+  std::vector<std::uint64_t> vertex_ids;  ///< row i is vertex_ids[i]; empty: row i is vertex i
+  std::int64_t reachable = 0;
+};
+
 using OpRequest = std::variant<TransposeRequest, MatMulRequest, SvdRequest, EighRequest,
-                               ApspRequest, ShortestPathRequest>;
+                               ApspRequest, ShortestPathRequest, SsspRequest>;
 using OpResult = std::variant<TransposeResult, MatMulResult, SvdResult, EighResult, ApspResult,
-                              ShortestPathResult>;
+                              ShortestPathResult, SsspResult>;
 
 }  // namespace gcompute::server::ops

@@ -136,9 +136,9 @@ TEST(Args, HelpTexts) {
   EXPECT_THAT(help_text({"apsp"}), HasSubstr("vertex k of a 1-based file"));
   EXPECT_THAT(help_text({"graph", "edit"}), HasSubstr("decompose_vertex"));
   const std::string overview = help_text({});
-  for (const char* cmd :
-       {"transpose", "matmul", "svd", "apsp", "path", "graph create", "graph edit", "graph show",
-        "graph delete", "graph list", "graph apsp", "info", "--server", "--timeout"}) {
+  for (const char* cmd : {"transpose", "matmul", "svd", "apsp", "path", "graph create",
+                          "graph edit", "graph show", "graph delete", "graph list", "graph apsp",
+                          "sssp", "graph sssp", "info", "--server", "--timeout"}) {
     EXPECT_THAT(overview, HasSubstr(cmd));
   }
   const std::string graph = help_text({"graph"});

@@ -257,6 +257,7 @@ class CliTest(E2eBase):
     def test_help_for_every_subcommand(self):
         for cmd in (["transpose"], ["matmul"], ["svd"], ["apsp"], ["path"], ["graph", "create"], ["graph", "edit"],
                     ["graph", "show"], ["graph", "delete"], ["graph", "list"], ["graph", "apsp"], ["info"],
+                    ["sssp"], ["graph", "sssp"],
                     ["submit", "apsp"], ["submit", "svd"], ["jobs", "list"], ["jobs", "watch"], ["wait"]):
             r = self.cli(*cmd, "--help")
             self.assertIn("usage: gcompute " + " ".join(cmd), r.stdout)
@@ -545,6 +546,45 @@ class CliTest(E2eBase):
         del checked_unreachable
         # Vertex numbers outside the file's numbering are refused locally.
         self.cli_fails("path", gr, 0, 1, contains=("SRC '0'",))
+
+    def test_sssp(self):
+        n = 40
+        edges = self.random_edges(n, 120)
+        want, dense = self.dist_from_edges(n, edges)
+        gr = self.write_dimacs("s.gr", n, edges)
+        d_out, p_out = self.path("sd.npy"), self.path("sp.npy")
+        s = 4
+        r = self.cli("sssp", gr, s + 1, d_out, "--parents", p_out)
+        d, parents = np.load(d_out), np.load(p_out)
+        self.assertEqual((d.shape, d.dtype, parents.dtype), ((n,), np.float32, np.int32))
+        np.testing.assert_allclose(d, want[s], rtol=1e-6)
+        self.assertIn(f"reachable: {int(np.isfinite(want[s]).sum())} of {n}", r.stdout)
+        self.assertEqual(int(parents[s]), s)
+        for v in range(n):
+            if np.isinf(want[s, v]):
+                self.assertEqual(int(parents[v]), -1)
+            elif v != s:
+                self.assertAlmostEqual(float(d[parents[v]]) + dense[parents[v], v], float(d[v]), places=4)
+        self.cli_fails("sssp", gr, 0, d_out, contains=("SRC '0'",))
+        self.cli_fails("sssp", self.save("dense.npy", np.zeros((3, 3), np.float32)), 0, d_out,
+                       contains=("edge list",))
+        # A stored graph after a deletion: its ids are written beside OUT.
+        name = f"s{self.rng.integers(1 << 30)}"
+        csv = self.path("s.csv")
+        with open(csv, "w") as f:
+            f.write("0,1,2\n1,2,1.5\n0,3,1\n3,2,1\n")
+        self.cli("graph", "create", name, csv, "--vertices", "4")
+        edits = self.path("s.jsonl")
+        with open(edits, "w") as f:
+            f.write('{"delete_vertex":{"vertex_id":1}}\n')
+        self.cli("graph", "edit", name, edits)
+        r = self.cli("graph", "sssp", name, 0, d_out, "--parents", p_out)
+        self.assertIn("reachable: 3 of 3", r.stdout)
+        np.testing.assert_array_equal(np.load(d_out), np.array([0, 2, 1], np.float32))
+        with open(d_out + ".ids.txt") as f:
+            self.assertEqual([int(x) for x in f.read().split()], [0, 2, 3])
+        self.cli_fails("graph", "sssp", name, 1, d_out, code="NOT_FOUND")
+        self.cli("graph", "delete", name)
 
     def graph_json(self, name):
         return json.loads(self.cli("graph", "show", name, "--json").stdout)

@@ -150,6 +150,8 @@ void run(RequestKind kind, const std::uint8_t* data, std::size_t size) {
       return prepare<v1::ApspRequest>(kind, ops, caller, data, size, std::string());
     case kShortestPath:
       return prepare<v1::ShortestPathRequest>(kind, ops, caller, data, size);
+    case kSssp:
+      return prepare<v1::SsspRequest>(kind, ops, caller, data, size);
     case kUploadHeader: {
       // The stream's first message; an upload ended after it is complete only when empty.
       v1::UploadMatrixRequest::Header header;

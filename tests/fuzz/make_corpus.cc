@@ -199,6 +199,15 @@ void write_requests(const std::string& dir) {
   from_stored.set_target(5);
   write_request(dir, "shortest-path-stored", kShortestPath, from_stored);
 
+  v1::SsspRequest sssp;
+  *sssp.mutable_edges() = path.graph().edges();
+  sssp.mutable_edges()->set_dtype(v1::DTYPE_F32);
+  sssp.set_source(1);
+  write_request(dir, "sssp-edges", kSssp, sssp);
+  sssp.set_graph_id("g");
+  sssp.set_source(7);
+  write_request(dir, "sssp-graph", kSssp, sssp);
+
   v1::UploadMatrixRequest::Header header;
   header.mutable_shape()->set_rows(16);
   header.mutable_shape()->set_cols(16);

@@ -28,6 +28,7 @@ enum RequestKind : std::uint8_t {
   kWatchJob,
   kCancelJob,
   kListJobs,
+  kSssp,  ///< after the others: the seeds' first bytes keep their kinds
   kRequestKinds
 };
 
@@ -36,7 +37,8 @@ inline const char* request_kind_name(RequestKind kind) {
       "Transpose",   "MatMul",       "Svd",          "BatchedSvd",     "Eigh",
       "Apsp",        "ShortestPath", "UploadMatrix", "DownloadMatrix", "DeleteMatrix",
       "CreateGraph", "GetGraph",     "ListGraphs",   "DeleteGraph",    "ApplyEdits",
-      "SubmitJob",   "GetJob",       "WatchJob",     "CancelJob",      "ListJobs"};
+      "SubmitJob",   "GetJob",       "WatchJob",     "CancelJob",      "ListJobs",
+      "Sssp"};
   return kind < kRequestKinds ? kNames[kind] : "?";
 }
 

@@ -11,3 +11,20 @@ def floyd_warshall(w):
     for k in range(d.shape[0]):
         d = np.minimum(d, d[:, k, None] + d[None, k, :])
     return d
+
+
+def bellman_ford(n, src, dst, weight, source):
+    """Float64 Bellman-Ford from `source` over edges src[e] -> dst[e] (parallel edges: the
+    least weight counts; +inf = no edge): the distances (+inf unreachable). Raises
+    ValueError on a negative cycle reachable from the source."""
+    src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
+    weight = np.asarray(weight, dtype=np.float64)
+    d = np.full(n, np.inf)
+    d[source] = 0.0
+    for _ in range(n):
+        new = d.copy()
+        np.minimum.at(new, dst, d[src] + weight)
+        if np.array_equal(new, d):
+            return d
+        d = new
+    raise ValueError("negative cycle reachable from the source")

@@ -230,6 +230,25 @@ inline ::testing::AssertionResult is_ok(const grpc::Status& st) {
   return ::testing::AssertionFailure() << code_name(st.error_code()) << ": " << st.error_message();
 }
 
+/// The values of a stored matrix (DownloadMatrix's chunks joined).
+template <typename T>
+std::vector<T> download_values(v1::Compute::Stub& stub, const v1::MatrixRef& ref) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(300));
+  v1::DownloadMatrixRequest req;
+  *req.mutable_ref() = ref;
+  auto reader = stub.DownloadMatrix(&ctx, req);
+  v1::DownloadMatrixResponse part;
+  std::string bytes;
+  while (reader->Read(&part)) {
+    if (part.has_chunk()) bytes += part.chunk().data();
+  }
+  EXPECT_TRUE(is_ok(reader->Finish()));
+  std::vector<T> out(bytes.size() / sizeof(T));
+  std::memcpy(out.data(), bytes.data(), out.size() * sizeof(T));
+  return out;
+}
+
 /// The server still answers GetServerInfo (used after every error case).
 inline ::testing::AssertionResult still_serving(v1::Compute::Stub& stub) {
   grpc::ClientContext ctx;

@@ -25,6 +25,7 @@
 
 #include "security/tokens.hpp"
 #include "service_fixture.hpp"
+#include "sssp_service_check.hpp"
 #include "stored_graph_apsp_check.hpp"
 #include "support/gpu.hpp"
 
@@ -111,24 +112,6 @@ std::int64_t now_ms() {
       .count();
 }
 
-template <typename T>
-std::vector<T> download(v1::Compute::Stub& stub, const v1::MatrixRef& ref) {
-  grpc::ClientContext ctx;
-  deadline(ctx);
-  v1::DownloadMatrixRequest req;
-  *req.mutable_ref() = ref;
-  auto reader = stub.DownloadMatrix(&ctx, req);
-  v1::DownloadMatrixResponse part;
-  std::string bytes;
-  while (reader->Read(&part)) {
-    if (part.has_chunk()) bytes += part.chunk().data();
-  }
-  EXPECT_TRUE(is_ok(reader->Finish()));
-  std::vector<T> out(bytes.size() / sizeof(T));
-  std::memcpy(out.data(), bytes.data(), out.size() * sizeof(T));
-  return out;
-}
-
 class ServiceJobsGpu : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -197,9 +180,9 @@ TEST_F(ServiceJobsGpu, ApspOf8192WithNextHopsWatchedAndCollectedElsewhere) {
   ASSERT_TRUE(collected.result().apsp().distances().has_stored());
   ASSERT_TRUE(collected.result().apsp().next_hop().has_stored());
   const std::vector<float> d =
-      download<float>(*collector, collected.result().apsp().distances().stored().ref());
-  const std::vector<std::int32_t> nh =
-      download<std::int32_t>(*collector, collected.result().apsp().next_hop().stored().ref());
+      download_values<float>(*collector, collected.result().apsp().distances().stored().ref());
+  const std::vector<std::int32_t> nh = download_values<std::int32_t>(
+      *collector, collected.result().apsp().next_hop().stored().ref());
   const std::size_t n = static_cast<std::size_t>(kVertices);
   ASSERT_EQ(d.size(), n * n);
   ASSERT_EQ(nh.size(), n * n);
@@ -237,6 +220,48 @@ TEST_F(ServiceJobsGpu, ApspOf8192WithNextHopsWatchedAndCollectedElsewhere) {
 TEST_F(ServiceJobsGpu, StoredGraphApspFromTheDeviceUpdatedAfterInsertions) {
   GC_SEEDED_RNG(rng);
   expect_incremental_stored_apsp(*ts_, rng);
+}
+
+TEST_F(ServiceJobsGpu, SsspOnTheDeviceMatchesBellmanFord) {
+  GC_SEEDED_RNG(rng);
+  expect_sssp_of_edge_lists(*ts_, rng);
+  expect_sssp_of_stored_graph(*ts_, rng, "sssp-gpu");
+}
+
+// Non-integer weights: each backend's distance is the least f32 sum added from the source, so
+// the two must agree bit for bit, not just within a tolerance.
+TEST_F(ServiceJobsGpu, SsspDistancesEqualTheCpuBackendsBitForBit) {
+  GC_SEEDED_RNG(rng);
+  ServerOptions o = test_options();
+  o.device = "cpu";
+  auto cpu = start_server(o);
+  ASSERT_NE(cpu, nullptr);
+  const std::int64_t n = 20000;
+  // w = c + p(u) - p(v), c >= 0.01: negative edges, every cycle at least 0.01 per edge long.
+  std::vector<double> pot(static_cast<std::size_t>(n));
+  for (double& p : pot) p = rng.uniform(0, 2);
+  std::vector<WeightedEdge> edges;
+  for (std::int64_t e = 0; e < 8 * n; ++e) {
+    const std::int64_t a = rng.uniform_int(0, n - 1), b = rng.uniform_int(0, n - 1);
+    edges.push_back({a, b, rng.uniform(0.01, 4) + pot[a] - pot[b]});
+  }
+  const v1::SsspRequest req = sssp_edges_request(n, edges, 7);
+  v1::SsspResponse on_gpu, on_cpu;
+  ASSERT_TRUE(is_ok(call_sssp(*ts_, req, &on_gpu)));
+  ASSERT_TRUE(is_ok(call_sssp(*cpu, req, &on_cpu)));
+  EXPECT_EQ(on_gpu.stats().device().rfind("cuda", 0), 0u) << on_gpu.stats().device();
+  const auto d_gpu = values_of<float>(on_gpu.distances().inline_());
+  const auto d_cpu = values_of<float>(on_cpu.distances().inline_());
+  ASSERT_EQ(d_gpu.size(), d_cpu.size());
+  std::int64_t differ = 0;
+  for (std::size_t v = 0; v < d_gpu.size(); ++v) {
+    if (std::memcmp(&d_gpu[v], &d_cpu[v], sizeof(float)) != 0 && differ++ < 5) {
+      ADD_FAILURE() << "row " << v << ": cuda " << d_gpu[v] << ", cpu " << d_cpu[v];
+    }
+  }
+  EXPECT_EQ(differ, 0);
+  EXPECT_EQ(on_gpu.reachable(), on_cpu.reachable());
+  EXPECT_GT(on_gpu.reachable(), n / 2);
 }
 
 TEST_F(ServiceJobsGpu, CancelStopsARunningApspWithin50Ms) {

@@ -17,12 +17,13 @@ from .jobs import Job, JobStatus
 from .routing import expand_target, graph_owner, rendezvous_score
 from .types import (AddEdge, AddVertex, DecomposeVertex, DeleteEdge, DeleteVertex, Device,
                     EdgeList, EditResult, EditsResult, ExecutionStats, GraphInfo, GraphSnapshot,
-                    Hyperedge, Limits, Path, Ref, ServerInfo, SetWeight, StoredApsp)
+                    Hyperedge, Limits, Path, Ref, ServerInfo, SetWeight, SsspResult, StoredApsp)
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Client", "Job", "JobStatus", "Ref", "StoredApsp", "EdgeList", "Path", "ServerInfo", "Device", "Limits",
+    "Client", "Job", "JobStatus", "Ref", "StoredApsp", "EdgeList", "Path", "SsspResult", "ServerInfo",
+    "Device", "Limits",
     "ExecutionStats", "Hyperedge", "GraphInfo", "GraphSnapshot", "EditResult", "EditsResult",
     "AddVertex", "DeleteVertex", "AddEdge", "DeleteEdge", "SetWeight", "DecomposeVertex",
     "Error", "Cancelled", "Unknown", "InvalidArgument", "DeadlineExceeded", "NotFound",

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """Conversions between the client's values (types.py) and the generated messages, and the
 coercion of the graphs apsp / shortest_path accept (dense arrays, scipy.sparse matrices, edge
-lists, stored matrices, graph ids) into an ApspRequest."""
+lists, stored matrices, graph ids) into an ApspRequest, and of those sssp accepts (edge lists,
+scipy.sparse matrices, graph ids) into an SsspRequest."""
 from __future__ import annotations
 
 from typing import Tuple, Union
@@ -12,7 +13,7 @@ from . import _arrays, _pb
 from .errors import InvalidArgument
 from .types import (AddEdge, AddVertex, DecomposeVertex, DeleteEdge, DeleteVertex, Device, Edit,
                     EditResult, EditsResult, EdgeList, ExecutionStats, GraphInfo, GraphSnapshot,
-                    Hyperedge, Limits, Path, Ref, ServerInfo, SetWeight)
+                    Hyperedge, Limits, Path, Ref, ServerInfo, SetWeight, SsspResult, StoredApsp)
 
 I32_MAX = 2147483647
 I32_MIN = -2147483648
@@ -171,6 +172,54 @@ def fill_apsp_graph(stager, source: GraphSource, request) -> None:
         edges_to(value, request.edges)
     else:  # "ref" or "dense": the stager writes dense or dense_ref
         stager.add(value, lambda: request.dense, lambda: request.dense_ref)
+
+
+# --- graphs of sssp ---------------------------------------------------------------------------
+
+def sssp_graph_source(g) -> GraphSource:
+    """Coerces what sssp accepts: ("graph_id", str) or ("edges", EdgeList) with f32 weights.
+    Dense matrices (arrays, Refs, StoredApsp) are refused here: Sssp takes no dense form, and
+    an n x n matrix is what it exists to avoid."""
+    if isinstance(g, str):
+        if not g:
+            raise InvalidArgument("sssp: graph id is empty")
+        return ("graph_id", g)
+    if isinstance(g, EdgeList):
+        if g.dtype != "f32":
+            raise InvalidArgument(f"sssp: the edge list has dtype {g.dtype!r}; Sssp weights are f32 "
+                                  f"(build the EdgeList with dtype='f32')")
+        return ("edges", g)
+    if _is_sparse(g):
+        if not np.issubdtype(g.dtype, np.floating):
+            g = g.astype(np.float64)  # integer weights travel as f32 too
+        return ("edges", sparse_to_edges(g))
+    if isinstance(g, (Ref, StoredApsp)):
+        what = "a stored dense matrix" if isinstance(g, Ref) else "stored APSP results"
+    else:
+        what = type(g).__name__
+        if hasattr(g, "shape"):
+            what += f" of shape {tuple(g.shape)}"
+    raise InvalidArgument(f"sssp: graph must be an EdgeList, a scipy.sparse matrix or the id of a "
+                          f"stored graph; got {what} (for a dense n x n weight matrix use apsp, "
+                          f"or turn it into an EdgeList)")
+
+
+def fill_sssp_graph(source: GraphSource, request) -> None:
+    """Writes the graph of an SsspRequest."""
+    kind, value = source
+    if kind == "graph_id":
+        request.graph_id = value
+    else:
+        edges_to(value, request.edges)
+
+
+def sssp_result_from(r, distances, parents) -> SsspResult:
+    """An SsspResult of a response and its taken distances / parents (rows of 1 x n arrays,
+    or Refs)."""
+    if isinstance(distances, np.ndarray):
+        distances, parents = distances.reshape(-1), parents.reshape(-1)
+    ids = np.array(r.vertex_ids, dtype=np.int64) if len(r.vertex_ids) else None
+    return SsspResult(distances, parents, ids, int(r.reachable), stats_from(r.stats))
 
 
 def precision_value(p) -> int:

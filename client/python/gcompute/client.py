@@ -19,7 +19,7 @@ from ._replicas import Deadline, Replica, ReplicaSet, Route
 from ._transfer import OperandStager, ProgressCallback, Transfer
 from .errors import Aborted, Internal, InvalidArgument, NotFound, SvdNotConverged
 from .types import (Edit, EditsResult, GraphInfo, GraphSnapshot, Path, Ref, ServerInfo,
-                    StoredApsp)
+                    SsspResult, StoredApsp)
 
 MiB = 1 << 20
 
@@ -31,7 +31,8 @@ _SVD_METHODS = {"auto": 0, "jacobi": 1, "polar": 2}  # proto SvdMethod
 
 
 # The operations Client.submit runs as jobs (the methods of these names).
-_JOB_OPERATIONS = ("transpose", "matmul", "svd", "batched_svd", "eigh", "apsp", "shortest_path")
+_JOB_OPERATIONS = ("transpose", "matmul", "svd", "batched_svd", "eigh", "apsp", "shortest_path",
+                   "sssp")
 
 
 class Client:
@@ -332,13 +333,49 @@ class Client:
         return self._operation(self._route_graph(src), timeout, "ShortestPath", fill,
                                lambda r, t: _convert.path_from(r))
 
+    def sssp(self, graph, source: int, *, store: bool = False, ttl_seconds: int = 0,
+             timeout: Optional[float] = None) -> SsspResult:
+        """Shortest paths from `source` to every vertex, without APSP: memory grows with the
+        edges, not with n^2, so it answers graphs far too large for apsp.
+
+        graph: an EdgeList (f32 weights; vertices 0 .. n-1, `source` an index), a scipy.sparse
+        matrix (each stored entry an edge, weights sent as float32), or the id of a stored graph
+        (`source` a vertex id). Dense matrices are refused (use apsp). Negative weights are
+        allowed; a negative cycle the source reaches raises FailedPrecondition, others do not
+        matter.
+
+        Returns an SsspResult: distances (n,) float32 (+inf: unreachable), parents (n,) int32
+        (the previous row; -1: unreachable), vertex_ids (a stored graph whose vertices are not
+        0 .. n-1: row i is vertex vertex_ids[i]; else None), reachable, stats, and
+        path_to(v). store=True keeps distances and parents on the server (Refs, 1 x n).
+        """
+        src = _convert.sssp_graph_source(graph)
+
+        def fill(stager: OperandStager) -> Any:
+            request = _pb.ops.SsspRequest(source=source)
+            _convert.fill_sssp_graph(src, request)
+            _output(request.output, store, ttl_seconds)
+            return request
+
+        def convert(response, t: Transfer) -> SsspResult:
+            if store:
+                d = _transfer.take_stored(t, response.distances, "distances")
+                p = _transfer.take_stored(t, response.parents, "parents")
+                self._remember(t, d, p)
+            else:
+                d = _transfer.take_result(t, response.distances, "distances")[0]
+                p = _transfer.take_result(t, response.parents, "parents")[0]
+            return _convert.sssp_result_from(response, d, p)
+
+        return self._operation(self._route_graph(src), timeout, "Sssp", fill, convert)
+
     # --- jobs ----------------------------------------------------------------------------------
 
     def submit(self, op_name: str, *args, priority: str = "normal", client_job_key: str = "",
                job_ttl_seconds: int = 0, timeout: Optional[float] = None, **kwargs) -> "jobs.Job":
-        """Submits the operation `op_name` (transpose, matmul, svd, batched_svd, apsp or
-        shortest_path, with the arguments of the method of that name) as a job and returns a
-        Job at once; the server runs it whether or not this process stays connected.
+        """Submits the operation `op_name` (transpose, matmul, svd, batched_svd, eigh, apsp,
+        shortest_path or sssp, with the arguments of the method of that name) as a job and
+        returns a Job at once; the server runs it whether or not this process stays connected.
 
         priority: "normal" or "high" (ahead of queued normal jobs). client_job_key: a resubmit
         with the same key returns the same job. job_ttl_seconds: how long the finished job and

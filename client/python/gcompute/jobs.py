@@ -19,9 +19,9 @@ if TYPE_CHECKING:  # pragma: no cover
 # SubmitJobRequest's field and JobResult's field of each operation's unary method.
 SUBMIT_FIELDS = {"Transpose": "transpose", "MatMul": "matmul", "Svd": "svd",
                  "BatchedSvd": "batched_svd", "Eigh": "eigh", "Apsp": "apsp",
-                 "ShortestPath": "shortest_path"}
+                 "ShortestPath": "shortest_path", "Sssp": "sssp"}
 RESULT_FIELDS = {"Transpose": "transpose", "MatMul": "matmul", "Svd": "svd", "BatchedSvd": "svd",
-                 "Eigh": "eigh", "Apsp": "apsp", "ShortestPath": "shortest_path"}
+                 "Eigh": "eigh", "Apsp": "apsp", "ShortestPath": "shortest_path", "Sssp": "sssp"}
 FINAL_STATES = ("SUCCEEDED", "FAILED", "CANCELLED")
 
 

@@ -8,7 +8,7 @@ from typing import List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from .errors import InvalidArgument
+from .errors import Internal, InvalidArgument
 
 #: Wire dtype names and their NumPy dtypes (little-endian). bf16 has no NumPy dtype: such
 #: matrices are returned as uint16 bit patterns.
@@ -75,6 +75,57 @@ class Path:
     length: float
     vertices: List[int]
     stats: ExecutionStats = field(default_factory=ExecutionStats)
+
+
+@dataclass(frozen=True, eq=False)  # arrays have no truth value: == is identity
+class SsspResult:
+    """Shortest paths from one source to every vertex (Client.sssp).
+
+    Row i is vertex i of an edge list, or vertex vertex_ids[i] of a stored graph (vertex_ids
+    is None when those are 0 .. n-1 anyway). distances: (n,) float32, +inf where unreachable;
+    parents: (n,) int32, the row before row i on a shortest path (the source's own row for the
+    source, -1 where unreachable). With store=True both are Refs (1 x n) instead of arrays.
+    reachable counts the rows with a finite distance, the source included.
+    """
+
+    distances: Union[np.ndarray, Ref]
+    parents: Union[np.ndarray, Ref]
+    vertex_ids: Optional[np.ndarray]
+    reachable: int
+    stats: ExecutionStats = field(default_factory=ExecutionStats)
+
+    def row_of(self, v: int) -> int:
+        """The row of vertex v (an index of the edge list, or a vertex id of the stored
+        graph); InvalidArgument if there is no such vertex."""
+        v = int(v)
+        if self.vertex_ids is None:
+            d = self.distances
+            n = len(d) if isinstance(d, np.ndarray) else d.shape[-1]
+            if not 0 <= v < n:
+                raise InvalidArgument(f"vertex {v} is outside 0..{n - 1}")
+            return v
+        row = int(np.searchsorted(self.vertex_ids, v))
+        if row >= len(self.vertex_ids) or self.vertex_ids[row] != v:
+            raise InvalidArgument(f"vertex {v} is not a vertex of the graph")
+        return row
+
+    def path_to(self, v: int) -> Optional[List[int]]:
+        """The vertices of a shortest path from the source to v (vertex ids of a stored graph,
+        indices of an edge list), source first; None if v is unreachable."""
+        if not isinstance(self.parents, np.ndarray):
+            raise InvalidArgument("path_to needs the parents as an array (sssp without store=True)")
+        row = self.row_of(v)
+        if self.parents[row] < 0:
+            return None
+        rows = [row]
+        while self.parents[rows[-1]] != rows[-1]:
+            rows.append(int(self.parents[rows[-1]]))
+            if len(rows) > len(self.parents):
+                raise Internal(f"the parents of vertex {v} form a cycle: {rows[-8:]}")
+        rows.reverse()
+        if self.vertex_ids is None:
+            return rows
+        return [int(self.vertex_ids[r]) for r in rows]
 
 
 @dataclass(frozen=True)
@@ -222,13 +273,13 @@ class EditsResult:
 
 
 class EdgeList:
-    """A graph as an edge list for apsp / shortest_path: edge e goes src[e] -> dst[e] with
+    """A graph as an edge list for apsp / shortest_path / sssp: edge e goes src[e] -> dst[e] with
     weight[e], vertices are 0 .. num_vertices - 1, parallel edges keep the smallest weight.
 
     Either `edges`, an iterable of (src, dst, weight) triples or an (m, 3) array, or the three
     arrays `src`, `dst`, `weight`. num_vertices defaults to 1 + the largest vertex id (0 for no
     edges). Weights travel as f32 (default; +inf is no edge) or i32 (`dtype="i32"`; distances
-    come back as int32 with 2147483647 for unreachable).
+    come back as int32 with 2147483647 for unreachable; apsp and shortest_path only).
     """
 
     __slots__ = ("src", "dst", "weight", "num_vertices", "dtype")

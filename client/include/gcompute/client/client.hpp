@@ -171,6 +171,28 @@ struct PathResult {
   ExecutionStats stats;
 };
 
+/// The graph of an Sssp request: an edge list (f32 weights) or the id of a stored graph.
+struct SsspGraph {
+  std::variant<EdgeList, std::string> source;
+  static SsspGraph edges(EdgeList list) { return SsspGraph{std::move(list)}; }
+  static SsspGraph graph_id(std::string id) { return SsspGraph{std::move(id)}; }
+};
+
+/// Shortest paths from one source to every vertex.
+struct SsspResult {
+  HostMatrix distances;  ///< 1 x n f32; +inf where unreachable
+  HostMatrix parents;    ///< 1 x n i32: the row before row i on a shortest path; -1: unreachable
+  /// Row i is vertex vertex_ids[i] (a stored graph whose vertices are not 0..n-1); empty: row
+  /// i is vertex i.
+  std::vector<int64_t> vertex_ids;
+  int64_t reachable = 0;  ///< rows with a finite distance, the source's included
+  ExecutionStats stats;
+
+  /// The vertices from the source to vertex `v` (ids where vertex_ids is set), empty when v is
+  /// unreachable; NOT_FOUND when v is not a vertex of the graph.
+  absl::StatusOr<std::vector<int64_t>> path_to(int64_t v) const;
+};
+
 // ---- jobs (docs/jobs.md) -------------------------------------------------------------------
 
 enum class JobPriority : int { kNormal = 0, kHigh = 1 };
@@ -209,6 +231,7 @@ struct JobResults {
   std::optional<EighResult> eigh;
   std::optional<ApspResult> apsp;
   std::optional<PathResult> path;  ///< ShortestPath
+  std::optional<SsspResult> sssp;
 };
 
 /// Default min(max_message_bytes / 2, 64 MiB) when options.inline_limit_bytes is 0.
@@ -267,6 +290,10 @@ class Client {
                                            const CallOptions& call = {});
   absl::StatusOr<PathResult> shortest_path(const StoredApsp& stored, int64_t source, int64_t target,
                                            const CallOptions& call = {});
+  /// Shortest paths from `source` (an index for an edge list, a vertex id for a stored graph)
+  /// to every vertex, without APSP; results inline, or stored where they do not fit.
+  absl::StatusOr<SsspResult> sssp(const SsspGraph& graph, int64_t source,
+                                  const CallOptions& call = {});
 
   /// Uploads in chunks of ClientOptions::chunk_bytes.
   absl::StatusOr<StoredMatrix> upload_matrix(const HostMatrix& matrix, int64_t ttl_seconds = 0,
@@ -306,6 +333,8 @@ class Client {
   absl::StatusOr<std::string> submit_shortest_path(const ApspGraph& graph, int64_t source,
                                                    int64_t target, const JobOptions& job = {},
                                                    const CallOptions& call = {});
+  absl::StatusOr<std::string> submit_sssp(const SsspGraph& graph, int64_t source,
+                                          const JobOptions& job = {}, const CallOptions& call = {});
   absl::StatusOr<JobInfo> get_job(const std::string& job_id, const CallOptions& call = {});
   absl::StatusOr<JobInfo> cancel_job(const std::string& job_id, const CallOptions& call = {});
   /// Every job of the caller on every replica (all pages), oldest first per replica.
