@@ -14,6 +14,7 @@
 #include "detail/graph_device_kernels.cuh"
 #include "gcompute/kernels/cuda/check.hpp"
 #include "gcompute/kernels/cuda/memory.hpp"
+#include "gcompute/kernels/cuda/sssp.hpp"
 
 namespace gcompute::kernels::cuda {
 
@@ -415,6 +416,65 @@ absl::Status DeviceGraph::to_dense(const Context& ctx, const std::int32_t* slot_
   }
   GC_CUDA_TRY(cudaStreamSynchronize(stream));
   return absl::OkStatus();
+}
+
+absl::StatusOr<SsspInfo> DeviceGraph::sssp(const Context& ctx, std::uint32_t source, float* dist,
+                                           std::int32_t* parent, StopToken stop) {
+  State& s = *s_;
+  s.adopt_stream(ctx.stream);
+  const cudaStream_t stream = ctx.stream;
+  if (source >= s.n) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("DeviceGraph::sssp: source slot ", source, " of ", s.n));
+  }
+  if (dist == nullptr || parent == nullptr) {
+    return absl::InvalidArgumentError("DeviceGraph::sssp: dist and parent must not be null");
+  }
+  const std::uint64_t m = s.num_edges;
+  // The CSR: row ends by a scan of the live counts (offsets[0] = 0), then each vertex's live
+  // slots copied in place. Rows stay in slot order: the search does not need them sorted.
+  DeviceArray<unsigned long long> wide, offsets;
+  DeviceArray<std::uint32_t> cols;
+  DeviceArray<float> weights, dist_dev;
+  DeviceArray<std::int32_t> parent_dev;
+  if (absl::Status e = s.allocate(wide, s.n); !e.ok()) return e;
+  if (absl::Status e = s.allocate(offsets, s.n + 1); !e.ok()) return e;
+  if (absl::Status e = s.allocate(cols, std::max<std::uint64_t>(m, 1)); !e.ok()) return e;
+  if (absl::Status e = s.allocate(weights, std::max<std::uint64_t>(m, 1)); !e.ok()) return e;
+  if (absl::Status e = s.allocate(dist_dev, s.n); !e.ok()) return e;
+  if (absl::Status e = s.allocate(parent_dev, s.n); !e.ok()) return e;
+  std::size_t tmp_bytes = 0;
+  GC_CUDA_TRY(
+      cub::DeviceScan::InclusiveSum(nullptr, tmp_bytes, wide.data(), offsets.data() + 1, s.n));
+  const std::size_t ws_bytes = sssp_workspace_bytes(s.n, static_cast<std::int64_t>(m));
+  absl::StatusOr<DeviceBuffer> tmp =
+      DeviceBuffer::create(std::max<std::size_t>({tmp_bytes, ws_bytes, 1}), stream, s.memory);
+  if (!tmp.ok()) return tmp.status();
+  detail::widen_kernel<<<blocks_for(s.n), kBlock, 0, stream>>>(s.live.data(), s.n, wide.data());
+  GC_CUDA_CHECK_LAUNCH("widen_kernel");
+  GC_CUDA_TRY(cudaMemsetAsync(offsets.data(), 0, sizeof(unsigned long long), stream));
+  GC_CUDA_TRY(cub::DeviceScan::InclusiveSum(tmp->data(), tmp_bytes, wide.data(), offsets.data() + 1,
+                                            s.n, stream));
+  if (m != 0) {
+    detail::export_kernel<<<warp_blocks(s.n), kBlock, 0, stream>>>(
+        s.n, s.va(), s.pool.data(), offsets.data() + 1, cols.data(), weights.data());
+    GC_CUDA_CHECK_LAUNCH("export_kernel");
+  }
+  // The scan's scratch is free again once the stream reaches the search: it becomes the
+  // search's workspace.
+  const CsrView view{static_cast<std::int64_t>(s.n), static_cast<std::int64_t>(m),
+                     reinterpret_cast<const std::uint64_t*>(offsets.data()), cols.data(),
+                     weights.data()};
+  absl::StatusOr<SsspInfo> info =
+      kernels::cuda::sssp(ctx, view, source, dist_dev.data(), parent_dev.data(), tmp->data(),
+                          tmp->size(), std::move(stop));
+  if (!info.ok()) return info.status();
+  GC_CUDA_TRY(
+      cudaMemcpyAsync(dist, dist_dev.data(), s.n * sizeof(float), cudaMemcpyDeviceToHost, stream));
+  GC_CUDA_TRY(cudaMemcpyAsync(parent, parent_dev.data(), s.n * sizeof(std::int32_t),
+                              cudaMemcpyDeviceToHost, stream));
+  GC_CUDA_TRY(cudaStreamSynchronize(stream));
+  return info;
 }
 
 absl::StatusOr<HostCsr> DeviceGraph::export_csr(const Context& ctx) {

@@ -9,13 +9,24 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/matrix.hpp"
 #include "gcompute/kernels/graph_batch_types.hpp"
+#include "gcompute/kernels/sssp_types.hpp"
+#include "gcompute/kernels/stop_token.hpp"
 
 namespace gcompute::server {
+
+/// Shortest paths over a copy's slots (kernels' SsspInfo contract; parents are slots).
+struct SlotSssp {
+  std::vector<float> dist;
+  std::vector<std::int32_t> parent;
+  kernels::SsspInfo info;
+  double seconds = 0;  ///< the search, with building the CSR where the copy lives
+};
 
 /// One graph's copy (a device graph). Called by one thread at a time.
 class MirrorTarget {
@@ -36,6 +47,13 @@ class MirrorTarget {
     static_cast<void>(slot_rows);
     static_cast<void>(rows);
     return absl::UnimplementedError("this graph copy has no dense export");
+  }
+  /// Shortest paths from slot `source` over the live edges, where the copy lives. CANCELLED
+  /// when `stop` fires; UNIMPLEMENTED where the copy cannot.
+  virtual absl::StatusOr<SlotSssp> sssp(std::uint32_t source, kernels::StopToken stop) {
+    static_cast<void>(source);
+    static_cast<void>(stop);
+    return absl::UnimplementedError("this graph copy has no shortest-path search");
   }
   /// Where the copy lives, e.g. "cuda:0".
   virtual std::string where() const = 0;

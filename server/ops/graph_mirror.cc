@@ -112,22 +112,48 @@ class DeviceGraphMirror::Graph {
       return absl::FailedPreconditionError(
           absl::StrCat(beyond_f32_, " edge weights are beyond the range of f32"));
     }
-    std::vector<std::pair<std::uint64_t, std::uint32_t>> live;  // (id, slot)
-    for (std::uint32_t slot = 0; slot < device_slots_; ++slot) {
-      if (slot_vertex_[slot] != kNoVertex) live.emplace_back(slot_vertex_[slot], slot);
-    }
-    std::sort(live.begin(), live.end());
-    std::vector<std::int32_t> slot_rows(device_slots_, -1);
     MirrorDense out;
-    out.vertex_ids.reserve(live.size());
-    for (std::size_t r = 0; r < live.size(); ++r) {
-      slot_rows[live[r].second] = static_cast<std::int32_t>(r);
-      out.vertex_ids.push_back(live[r].first);
-    }
+    const std::vector<std::int32_t> slot_rows = live_rows(out.vertex_ids);
     absl::StatusOr<Matrix> w =
-        target_->dense_weights(slot_rows, static_cast<std::int64_t>(live.size()));
+        target_->dense_weights(slot_rows, static_cast<std::int64_t>(out.vertex_ids.size()));
     if (!w.ok()) return w.status();
     out.weights = *std::move(w);
+    return out;
+  }
+
+  /// Shortest paths from vertex `source` searched where the copy lives, rows in ascending id
+  /// order; `check` sees the vertex ids before the search.
+  absl::StatusOr<MirrorSssp> sssp(std::uint64_t source, const kernels::StopToken& stop,
+                                  const MirrorVertexCheck& check) {
+    if (beyond_f32_ != 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(beyond_f32_, " edge weights are beyond the range of f32"));
+    }
+    MirrorSssp out;
+    const std::vector<std::int32_t> slot_rows = live_rows(out.vertex_ids);
+    GC_RETURN_IF_ERROR(check(out.vertex_ids));
+    auto it = slot_.find(source);
+    if (it == slot_.end() || it->second >= device_slots_) {
+      return absl::NotFoundError(
+          absl::StrCat("source = ", source, ": no such vertex in the graph"));
+    }
+    GC_ASSIGN_OR_RETURN(SlotSssp found, target_->sssp(it->second, stop));
+    const std::size_t rows = out.vertex_ids.size();
+    out.dist.assign(rows, std::numeric_limits<float>::infinity());
+    out.parent.assign(rows, -1);
+    for (std::uint32_t slot = 0; slot < device_slots_; ++slot) {
+      const std::int32_t row = slot_rows[slot];
+      if (row < 0) continue;
+      out.dist[row] = found.dist[slot];
+      const std::int32_t p = found.parent[slot];
+      out.parent[row] = p >= 0 ? slot_rows[p] : -1;
+    }
+    out.info = found.info;
+    if (out.info.negative_cycle) {
+      out.info.cycle_vertex = slot_vertex_[static_cast<std::size_t>(out.info.cycle_vertex)];
+    }
+    out.seconds = found.seconds;
+    out.where = target_->where();
     return out;
   }
 
@@ -148,6 +174,24 @@ class DeviceGraphMirror::Graph {
   };
   /// Pairs touched by a batch -> their weight before it.
   using Touched = absl::flat_hash_map<std::uint64_t, std::optional<float>>;
+
+  /// The row of each slot (-1: a deleted vertex's) with rows in ascending id order, and the
+  /// ids of the rows into `vertex_ids`.
+  std::vector<std::int32_t> live_rows(std::vector<std::uint64_t>& vertex_ids) const {
+    std::vector<std::pair<std::uint64_t, std::uint32_t>> live;  // (id, slot)
+    for (std::uint32_t slot = 0; slot < device_slots_; ++slot) {
+      if (slot_vertex_[slot] != kNoVertex) live.emplace_back(slot_vertex_[slot], slot);
+    }
+    std::sort(live.begin(), live.end());
+    std::vector<std::int32_t> slot_rows(device_slots_, -1);
+    vertex_ids.clear();
+    vertex_ids.reserve(live.size());
+    for (std::size_t r = 0; r < live.size(); ++r) {
+      slot_rows[live[r].second] = static_cast<std::int32_t>(r);
+      vertex_ids.push_back(live[r].first);
+    }
+    return slot_rows;
+  }
 
   absl::Status add_vertex(std::uint64_t id) {
     if (slot_vertex_.size() >= kernels::kMaxGraphVertices) {
@@ -326,6 +370,21 @@ absl::StatusOr<MirrorDense> DeviceGraphMirror::dense_weights(const std::string& 
   GC_RETURN_IF_ERROR(
       read_copy(graph_id, /*stale_on_failure=*/false, [&](Graph& g, std::uint64_t version) {
         out = g.dense_weights();
+        if (out.ok()) out->version = version;
+        return out.status();
+      }));
+  return out;
+}
+
+absl::StatusOr<MirrorSssp> DeviceGraphMirror::sssp(const std::string& graph_id,
+                                                   std::uint64_t source, kernels::StopToken stop,
+                                                   const MirrorVertexCheck& check) {
+  absl::StatusOr<MirrorSssp> out;
+  // A failed search (cancelled, a negative cycle's report is not a failure) leaves the copy
+  // as good as it was.
+  GC_RETURN_IF_ERROR(
+      read_copy(graph_id, /*stale_on_failure=*/false, [&](Graph& g, std::uint64_t version) {
+        out = g.sssp(source, stop, check);
         if (out.ok()) out->version = version;
         return out.status();
       }));

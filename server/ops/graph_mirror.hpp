@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -60,6 +61,21 @@ struct MirrorDense {
   std::uint64_t version = 0;              ///< the graph version the copy holds
 };
 
+/// Shortest paths from one vertex of a stored graph, searched where its copy lives, as
+/// DeviceGraphMirror::sssp returns them.
+struct MirrorSssp {
+  std::vector<float> dist;                ///< row i is vertex vertex_ids[i]
+  std::vector<std::int32_t> parent;       ///< rows; -1 where unreachable
+  kernels::SsspInfo info;                 ///< a negative cycle's vertex as a vertex id
+  std::vector<std::uint64_t> vertex_ids;  ///< ascending
+  std::uint64_t version = 0;              ///< the graph version the copy holds
+  double seconds = 0;                     ///< building the CSR and the search, on the device
+  std::string where;                      ///< MirrorTarget::where()
+};
+
+/// Looks at a graph's vertex ids before a search (e.g. that a target exists).
+using MirrorVertexCheck = std::function<absl::Status(const std::vector<std::uint64_t>& vertex_ids)>;
+
 class DeviceGraphMirror final : public GraphSubscriber {
  public:
   static constexpr std::uint64_t kNoVertex = ~std::uint64_t{0};
@@ -90,6 +106,14 @@ class DeviceGraphMirror final : public GraphSubscriber {
   /// have no dense form; NOT_FOUND for a graph the store does not have; RESOURCE_EXHAUSTED when
   /// the matrix does not fit (the copy stays usable).
   absl::StatusOr<MirrorDense> dense_weights(const std::string& graph_id);
+
+  /// Shortest paths from vertex id `source`, searched on the graph's up-to-date copy with its
+  /// CSR built where the copy lives (no host round trip but the results). NOT_FOUND for a
+  /// graph the store does not have or a source that is not a vertex; `check`'s error; CANCELLED
+  /// when `stop` fires; UNIMPLEMENTED where copies cannot search; FAILED_PRECONDITION for a
+  /// weight beyond f32 (the host path names it).
+  absl::StatusOr<MirrorSssp> sssp(const std::string& graph_id, std::uint64_t source,
+                                  kernels::StopToken stop, const MirrorVertexCheck& check);
 
   /// Counters, for tests and logs.
   struct Stats {

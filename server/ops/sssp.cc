@@ -13,6 +13,7 @@
 #include "gcompute/kernels/status_macros.hpp"
 #include "ops/admission.hpp"
 #include "ops/apsp.hpp"
+#include "ops/graph_mirror.hpp"
 #include "ops/placement.hpp"
 
 namespace gcompute::server::ops {
@@ -47,9 +48,9 @@ absl::Status check_edges(const EdgeListInput& e, const std::string& f) {
         absl::StrCat(f, ".dtype = ", kernels::dtype_name(e.dtype), "; Sssp weights are f32"));
   }
   if (e.src.size() != e.dst.size() || e.src.size() != e.weight.size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(f, ": src, dst and weight have ", e.src.size(), ", ", e.dst.size(), " and ",
-                     e.weight.size(), " entries; they must be equal"));
+    return absl::InvalidArgumentError(absl::StrCat(f, ": src, dst and weight have ", e.src.size(),
+                                                   ", ", e.dst.size(), " and ", e.weight.size(),
+                                                   " entries; they must be equal"));
   }
   const std::int64_t n = e.num_vertices;
   for (std::size_t i = 0; i < e.src.size(); ++i) {
@@ -93,8 +94,8 @@ CsrGraph csr_of_edges(const EdgeListInput& e) {
 absl::StatusOr<SsspOutput> run_csr(const CsrGraph& csr, std::int64_t n, std::int64_t source_row,
                                    const std::vector<std::uint64_t>& ids, Backend& backend,
                                    JobContext& job) {
-  const kernels::CsrView view{n, static_cast<std::int64_t>(csr.cols.size()),
-                              csr.row_offsets.data(), csr.cols.data(), csr.weights.data()};
+  const kernels::CsrView view{n, static_cast<std::int64_t>(csr.cols.size()), csr.row_offsets.data(),
+                              csr.cols.data(), csr.weights.data()};
   GC_ASSIGN_OR_RETURN(SsspOutput out, backend.sssp(view, source_row, job));
   if (out.info.negative_cycle) {
     const std::int64_t v = out.info.cycle_vertex;
@@ -136,9 +137,46 @@ absl::StatusOr<std::int64_t> row_of_vertex(const std::vector<std::uint64_t>& ver
 }
 
 absl::StatusOr<SsspRun> run_stored_sssp(const std::string& graph_key, const std::string& graph_id,
-                                        std::int64_t source, const char* source_field,
-                                        OpEnv& env, Backend& backend, JobContext& job,
+                                        std::int64_t source, const char* source_field, OpEnv& env,
+                                        Backend& backend, JobContext& job,
                                         std::optional<std::int64_t> target) {
+  if (env.graph_mirror != nullptr && source >= 0) {
+    // On the device copy: the CSR is built there, only the results come back.
+    absl::Status refused;  // the request's own fault, found before the search
+    const auto check = [&](const std::vector<std::uint64_t>& ids) -> absl::Status {
+      refused = row_of_vertex(ids, source, source_field).status();
+      if (refused.ok() && target) refused = row_of_vertex(ids, *target, "target").status();
+      if (refused.ok()) {
+        absl::StatusOr<GraphInfo> info = env.graphs.info(graph_key);
+        refused = admit_sssp(static_cast<std::int64_t>(ids.size()),
+                             info.ok() ? static_cast<std::int64_t>(info->num_edges) : 0,
+                             absl::StrCat("graph ", quote_id(graph_id)), env.limits);
+      }
+      return refused;
+    };
+    absl::StatusOr<MirrorSssp> found = env.graph_mirror->sssp(
+        graph_key, static_cast<std::uint64_t>(source), job.stop_token(), check);
+    if (!refused.ok()) return refused;
+    if (found.ok()) {
+      job.device = found->where;
+      job.times.compute_seconds += found->seconds;
+      if (found->info.negative_cycle) {
+        return negative_cycle_error(found->info.cycle_vertex);
+      }
+      SsspRun run;
+      run.out.dist = std::move(found->dist);
+      run.out.parent = std::move(found->parent);
+      run.out.info = found->info;
+      run.vertex_ids = std::move(found->vertex_ids);
+      return run;
+    }
+    if (found.status().code() == absl::StatusCode::kCancelled ||
+        found.status().code() == absl::StatusCode::kDeadlineExceeded) {
+      return found.status();
+    }
+    // Otherwise (no copy, a weight beyond f32, no device memory): the host path, which names
+    // what it refuses.
+  }
   GC_ASSIGN_OR_RETURN(CsrGraph csr, env.graphs.to_csr(graph_key, env.limits.max_matrix_elements));
   const auto n = static_cast<std::int64_t>(csr.vertex_ids.size());
   GC_ASSIGN_OR_RETURN(const std::int64_t row, row_of_vertex(csr.vertex_ids, source, source_field));
@@ -163,8 +201,8 @@ absl::StatusOr<PreparedOp> prepare_sssp(SsspRequest request, OpEnv& env, const C
       return absl::InvalidArgumentError(
           absl::StrCat("source = ", source, " is outside 0..", e->num_vertices - 1));
     }
-    GC_RETURN_IF_ERROR(admit_sssp(e->num_vertices, static_cast<std::int64_t>(e->src.size()),
-                                  "edges", env.limits));
+    GC_RETURN_IF_ERROR(
+        admit_sssp(e->num_vertices, static_cast<std::int64_t>(e->src.size()), "edges", env.limits));
     edges = std::move(*e);
   } else if (std::holds_alternative<GraphIdInput>(request.graph)) {
     GC_ASSIGN_OR_RETURN(ApspSource src,
@@ -184,8 +222,8 @@ absl::StatusOr<PreparedOp> prepare_sssp(SsspRequest request, OpEnv& env, const C
           const CsrGraph csr = csr_of_edges(*edges);
           GC_ASSIGN_OR_RETURN(run.out, run_csr(csr, edges->num_vertices, source, {}, backend, job));
         } else {
-          GC_ASSIGN_OR_RETURN(run,
-                              run_stored_sssp(key, graph_id, source, "source", env, backend, job, {}));
+          GC_ASSIGN_OR_RETURN(
+              run, run_stored_sssp(key, graph_id, source, "source", env, backend, job, {}));
           if (rows_are_ids(run.vertex_ids)) run.vertex_ids.clear();
         }
         const auto n = static_cast<std::int64_t>(run.out.dist.size());

@@ -29,8 +29,8 @@ struct SsspRun {
 /// caller named it). A negative cycle reachable from the source is FAILED_PRECONDITION naming a
 /// vertex id on it. A `target` is checked to be a vertex (NOT_FOUND) before the run.
 absl::StatusOr<SsspRun> run_stored_sssp(const std::string& graph_key, const std::string& graph_id,
-                                        std::int64_t source, const char* source_field,
-                                        OpEnv& env, Backend& backend, JobContext& job,
+                                        std::int64_t source, const char* source_field, OpEnv& env,
+                                        Backend& backend, JobContext& job,
                                         std::optional<std::int64_t> target);
 
 }  // namespace gcompute::server::ops

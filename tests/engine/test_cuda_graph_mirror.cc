@@ -6,6 +6,7 @@
 // GraphStore::get (and, for finite f32 weights, GraphStore::to_dense).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -18,6 +19,7 @@
 #include "engine/backend_factory.hpp"
 #include "engine/cuda/cuda_backend.hpp"
 #include "engine/cuda/graph_mirror_cuda.hpp"
+#include "gcompute/kernels/cpu/sssp.hpp"
 #include "server.hpp"
 #include "support/gpu.hpp"
 #include "support/graph_mirror_check.hpp"
@@ -227,6 +229,94 @@ TEST(CudaGraphMirrorTest, DenseWeightsAreBuiltOnTheDevice) {
   ASSERT_TRUE(f.store->create("big", 3, {Hyperedge{0, {0}, {1}, 1e300}}).ok());
   EXPECT_EQ(f.mirror->dense_weights("big").status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(f.mirror->dense_weights("absent").status().code(), absl::StatusCode::kNotFound);
+}
+
+/// The mirror's search on the device against cpu::sssp over GraphStore::to_csr of the same
+/// version: the same negative-cycle verdict, else the same distances bit for bit (both are the
+/// least f32 sum from the source) and parents that are tight edges of the host's CSR.
+void expect_sssp_matches(Fixture& f, const std::string& id, std::uint64_t source,
+                         const std::string& where) {
+  SCOPED_TRACE(where);
+  absl::StatusOr<CsrGraph> csr = f.store->to_csr(id, 1ull << 40);
+  ASSERT_TRUE(csr.ok()) << csr.status();
+  const auto n = static_cast<std::int64_t>(csr->vertex_ids.size());
+  const auto row = std::lower_bound(csr->vertex_ids.begin(), csr->vertex_ids.end(), source) -
+                   csr->vertex_ids.begin();
+  ASSERT_LT(row, n);
+  std::vector<float> dist(n);
+  std::vector<std::int32_t> parent(n);
+  const kernels::CsrView view{n, static_cast<std::int64_t>(csr->cols.size()),
+                              csr->row_offsets.data(), csr->cols.data(), csr->weights.data()};
+  absl::StatusOr<kernels::SsspInfo> host =
+      kernels::cpu::sssp(view, row, dist.data(), parent.data());
+  ASSERT_TRUE(host.ok()) << host.status();
+  std::vector<std::uint64_t> checked_ids;
+  absl::StatusOr<MirrorSssp> dev =
+      f.mirror->sssp(id, source, {}, [&](const std::vector<std::uint64_t>& ids) {
+        checked_ids = ids;
+        return absl::OkStatus();
+      });
+  ASSERT_TRUE(dev.ok()) << dev.status();
+  EXPECT_EQ(checked_ids, csr->vertex_ids);
+  EXPECT_EQ(dev->vertex_ids, csr->vertex_ids);
+  ASSERT_EQ(dev->info.negative_cycle, host->negative_cycle);
+  if (host->negative_cycle) {
+    EXPECT_TRUE(std::binary_search(csr->vertex_ids.begin(), csr->vertex_ids.end(),
+                                   static_cast<std::uint64_t>(dev->info.cycle_vertex)));
+    return;
+  }
+  ASSERT_EQ(dev->dist.size(), static_cast<std::size_t>(n));
+  for (std::int64_t v = 0; v < n; ++v) {
+    ASSERT_EQ(std::memcmp(&dev->dist[v], &dist[v], sizeof(float)), 0)
+        << "row " << v << ": device " << dev->dist[v] << ", host " << dist[v];
+    const std::int32_t p = dev->parent[v];
+    if (std::isinf(dist[v])) {
+      EXPECT_EQ(p, -1) << "row " << v;
+    } else if (v == row) {
+      EXPECT_EQ(p, row);
+    } else {
+      ASSERT_GE(p, 0) << "row " << v;
+      bool tight = false;
+      for (std::uint64_t e = csr->row_offsets[p]; e < csr->row_offsets[p + 1]; ++e) {
+        tight |= csr->cols[e] == static_cast<std::uint32_t>(v) &&
+                 dev->dist[p] + csr->weights[e] == dev->dist[v];
+      }
+      EXPECT_TRUE(tight) << "row " << v << " has parent row " << p << " without a tight edge";
+    }
+  }
+}
+
+TEST(CudaGraphMirrorTest, SsspOnTheCopyEqualsTheHostSearch) {
+  GC_REQUIRE_GPU();
+  Fixture f(0);
+  ASSERT_NE(f.store, nullptr);
+  std::mt19937_64 rng(707);
+  const std::uint64_t n = 300;
+  auto edges = testing::random_hyperedges(rng, n, 1500, 3);
+  for (Hyperedge& e : edges) e.weight = std::abs(e.weight);  // no negative cycle at first
+  ASSERT_TRUE(f.store->create("s", n, edges).ok());
+  expect_sssp_matches(f, "s", 0, "after create");
+  expect_sssp_matches(f, "s", 123, "after create, another source");
+  // Batches of every kind (vertex deletions among them, so slots and rows part ways; negative
+  // weights, so negative cycles may appear).
+  RandomEdits gen(708, n, edges);
+  for (int b = 0; b < 8; ++b) {
+    std::vector<Edit> batch = gen.batch(b % 2 == 0 ? 60 : 3, 3);
+    absl::StatusOr<ApplyResult> r = f.store->apply("s", std::nullopt, batch);
+    ASSERT_TRUE(r.ok()) << r.status();
+    gen.committed();
+    absl::StatusOr<GraphSnapshot> snap = f.store->get("s");
+    ASSERT_TRUE(snap.ok());
+    const std::uint64_t source = snap->vertices[snap->vertices.size() / 2];
+    expect_sssp_matches(f, "s", source, absl::StrCat("batch ", b));
+  }
+  // A check's refusal stops the search; an absent source is NOT_FOUND.
+  auto refused = f.mirror->sssp("s", 0, {}, [](const std::vector<std::uint64_t>&) {
+    return absl::InvalidArgumentError("refused by the check");
+  });
+  EXPECT_EQ(refused.status().message(), "refused by the check");
+  auto absent = f.mirror->sssp("s", 1ull << 40, {}, [](const auto&) { return absl::OkStatus(); });
+  EXPECT_EQ(absent.status().code(), absl::StatusCode::kNotFound);
 }
 
 TEST(CudaGraphMirrorTest, ServerWiresTheMirrorOnTheCudaBackend) {

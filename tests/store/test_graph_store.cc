@@ -450,31 +450,44 @@ TEST_F(GraphStoreTest, ToCsrHoldsEveryTailHeadPairAndMatchesToDense) {
   ASSERT_TRUE(apply({AddEdge{{0}, {1}, -3}, AddEdge{{0, 4}, {1, 4}, 2}, AddEdge{{4}, {1}, 9},
                      DeleteVertex{3}, AddVertex{}, AddEdge{{5}, {0, 5}, 1}})
                   .ok());
-  absl::StatusOr<GraphSnapshot> snap = store_.get("g");
-  ASSERT_TRUE(snap.ok());
-  absl::StatusOr<CsrGraph> csr = store_.to_csr("g", 1000);
-  ASSERT_TRUE(csr.ok()) << csr.status();
-  auto [ids, w] = oracle_dense(*snap);
-  EXPECT_EQ(csr->vertex_ids, ids);
-  EXPECT_EQ(csr->version, snap->info.version);
-  const std::size_t n = ids.size();
-  ASSERT_EQ(csr->row_offsets.size(), n + 1);
-  EXPECT_EQ(csr->row_offsets.front(), 0u);
-  ASSERT_EQ(csr->row_offsets.back(), csr->cols.size());
-  ASSERT_EQ(csr->cols.size(), csr->weights.size());
   std::size_t pairs = 0;
-  for (const Hyperedge& e : snap->edges) pairs += e.tails.size() * e.heads.size();
-  EXPECT_EQ(csr->cols.size(), pairs);
-  std::vector<double> least(n * n, std::numeric_limits<double>::infinity());
-  for (std::size_t v = 0; v < n; ++v) {
-    ASSERT_LE(csr->row_offsets[v], csr->row_offsets[v + 1]);
-    for (std::uint64_t e = csr->row_offsets[v]; e < csr->row_offsets[v + 1]; ++e) {
-      ASSERT_LT(csr->cols[e], n);
-      double& cell = least[v * n + csr->cols[e]];
-      cell = std::min(cell, static_cast<double>(csr->weights[e]));
+  const auto check_csr = [&](const std::string& where) {
+    SCOPED_TRACE(where);
+    absl::StatusOr<GraphSnapshot> snap = store_.get("g");
+    ASSERT_TRUE(snap.ok());
+    absl::StatusOr<CsrGraph> csr = store_.to_csr("g", 1000);
+    ASSERT_TRUE(csr.ok()) << csr.status();
+    auto [ids, w] = oracle_dense(*snap);
+    EXPECT_EQ(csr->vertex_ids, ids);
+    EXPECT_EQ(csr->version, snap->info.version);
+    const std::size_t n = ids.size();
+    ASSERT_EQ(csr->row_offsets.size(), n + 1);
+    EXPECT_EQ(csr->row_offsets.front(), 0u);
+    ASSERT_EQ(csr->row_offsets.back(), csr->cols.size());
+    ASSERT_EQ(csr->cols.size(), csr->weights.size());
+    pairs = 0;
+    for (const Hyperedge& e : snap->edges) pairs += e.tails.size() * e.heads.size();
+    EXPECT_EQ(csr->cols.size(), pairs);
+    std::vector<double> least(n * n, std::numeric_limits<double>::infinity());
+    for (std::size_t v = 0; v < n; ++v) {
+      ASSERT_LE(csr->row_offsets[v], csr->row_offsets[v + 1]);
+      for (std::uint64_t e = csr->row_offsets[v]; e < csr->row_offsets[v + 1]; ++e) {
+        ASSERT_LT(csr->cols[e], n);
+        double& cell = least[v * n + csr->cols[e]];
+        cell = std::min(cell, static_cast<double>(csr->weights[e]));
+      }
     }
-  }
-  EXPECT_EQ(least, w);
+    EXPECT_EQ(least, w);
+  };
+  check_csr("ids 0..n-1 but 3: rows from a table");
+  // A live vertex id far beyond the vertex count: rows found by a search instead.
+  std::vector<Edit> far(1100, AddVertex{});
+  ASSERT_TRUE(apply(far).ok());
+  std::vector<Edit> sparse;
+  for (std::uint64_t v = 6; v < 1105; ++v) sparse.push_back(DeleteVertex{v});
+  sparse.push_back(AddEdge{{1105}, {0, 2}, 0.5});
+  ASSERT_TRUE(apply(sparse).ok());
+  check_csr("a vertex id of 1105 among 6: rows from a search");
   // Limits and weights as to_dense words them.
   expect_error(store_.to_csr("g", pairs - 1).status(), absl::StatusCode::kResourceExhausted,
                absl::StrCat("graph \"g\": the graph has ", pairs,

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -118,6 +119,21 @@ class CudaMirrorTarget final : public MirrorTarget {
       return s;
     }
     return Matrix{desc, nullptr, *std::move(out)};
+  }
+
+  absl::StatusOr<SlotSssp> sssp(std::uint32_t source, kernels::StopToken stop) override {
+    std::lock_guard lock(device_->mu);
+    GC_CUDA_TRY(cudaSetDevice(device_->index));
+    const auto t0 = std::chrono::steady_clock::now();
+    SlotSssp out;
+    out.dist.resize(graph_->num_vertices());
+    out.parent.resize(graph_->num_vertices());
+    absl::StatusOr<kernels::SsspInfo> info = graph_->sssp(
+        device_->context(), source, out.dist.data(), out.parent.data(), std::move(stop));
+    if (!info.ok()) return info.status();
+    out.info = *info;
+    out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return out;
   }
 
   std::string where() const override { return absl::StrCat("cuda:", device_->index); }

@@ -33,6 +33,8 @@
 #include "gcompute/kernels/cuda/context.hpp"
 #include "gcompute/kernels/cuda/memory.hpp"
 #include "gcompute/kernels/graph_batch_types.hpp"
+#include "gcompute/kernels/sssp_types.hpp"
+#include "gcompute/kernels/stop_token.hpp"
 
 namespace gcompute::kernels::cuda {
 
@@ -77,6 +79,13 @@ class DeviceGraph {
                         float* out);
   /// Copies the live edges to the host as CSR, rows sorted by dst.
   absl::StatusOr<HostCsr> export_csr(const Context& ctx);
+
+  /// Shortest paths from slot `source` over the live edges (cuda::sssp's contract), with the
+  /// CSR built on the device from the tables: nothing crosses to the host but the results,
+  /// written to host memory `dist` and `parent` (num_vertices() entries each, parents as
+  /// slots). Scratch comes from the graph's memory and is freed before it returns.
+  absl::StatusOr<SsspInfo> sssp(const Context& ctx, std::uint32_t source, float* dist,
+                                std::int32_t* parent, StopToken stop = {});
 
   std::uint32_t num_vertices() const;
   std::uint64_t num_edges() const;
