@@ -73,7 +73,8 @@ struct MirrorSssp {
   std::string where;                      ///< MirrorTarget::where()
 };
 
-/// Looks at a graph's vertex ids before a search (e.g. that a target exists).
+/// Looks at a graph's vertex ids before a search (e.g. that a target exists). It runs under
+/// the mirror's lock of that graph, so it must not call into the graph store.
 using MirrorVertexCheck = std::function<absl::Status(const std::vector<std::uint64_t>& vertex_ids)>;
 
 class DeviceGraphMirror final : public GraphSubscriber {

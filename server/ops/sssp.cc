@@ -142,14 +142,16 @@ absl::StatusOr<SsspRun> run_stored_sssp(const std::string& graph_key, const std:
                                         std::optional<std::int64_t> target) {
   if (env.graph_mirror != nullptr && source >= 0) {
     // On the device copy: the CSR is built there, only the results come back.
+    // The check runs under the mirror's lock: it must not take the store's (whose writers
+    // call the mirror), so the edge count is read first.
+    absl::StatusOr<GraphInfo> info = env.graphs.info(graph_key);
+    const std::int64_t edges = info.ok() ? static_cast<std::int64_t>(info->num_edges) : 0;
     absl::Status refused;  // the request's own fault, found before the search
     const auto check = [&](const std::vector<std::uint64_t>& ids) -> absl::Status {
       refused = row_of_vertex(ids, source, source_field).status();
       if (refused.ok() && target) refused = row_of_vertex(ids, *target, "target").status();
       if (refused.ok()) {
-        absl::StatusOr<GraphInfo> info = env.graphs.info(graph_key);
-        refused = admit_sssp(static_cast<std::int64_t>(ids.size()),
-                             info.ok() ? static_cast<std::int64_t>(info->num_edges) : 0,
+        refused = admit_sssp(static_cast<std::int64_t>(ids.size()), edges,
                              absl::StrCat("graph ", quote_id(graph_id)), env.limits);
       }
       return refused;

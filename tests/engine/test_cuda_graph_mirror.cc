@@ -195,6 +195,17 @@ void expect_dense_matches(Fixture& f, const std::string& id, const std::string& 
   }
 }
 
+/// Brings the batch's weights within +-1e6, so that the device copy can serve reads.
+void keep_weights_within_f32(std::vector<Edit>& batch) {
+  for (Edit& e : batch) {
+    if (auto* add = std::get_if<AddEdge>(&e)) add->weight = std::fmod(add->weight, 1e6);
+    if (auto* set = std::get_if<SetWeight>(&e)) set->weight = std::fmod(set->weight, 1e6);
+    if (auto* dv = std::get_if<DecomposeVertex>(&e)) {
+      dv->joining_weight = std::fmod(dv->joining_weight, 1e6);
+    }
+  }
+}
+
 TEST(CudaGraphMirrorTest, DenseWeightsAreBuiltOnTheDevice) {
   GC_REQUIRE_GPU();
   Fixture f(0);
@@ -207,14 +218,7 @@ TEST(CudaGraphMirrorTest, DenseWeightsAreBuiltOnTheDevice) {
   RandomEdits gen(506, n, edges);
   for (int b = 0; b < 12; ++b) {
     std::vector<Edit> batch = b % 3 == 0 ? gen.batch(200, 4) : gen.batch(1 + b % 4, 3);
-    // Finite f32 weights only: an edge beyond f32 is checked below.
-    for (Edit& e : batch) {
-      if (auto* add = std::get_if<AddEdge>(&e)) add->weight = std::fmod(add->weight, 1e6);
-      if (auto* set = std::get_if<SetWeight>(&e)) set->weight = std::fmod(set->weight, 1e6);
-      if (auto* dv = std::get_if<DecomposeVertex>(&e)) {
-        dv->joining_weight = std::fmod(dv->joining_weight, 1e6);
-      }
-    }
+    keep_weights_within_f32(batch);  // an edge beyond f32 is checked below
     absl::StatusOr<ApplyResult> r = f.store->apply("w", std::nullopt, batch);
     ASSERT_TRUE(r.ok()) << r.status();
     gen.committed();
@@ -302,6 +306,7 @@ TEST(CudaGraphMirrorTest, SsspOnTheCopyEqualsTheHostSearch) {
   RandomEdits gen(708, n, edges);
   for (int b = 0; b < 8; ++b) {
     std::vector<Edit> batch = gen.batch(b % 2 == 0 ? 60 : 3, 3);
+    keep_weights_within_f32(batch);
     absl::StatusOr<ApplyResult> r = f.store->apply("s", std::nullopt, batch);
     ASSERT_TRUE(r.ok()) << r.status();
     gen.committed();
@@ -317,6 +322,11 @@ TEST(CudaGraphMirrorTest, SsspOnTheCopyEqualsTheHostSearch) {
   EXPECT_EQ(refused.status().message(), "refused by the check");
   auto absent = f.mirror->sssp("s", 1ull << 40, {}, [](const auto&) { return absl::OkStatus(); });
   EXPECT_EQ(absent.status().code(), absl::StatusCode::kNotFound);
+  // A weight f32 cannot hold: the copy does not serve (the host path names the edge).
+  ASSERT_TRUE(f.store->create("big", 3, {Hyperedge{0, {0}, {1}, 1e300}}).ok());
+  EXPECT_EQ(
+      f.mirror->sssp("big", 0, {}, [](const auto&) { return absl::OkStatus(); }).status().code(),
+      absl::StatusCode::kFailedPrecondition);
 }
 
 TEST(CudaGraphMirrorTest, ServerWiresTheMirrorOnTheCudaBackend) {
