@@ -20,49 +20,19 @@
 #include <string>
 #include <vector>
 
-#include "gcompute/v1/service.grpc.pb.h"
-#include "server.hpp"
+#include "bench_server.hpp"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
 namespace v1 = gcompute::v1;
-
-[[noreturn]] void fail(const char* what, const grpc::Status& st) {
-  std::fprintf(stderr, "%s: %s\n", what, st.error_message().c_str());
-  std::exit(1);
-}
+using gcompute::bench::delete_stored;
+using gcompute::bench::fail;
+using gcompute::bench::timed_call;
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
-}
-
-struct Backend {
-  std::string device;
-  std::unique_ptr<gcompute::server::Server> server;
-  std::unique_ptr<v1::Compute::Stub> stub;
-};
-
-Backend start(const std::string& device) {
-  gcompute::server::ServerOptions options;
-  options.listen = "127.0.0.1:0";
-  options.metrics_listen = "";
-  options.device = device;
-  auto server = gcompute::server::Server::create(options);
-  if (!server.ok()) {
-    std::fprintf(stderr, "server (%s): %s\n", device.c_str(),
-                 std::string(server.status().message()).c_str());
-    std::exit(1);
-  }
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(-1);
-  args.SetMaxSendMessageSize(-1);
-  auto channel = grpc::CreateCustomChannel("127.0.0.1:" + std::to_string((*server)->port()),
-                                           grpc::InsecureChannelCredentials(), args);
-  Backend b{device, *std::move(server), nullptr};
-  b.stub = v1::Compute::NewStub(channel);
-  return b;
 }
 
 /// Creates graph "g" (its vertices first, then the edges in batches that fit a message).
@@ -101,7 +71,7 @@ void create_graph(v1::Compute::Stub& stub, std::uint64_t n, int degree) {
 
 struct Timing {
   double wall, h2d, compute;
-  std::string distances_id, parents_id;
+  v1::MatrixResult distances, parents;
 };
 
 Timing sssp(v1::Compute::Stub& stub, std::int64_t source) {
@@ -110,13 +80,9 @@ Timing sssp(v1::Compute::Stub& stub, std::int64_t source) {
   req.set_source(source);
   req.mutable_output()->set_placement(v1::OutputOptions::PLACEMENT_STORED);
   v1::SsspResponse resp;
-  grpc::ClientContext ctx;
-  const auto t0 = Clock::now();
-  const grpc::Status st = stub.Sssp(&ctx, req, &resp);
-  const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
-  if (!st.ok()) fail("Sssp", st);
-  return {wall, resp.stats().h2d_seconds(), resp.stats().compute_seconds(),
-          resp.distances().stored().ref().id(), resp.parents().stored().ref().id()};
+  const double wall = timed_call(stub, &v1::Compute::Stub::Sssp, req, &resp, "Sssp");
+  return {wall, resp.stats().h2d_seconds(), resp.stats().compute_seconds(), resp.distances(),
+          resp.parents()};
 }
 
 std::string download(v1::Compute::Stub& stub, const std::string& id) {
@@ -131,16 +97,6 @@ std::string download(v1::Compute::Stub& stub, const std::string& id) {
   }
   if (const grpc::Status st = reader->Finish(); !st.ok()) fail("DownloadMatrix", st);
   return bytes;
-}
-
-void drop(v1::Compute::Stub& stub, const std::string& id) {
-  v1::DeleteMatrixRequest req;
-  req.mutable_ref()->set_id(id);
-  v1::DeleteMatrixResponse resp;
-  grpc::ClientContext ctx;
-  if (const grpc::Status st = stub.DeleteMatrix(&ctx, req, &resp); !st.ok()) {
-    fail("DeleteMatrix", st);
-  }
 }
 
 std::vector<std::string> split(const std::string& text) {
@@ -172,7 +128,7 @@ int main(int argc, char** argv) {
   std::string reference;  // the first backend's distances
   bool equal = true;
   for (const std::string& device : devices) {
-    Backend b = start(device);
+    gcompute::bench::BenchServer b = gcompute::bench::start_bench_server(device);
     const auto t0 = Clock::now();
     create_graph(*b.stub, n, degree);
     std::printf("%s: graph of %llu vertices, %llu edges stored in %.1f s\n", device.c_str(),
@@ -183,7 +139,7 @@ int main(int argc, char** argv) {
     for (int rep = -1; rep < reps; ++rep) {
       const Timing t = sssp(*b.stub, 0);
       if (rep == -1) {
-        const std::string d = download(*b.stub, t.distances_id);
+        const std::string d = download(*b.stub, t.distances.stored().ref().id());
         if (reference.empty()) {
           reference = d;
         } else if (d.size() != reference.size() ||
@@ -191,8 +147,8 @@ int main(int argc, char** argv) {
           equal = false;
         }
       }
-      drop(*b.stub, t.distances_id);
-      drop(*b.stub, t.parents_id);
+      delete_stored(*b.stub, t.distances);
+      delete_stored(*b.stub, t.parents);
       if (rep < 0) continue;
       wall.push_back(t.wall * 1e3);
       h2d.push_back(t.h2d * 1e3);
@@ -203,6 +159,7 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     csv << device << "," << n << "," << n * static_cast<std::uint64_t>(degree) << ","
         << median(wall) << "," << median(h2d) << "," << median(compute) << "\n";
+    b.server->drain(absl::Seconds(5));
   }
   std::printf("distances of every backend equal bit for bit: %s\n", equal ? "yes" : "NO");
   return equal ? 0 : 1;

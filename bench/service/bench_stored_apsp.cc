@@ -19,14 +19,15 @@
 #include <string>
 #include <vector>
 
-#include "gcompute/v1/service.grpc.pb.h"
+#include "bench_server.hpp"
 #include "ops/apsp_cache.hpp"
-#include "server.hpp"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 namespace v1 = gcompute::v1;
+using gcompute::bench::delete_stored;
+using gcompute::bench::fail;
+using gcompute::bench::timed_call;
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -43,11 +44,6 @@ std::vector<int> int_list(const char* text) {
   return out;
 }
 
-[[noreturn]] void fail(const char* what, const grpc::Status& st) {
-  std::fprintf(stderr, "%s: %s\n", what, st.error_message().c_str());
-  std::exit(1);
-}
-
 struct Client {
   v1::Compute::Stub& stub;
 
@@ -58,22 +54,10 @@ struct Client {
     req.set_next_hop(next_hop);
     req.mutable_output()->set_placement(v1::OutputOptions::PLACEMENT_STORED);
     v1::ApspResponse resp;
-    grpc::ClientContext ctx;
-    const auto t0 = Clock::now();
-    const grpc::Status st = stub.Apsp(&ctx, req, &resp);
-    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
-    if (!st.ok()) fail("Apsp", st);
+    const double s = timed_call(stub, &v1::Compute::Stub::Apsp, req, &resp, "Apsp");
     server_compute = resp.stats().compute_seconds();
-    for (const v1::MatrixResult* r : {&resp.distances(), &resp.next_hop()}) {
-      if (!r->has_stored()) continue;
-      v1::DeleteMatrixRequest del;
-      *del.mutable_ref() = r->stored().ref();
-      v1::DeleteMatrixResponse done;
-      grpc::ClientContext dctx;
-      if (const grpc::Status d = stub.DeleteMatrix(&dctx, del, &done); !d.ok()) {
-        fail("DeleteMatrix", d);
-      }
-    }
+    delete_stored(stub, resp.distances());
+    delete_stored(stub, resp.next_hop());
     return s;
   }
 
@@ -102,23 +86,10 @@ int main(int argc, char** argv) {
   const std::vector<int> batches = int_list(argc > 4 ? argv[4] : "1,10,100");
   const int reps = argc > 5 ? std::atoi(argv[5]) : 3;
 
-  gcompute::server::ServerOptions options;
-  options.listen = "127.0.0.1:0";
-  options.metrics_listen = "";
-  options.device = device;
-  auto server = gcompute::server::Server::create(options);
-  if (!server.ok()) {
-    std::fprintf(stderr, "server: %s\n", std::string(server.status().message()).c_str());
-    return 1;
-  }
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(-1);
-  args.SetMaxSendMessageSize(-1);
-  auto channel = grpc::CreateCustomChannel("127.0.0.1:" + std::to_string((*server)->port()),
-                                           grpc::InsecureChannelCredentials(), args);
-  auto stub = v1::Compute::NewStub(channel);
+  gcompute::bench::BenchServer bench = gcompute::bench::start_bench_server(device);
+  v1::Compute::Stub* stub = bench.stub.get();
   Client client{*stub};
-  gcompute::server::ApspCache& cache = *(*server)->apsp_cache();
+  gcompute::server::ApspCache& cache = *bench.server->apsp_cache();
 
   std::mt19937_64 rng(20261126);
   std::uniform_int_distribution<std::uint64_t> vertex(0, n - 1);
@@ -215,7 +186,6 @@ int main(int argc, char** argv) {
                 r.full_ms, r.update_ms, r.hit_ms, 100 * r.update_ms / r.full_ms);
   }
   std::printf("csv: %s\n", csv_path.c_str());
-  (*server)->drain(absl::Seconds(5));
-  server->reset();
+  bench.server->drain(absl::Seconds(5));
   return 0;
 }
