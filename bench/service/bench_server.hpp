@@ -1,20 +1,28 @@
 // SPDX-License-Identifier: Apache-2.0
 // What the in-process service benchmarks share: a server on 127.0.0.1 with a stub of unlimited
-// message size, timed unary calls that exit on an error, and deleting stored results.
+// message size, timed unary calls that exit on an error, deleting stored results, medians.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "gcompute/v1/service.grpc.pb.h"
 #include "server.hpp"
 
 namespace gcompute::bench {
+
+/// The median of `v` (the upper one of an even count).
+inline double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
 
 [[noreturn]] inline void fail(const char* what, const grpc::Status& st) {
   std::fprintf(stderr, "%s: %s\n", what, st.error_message().c_str());

@@ -28,12 +28,8 @@ using Clock = std::chrono::steady_clock;
 namespace v1 = gcompute::v1;
 using gcompute::bench::delete_stored;
 using gcompute::bench::fail;
+using gcompute::bench::median;
 using gcompute::bench::timed_call;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 /// Creates graph "g" (its vertices first, then the edges in batches that fit a message).
 void create_graph(v1::Compute::Stub& stub, std::uint64_t n, int degree) {

@@ -27,12 +27,8 @@ namespace {
 namespace v1 = gcompute::v1;
 using gcompute::bench::delete_stored;
 using gcompute::bench::fail;
+using gcompute::bench::median;
 using gcompute::bench::timed_call;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 std::vector<int> int_list(const char* text) {
   std::vector<int> out;
