@@ -244,6 +244,14 @@ const std::vector<CommandSpec>& commands() {
        "submit an all-pairs shortest paths job; prints its id",
        "GRAPH as for 'apsp'. 'gcompute wait ID --out PREFIX' writes PREFIX.dist.npy and,\n"
        "with --next-hop, PREFIX.next.npy (0-based vertex numbers).\n"},
+      {{"submit", "sssp"},
+       {"GRAPH", "SRC"},
+       2,
+       job_options({}),
+       "submit a shortest-paths-from-one-vertex job; prints its id",
+       "GRAPH and SRC as for 'sssp'. 'gcompute wait ID --out PREFIX' writes PREFIX.dist.npy and\n"
+       "PREFIX.parents.npy (and PREFIX.dist.npy.ids.txt for a stored graph whose ids are not\n"
+       "0..n-1).\n"},
       {{"jobs", "list"}, {}, 0, {}, "list one's jobs (id, operation, state, progress)", ""},
       {{"jobs", "show"}, {"ID"}, 1, {}, "print a job's state, progress, times and error", ""},
       {{"jobs", "watch"},

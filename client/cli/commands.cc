@@ -323,7 +323,8 @@ class Cli {
     return absl::OkStatus();
   }
 
-  absl::Status sssp() {
+  /// The edge list GRAPH (pos 0) and the source SRC (pos 1) of 'sssp' and 'submit sssp'.
+  absl::StatusOr<std::pair<client::SsspGraph, int64_t>> sssp_input() {
     absl::StatusOr<GraphInput> in = load_graph_input(pos(0), false);
     if (!in.ok()) return in.status();
     if (in->dense) {
@@ -333,7 +334,13 @@ class Cli {
     absl::Status error;
     const int64_t s = parse_vertex(pos(1), "SRC", in->first_vertex, in->num_vertices, error);
     if (!error.ok()) return error;
-    return sssp_of(client::SsspGraph::edges(std::move(in->edges)), s);
+    return std::pair{client::SsspGraph::edges(std::move(in->edges)), s};
+  }
+
+  absl::Status sssp() {
+    auto in = sssp_input();
+    if (!in.ok()) return in.status();
+    return sssp_of(in->first, in->second);
   }
 
   absl::Status graph_sssp() {
@@ -355,23 +362,27 @@ class Cli {
       r = client_.sssp(graph, source);
     }
     if (!r.ok()) return r.status();
-    const int64_t n = r->distances.elements();
-    if (absl::Status st = save(pos(2), std::move(r->distances), true); !st.ok()) return st;
-    if (cl_.has("parents")) {
-      if (absl::Status st = save(cl_.get("parents"), std::move(r->parents), true); !st.ok()) {
-        return st;
-      }
+    return write_sssp(*r, pos(2), cl_.get("parents"));
+  }
+
+  /// Distances to `dist_path`, parents to `parents_path` (unless empty) and, where rows are
+  /// not vertex ids, the ids beside the distances (DIST.ids.txt, one per line).
+  absl::Status write_sssp(client::SsspResult& r, const std::string& dist_path,
+                          const std::string& parents_path) {
+    const int64_t n = r.distances.elements();
+    if (absl::Status st = save(dist_path, std::move(r.distances), true); !st.ok()) return st;
+    if (!parents_path.empty()) {
+      if (absl::Status st = save(parents_path, std::move(r.parents), true); !st.ok()) return st;
     }
-    if (!r->vertex_ids.empty()) {
-      // Rows are not vertex ids: the ids go beside OUT, one per line.
-      const std::string ids_path = absl::StrCat(pos(2), ".ids.txt");
+    if (!r.vertex_ids.empty()) {
+      const std::string ids_path = absl::StrCat(dist_path, ".ids.txt");
       std::ofstream ids(ids_path);
-      for (int64_t id : r->vertex_ids) ids << id << "\n";
+      for (int64_t id : r.vertex_ids) ids << id << "\n";
       ids.close();
       if (!ids) return absl::UnavailableError(absl::StrCat("cannot write ", ids_path));
       out_ << "vertex ids: " << ids_path << "\n";
     }
-    out_ << "reachable: " << r->reachable << " of " << n << "\n";
+    out_ << "reachable: " << r.reachable << " of " << n << "\n";
     return absl::OkStatus();
   }
 
@@ -570,6 +581,10 @@ class Cli {
       absl::StatusOr<GraphInput> in = load_graph_input(pos(0), cl_.has("i32"));
       if (!in.ok()) return in.status();
       id = client_.submit_apsp(in->graph(), cl_.has("next-hop"), job);
+    } else if (op == "sssp") {
+      auto in = sssp_input();
+      if (!in.ok()) return in.status();
+      id = client_.submit_sssp(in->first, in->second, job);
     } else if (op == "svd") {
       absl::StatusOr<NpyArray> arr = read_npy(pos(0));
       if (!arr.ok()) return arr.status();
@@ -662,6 +677,7 @@ class Cli {
       if (r->apsp->next_hop) return save(prefix + ".next.npy", std::move(*r->apsp->next_hop));
       return absl::OkStatus();
     }
+    if (r->sssp) return write_sssp(*r->sssp, prefix + ".dist.npy", prefix + ".parents.npy");
     return absl::UnimplementedError(
         absl::StrCat("job ", pos(0), " is a ", r->method, " job; 'wait' writes no file for it"));
   }

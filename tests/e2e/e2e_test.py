@@ -257,7 +257,7 @@ class CliTest(E2eBase):
     def test_help_for_every_subcommand(self):
         for cmd in (["transpose"], ["matmul"], ["svd"], ["apsp"], ["path"], ["graph", "create"], ["graph", "edit"],
                     ["graph", "show"], ["graph", "delete"], ["graph", "list"], ["graph", "apsp"], ["info"],
-                    ["sssp"], ["graph", "sssp"],
+                    ["sssp"], ["graph", "sssp"], ["submit", "sssp"],
                     ["submit", "apsp"], ["submit", "svd"], ["jobs", "list"], ["jobs", "watch"], ["wait"]):
             r = self.cli(*cmd, "--help")
             self.assertIn("usage: gcompute " + " ".join(cmd), r.stdout)
@@ -565,6 +565,11 @@ class CliTest(E2eBase):
                 self.assertEqual(int(parents[v]), -1)
             elif v != s:
                 self.assertAlmostEqual(float(d[parents[v]]) + dense[parents[v], v], float(d[v]), places=4)
+        # As a job, collected by 'wait' from another process: the same files.
+        job = self.cli("submit", "sssp", gr, s + 1).stdout.strip()
+        self.cli("wait", job, "--out", self.path("sj"))
+        np.testing.assert_array_equal(np.load(self.path("sj") + ".dist.npy"), d)
+        np.testing.assert_array_equal(np.load(self.path("sj") + ".parents.npy"), parents)
         self.cli_fails("sssp", gr, 0, d_out, contains=("SRC '0'",))
         self.cli_fails("sssp", self.save("dense.npy", np.zeros((3, 3), np.float32)), 0, d_out,
                        contains=("edge list",))
