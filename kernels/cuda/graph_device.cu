@@ -88,6 +88,52 @@ struct DeviceGraph::State {
     return absl::OkStatus();
   }
 
+  /// The live edges as CSR in device memory: offsets[0] = 0 and offsets[v + 1] the end of
+  /// row v (a scan of the live counts), rows in slot order, each row's live slots in slot
+  /// order (one warp per vertex). Freed on the call's stream.
+  struct DeviceCsr {
+    DeviceArray<unsigned long long> offsets;  // n + 1
+    DeviceArray<std::uint32_t> cols;
+    DeviceArray<float> weights;
+  };
+  absl::StatusOr<DeviceCsr> build_csr() {
+    const cudaStream_t s = stream;
+    DeviceCsr c;
+    DeviceArray<unsigned long long> wide;
+    if (absl::Status e = allocate(wide, std::max<std::uint32_t>(n, 1)); !e.ok()) return e;
+    if (absl::Status e = allocate(c.offsets, static_cast<std::size_t>(n) + 1); !e.ok()) return e;
+    GC_CUDA_TRY(cudaMemsetAsync(c.offsets.data(), 0, sizeof(unsigned long long), s));
+    if (n != 0) {
+      std::size_t tmp_bytes = 0;
+      GC_CUDA_TRY(
+          cub::DeviceScan::InclusiveSum(nullptr, tmp_bytes, wide.data(), c.offsets.data() + 1, n));
+      absl::StatusOr<DeviceBuffer> tmp =
+          DeviceBuffer::create(std::max<std::size_t>(tmp_bytes, 1), s, memory);
+      if (!tmp.ok()) return tmp.status();
+      detail::widen_kernel<<<blocks_for(n), kBlock, 0, s>>>(live.data(), n, wide.data());
+      GC_CUDA_CHECK_LAUNCH("widen_kernel");
+      GC_CUDA_TRY(cub::DeviceScan::InclusiveSum(tmp->data(), tmp_bytes, wide.data(),
+                                                c.offsets.data() + 1, n, s));
+    }
+    // The export writes as many edges as the counts add up to: they must be the ones recorded.
+    unsigned long long total = 0;
+    GC_CUDA_TRY(
+        cudaMemcpyAsync(&total, c.offsets.data() + n, sizeof(total), cudaMemcpyDeviceToHost, s));
+    GC_CUDA_TRY(cudaStreamSynchronize(s));
+    if (total != num_edges) {
+      return absl::InternalError(absl::StrCat("DeviceGraph: per-vertex counts sum to ", total,
+                                              " but ", num_edges, " edges were recorded"));
+    }
+    if (absl::Status e = allocate(c.cols, std::max<std::uint64_t>(total, 1)); !e.ok()) return e;
+    if (absl::Status e = allocate(c.weights, std::max<std::uint64_t>(total, 1)); !e.ok()) return e;
+    if (total != 0) {
+      detail::export_kernel<<<warp_blocks(n), kBlock, 0, s>>>(
+          n, va(), pool.data(), c.offsets.data() + 1, c.cols.data(), c.weights.data());
+      GC_CUDA_CHECK_LAUNCH("export_kernel");
+    }
+    return c;
+  }
+
   void free_scratch() {
     keys_in.reset();
     keys_out.reset();
@@ -430,44 +476,23 @@ absl::StatusOr<SsspInfo> DeviceGraph::sssp(const Context& ctx, std::uint32_t sou
   if (dist == nullptr || parent == nullptr) {
     return absl::InvalidArgumentError("DeviceGraph::sssp: dist and parent must not be null");
   }
+  // The search does not need rows sorted: the CSR in slot order will do.
+  absl::StatusOr<State::DeviceCsr> csr = s.build_csr();
+  if (!csr.ok()) return csr.status();
   const std::uint64_t m = s.num_edges;
-  // The CSR: row ends by a scan of the live counts (offsets[0] = 0), then each vertex's live
-  // slots copied in place. Rows stay in slot order: the search does not need them sorted.
-  DeviceArray<unsigned long long> wide, offsets;
-  DeviceArray<std::uint32_t> cols;
-  DeviceArray<float> weights, dist_dev;
+  DeviceArray<float> dist_dev;
   DeviceArray<std::int32_t> parent_dev;
-  if (absl::Status e = s.allocate(wide, s.n); !e.ok()) return e;
-  if (absl::Status e = s.allocate(offsets, s.n + 1); !e.ok()) return e;
-  if (absl::Status e = s.allocate(cols, std::max<std::uint64_t>(m, 1)); !e.ok()) return e;
-  if (absl::Status e = s.allocate(weights, std::max<std::uint64_t>(m, 1)); !e.ok()) return e;
   if (absl::Status e = s.allocate(dist_dev, s.n); !e.ok()) return e;
   if (absl::Status e = s.allocate(parent_dev, s.n); !e.ok()) return e;
-  std::size_t tmp_bytes = 0;
-  GC_CUDA_TRY(
-      cub::DeviceScan::InclusiveSum(nullptr, tmp_bytes, wide.data(), offsets.data() + 1, s.n));
   const std::size_t ws_bytes = sssp_workspace_bytes(s.n, static_cast<std::int64_t>(m));
-  absl::StatusOr<DeviceBuffer> tmp =
-      DeviceBuffer::create(std::max<std::size_t>({tmp_bytes, ws_bytes, 1}), stream, s.memory);
-  if (!tmp.ok()) return tmp.status();
-  detail::widen_kernel<<<blocks_for(s.n), kBlock, 0, stream>>>(s.live.data(), s.n, wide.data());
-  GC_CUDA_CHECK_LAUNCH("widen_kernel");
-  GC_CUDA_TRY(cudaMemsetAsync(offsets.data(), 0, sizeof(unsigned long long), stream));
-  GC_CUDA_TRY(cub::DeviceScan::InclusiveSum(tmp->data(), tmp_bytes, wide.data(), offsets.data() + 1,
-                                            s.n, stream));
-  if (m != 0) {
-    detail::export_kernel<<<warp_blocks(s.n), kBlock, 0, stream>>>(
-        s.n, s.va(), s.pool.data(), offsets.data() + 1, cols.data(), weights.data());
-    GC_CUDA_CHECK_LAUNCH("export_kernel");
-  }
-  // The scan's scratch is free again once the stream reaches the search: it becomes the
-  // search's workspace.
+  absl::StatusOr<DeviceBuffer> ws = DeviceBuffer::create(ws_bytes, stream, s.memory);
+  if (!ws.ok()) return ws.status();
   const CsrView view{static_cast<std::int64_t>(s.n), static_cast<std::int64_t>(m),
-                     reinterpret_cast<const std::uint64_t*>(offsets.data()), cols.data(),
-                     weights.data()};
+                     reinterpret_cast<const std::uint64_t*>(csr->offsets.data()), csr->cols.data(),
+                     csr->weights.data()};
   absl::StatusOr<SsspInfo> info =
-      kernels::cuda::sssp(ctx, view, source, dist_dev.data(), parent_dev.data(), tmp->data(),
-                          tmp->size(), std::move(stop));
+      kernels::cuda::sssp(ctx, view, source, dist_dev.data(), parent_dev.data(), ws->data(),
+                          ws->size(), std::move(stop));
   if (!info.ok()) return info.status();
   GC_CUDA_TRY(
       cudaMemcpyAsync(dist, dist_dev.data(), s.n * sizeof(float), cudaMemcpyDeviceToHost, stream));
@@ -485,43 +510,20 @@ absl::StatusOr<HostCsr> DeviceGraph::export_csr(const Context& ctx) {
   csr.num_vertices = s.n;
   csr.row_offsets.assign(static_cast<std::size_t>(s.n) + 1, 0);
   if (s.n == 0) return csr;
-  // Scratch for this call, freed on the stream when it returns (after the last copy).
-  DeviceArray<unsigned long long> wide, ends;
-  DeviceArray<std::uint32_t> cols;
-  DeviceArray<float> weights;
-  if (absl::Status e = s.allocate(wide, s.n); !e.ok()) return e;
-  if (absl::Status e = s.allocate(ends, s.n); !e.ok()) return e;
-  std::size_t tmp_bytes = 0;
-  GC_CUDA_TRY(cub::DeviceScan::InclusiveSum(nullptr, tmp_bytes, wide.data(), ends.data(), s.n));
-  absl::StatusOr<DeviceBuffer> tmp =
-      DeviceBuffer::create(std::max<std::size_t>(tmp_bytes, 1), stream, s.memory);
-  if (!tmp.ok()) return tmp.status();
-  detail::widen_kernel<<<blocks_for(s.n), kBlock, 0, stream>>>(s.live.data(), s.n, wide.data());
-  GC_CUDA_CHECK_LAUNCH("widen_kernel");
-  GC_CUDA_TRY(
-      cub::DeviceScan::InclusiveSum(tmp->data(), tmp_bytes, wide.data(), ends.data(), s.n, stream));
-  GC_CUDA_TRY(cudaMemcpyAsync(csr.row_offsets.data() + 1, ends.data(), s.n * sizeof(std::uint64_t),
-                              cudaMemcpyDeviceToHost, stream));
-  GC_CUDA_TRY(cudaStreamSynchronize(stream));
-  const std::uint64_t total = csr.row_offsets.back();
-  if (total != s.num_edges) {
-    return absl::InternalError(absl::StrCat("DeviceGraph: per-vertex counts sum to ", total,
-                                            " but ", s.num_edges, " edges were recorded"));
-  }
+  absl::StatusOr<State::DeviceCsr> dev = s.build_csr();
+  if (!dev.ok()) return dev.status();
+  const std::uint64_t total = s.num_edges;
   csr.cols.resize(total);
   csr.weights.resize(total);
+  GC_CUDA_TRY(cudaMemcpyAsync(csr.row_offsets.data() + 1, dev->offsets.data() + 1,
+                              s.n * sizeof(std::uint64_t), cudaMemcpyDeviceToHost, stream));
   if (total != 0) {
-    if (absl::Status e = s.allocate(cols, total); !e.ok()) return e;
-    if (absl::Status e = s.allocate(weights, total); !e.ok()) return e;
-    detail::export_kernel<<<warp_blocks(s.n), kBlock, 0, stream>>>(
-        s.n, s.va(), s.pool.data(), ends.data(), cols.data(), weights.data());
-    GC_CUDA_CHECK_LAUNCH("export_kernel");
-    GC_CUDA_TRY(cudaMemcpyAsync(csr.cols.data(), cols.data(), total * sizeof(std::uint32_t),
+    GC_CUDA_TRY(cudaMemcpyAsync(csr.cols.data(), dev->cols.data(), total * sizeof(std::uint32_t),
                                 cudaMemcpyDeviceToHost, stream));
-    GC_CUDA_TRY(cudaMemcpyAsync(csr.weights.data(), weights.data(), total * sizeof(float),
+    GC_CUDA_TRY(cudaMemcpyAsync(csr.weights.data(), dev->weights.data(), total * sizeof(float),
                                 cudaMemcpyDeviceToHost, stream));
-    GC_CUDA_TRY(cudaStreamSynchronize(stream));
   }
+  GC_CUDA_TRY(cudaStreamSynchronize(stream));
   // Rows come out in slot order; sort each by dst.
   std::vector<std::pair<std::uint32_t, float>> row;
   for (std::uint32_t v = 0; v < csr.num_vertices; ++v) {

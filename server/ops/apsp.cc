@@ -88,11 +88,6 @@ void remember(const std::string& graph_id, std::uint64_t version, const ApspRun&
   cache.put(graph_id, std::move(r));
 }
 
-absl::Status negative_cycle_error(std::int64_t vertex) {
-  return absl::FailedPreconditionError(absl::StrCat(
-      "the graph has a negative cycle through vertex ", vertex, "; shortest paths are undefined"));
-}
-
 /// A stored graph's weight matrix built on the device from its copy (DeviceGraphMirror), or
 /// none: then the host densifies it, which also names what the device path refuses (a graph
 /// too large for a dense matrix, an edge weight beyond f32).
@@ -170,6 +165,21 @@ absl::StatusOr<ShortestPathResult> stored_graph_path(const std::string& graph_ke
 
 }  // namespace
 
+absl::Status check_edge_list_lengths(const EdgeListInput& e, const std::string& field) {
+  if (e.src.size() != e.dst.size() || e.src.size() != e.weight.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": src, dst and weight have ", e.src.size(), ", ", e.dst.size(),
+                     " and ", e.weight.size(), " entries; they must be equal"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status negative_cycle_error(std::int64_t vertex, bool from_source) {
+  return absl::FailedPreconditionError(absl::StrCat(
+      "the graph has a negative cycle through vertex ", vertex,
+      from_source ? ", reachable from the source" : "", "; shortest paths are undefined"));
+}
+
 absl::Status admit_apsp(std::int64_t n, DType dtype, bool next_hop, const std::string& what,
                         const OpEnv& env) {
   const std::uint64_t cells =
@@ -219,11 +229,7 @@ absl::StatusOr<ApspSource> take_apsp_source(GraphInput graph, const std::string&
       return absl::InvalidArgumentError(
           absl::StrCat(f, ".num_vertices = ", e->num_vertices, " is negative"));
     }
-    if (e->src.size() != e->dst.size() || e->src.size() != e->weight.size()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(f, ": src, dst and weight have ", e->src.size(), ", ", e->dst.size(),
-                       " and ", e->weight.size(), " entries; they must be equal"));
-    }
+    GC_RETURN_IF_ERROR(check_edge_list_lengths(*e, f));
     GC_ASSIGN_OR_RETURN(const MatrixDesc desc,
                         check_desc(1, e->num_vertices, e->num_vertices, e->dtype, f, env.limits));
     GC_RETURN_IF_ERROR(check_square(desc, f));

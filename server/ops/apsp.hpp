@@ -28,6 +28,13 @@ struct ApspSource {
 absl::StatusOr<ApspSource> take_apsp_source(GraphInput graph, const std::string& prefix, OpEnv& env,
                                             const Caller& caller);
 
+/// INVALID_ARGUMENT, naming `field`, unless src, dst and weight have equal lengths.
+absl::Status check_edge_list_lengths(const EdgeListInput& e, const std::string& field);
+
+/// FAILED_PRECONDITION naming `vertex`, on a negative cycle (with `from_source`, one the
+/// source of a single-source search reaches: others do not matter there).
+absl::Status negative_cycle_error(std::int64_t vertex, bool from_source = false);
+
 /// RESOURCE_EXHAUSTED when an APSP of `n` vertices (weights, distances, next hops and work
 /// space) would need more memory than one request may take.
 absl::Status admit_apsp(std::int64_t n, DType dtype, bool next_hop, const std::string& what,

@@ -107,11 +107,7 @@ class DeviceGraphMirror::Graph {
 
   /// The dense weight matrix of the live vertices, rows in ascending id order.
   absl::StatusOr<MirrorDense> dense_weights() {
-    if (beyond_f32_ != 0) {
-      // GraphStore::to_dense names the edge; the copy only holds an infinity for it.
-      return absl::FailedPreconditionError(
-          absl::StrCat(beyond_f32_, " edge weights are beyond the range of f32"));
-    }
+    GC_RETURN_IF_ERROR(weights_within_f32());
     MirrorDense out;
     const std::vector<std::int32_t> slot_rows = live_rows(out.vertex_ids);
     absl::StatusOr<Matrix> w =
@@ -125,10 +121,7 @@ class DeviceGraphMirror::Graph {
   /// order; `check` sees the vertex ids before the search.
   absl::StatusOr<MirrorSssp> sssp(std::uint64_t source, const kernels::StopToken& stop,
                                   const MirrorVertexCheck& check) {
-    if (beyond_f32_ != 0) {
-      return absl::FailedPreconditionError(
-          absl::StrCat(beyond_f32_, " edge weights are beyond the range of f32"));
-    }
+    GC_RETURN_IF_ERROR(weights_within_f32());
     MirrorSssp out;
     const std::vector<std::int32_t> slot_rows = live_rows(out.vertex_ids);
     GC_RETURN_IF_ERROR(check(out.vertex_ids));
@@ -174,6 +167,14 @@ class DeviceGraphMirror::Graph {
   };
   /// Pairs touched by a batch -> their weight before it.
   using Touched = absl::flat_hash_map<std::uint64_t, std::optional<float>>;
+
+  /// FAILED_PRECONDITION while an edge weight is beyond f32: the copy holds an infinity for
+  /// it, so reads go to the store, which names the edge.
+  absl::Status weights_within_f32() const {
+    if (beyond_f32_ == 0) return absl::OkStatus();
+    return absl::FailedPreconditionError(
+        absl::StrCat(beyond_f32_, " edge weights are beyond the range of f32"));
+  }
 
   /// The row of each slot (-1: a deleted vertex's) with rows in ascending id order, and the
   /// ids of the rows into `vertex_ids`.

@@ -31,12 +31,6 @@ absl::Status admit_sssp(std::int64_t n, std::int64_t m, const std::string& what,
                limits, /*on_device=*/true);
 }
 
-absl::Status negative_cycle_error(std::int64_t vertex) {
-  return absl::FailedPreconditionError(
-      absl::StrCat("the graph has a negative cycle through vertex ", vertex,
-                   ", reachable from the source; shortest paths are undefined"));
-}
-
 /// Checks an edge list's fields for Sssp (f32 weights); `f` names it ("edges").
 absl::Status check_edges(const EdgeListInput& e, const std::string& f) {
   if (e.num_vertices <= 0 || e.num_vertices > kernels::kSsspMaxVertices) {
@@ -47,11 +41,7 @@ absl::Status check_edges(const EdgeListInput& e, const std::string& f) {
     return absl::InvalidArgumentError(
         absl::StrCat(f, ".dtype = ", kernels::dtype_name(e.dtype), "; Sssp weights are f32"));
   }
-  if (e.src.size() != e.dst.size() || e.src.size() != e.weight.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(f, ": src, dst and weight have ", e.src.size(),
-                                                   ", ", e.dst.size(), " and ", e.weight.size(),
-                                                   " entries; they must be equal"));
-  }
+  GC_RETURN_IF_ERROR(check_edge_list_lengths(e, f));
   const std::int64_t n = e.num_vertices;
   for (std::size_t i = 0; i < e.src.size(); ++i) {
     for (const auto& [name, v] : {std::pair{".src", e.src[i]}, std::pair{".dst", e.dst[i]}}) {
@@ -99,7 +89,8 @@ absl::StatusOr<SsspOutput> run_csr(const CsrGraph& csr, std::int64_t n, std::int
   GC_ASSIGN_OR_RETURN(SsspOutput out, backend.sssp(view, source_row, job));
   if (out.info.negative_cycle) {
     const std::int64_t v = out.info.cycle_vertex;
-    return negative_cycle_error(ids.empty() ? v : static_cast<std::int64_t>(ids[v]));
+    return negative_cycle_error(ids.empty() ? v : static_cast<std::int64_t>(ids[v]),
+                                /*from_source=*/true);
   }
   return out;
 }
@@ -163,7 +154,7 @@ absl::StatusOr<SsspRun> run_stored_sssp(const std::string& graph_key, const std:
       job.device = found->where;
       job.times.compute_seconds += found->seconds;
       if (found->info.negative_cycle) {
-        return negative_cycle_error(found->info.cycle_vertex);
+        return negative_cycle_error(found->info.cycle_vertex, /*from_source=*/true);
       }
       SsspRun run;
       run.out.dist = std::move(found->dist);

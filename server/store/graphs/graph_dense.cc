@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "gcompute/kernels/apsp_types.hpp"
 #include "store/graphs/graph_state.hpp"
+#include "store/graphs/vertex_rows.hpp"
 
 namespace gcompute::server {
 namespace {
@@ -78,9 +79,8 @@ absl::StatusOr<DenseGraph> GraphState::to_dense(kernels::DType dtype,
   out.version = version_;
   out.vertex_ids = sorted_vertex_ids();
   // Ids are sparse after deletions; rows are positions in the ascending id list.
-  const auto row = [&ids = out.vertex_ids](std::uint64_t v) -> std::size_t {
-    return static_cast<std::size_t>(std::lower_bound(ids.begin(), ids.end(), v) - ids.begin());
-  };
+  const VertexRows rows(out.vertex_ids);
+  const auto row = [&rows](std::uint64_t v) { return rows(v); };
   const std::size_t count = static_cast<std::size_t>(n);
   if (dtype == kernels::DType::kF32) {
     fill(out.weights, count, std::numeric_limits<float>::infinity(), edges_, row,
