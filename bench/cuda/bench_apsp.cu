@@ -5,7 +5,9 @@
 // equal the naive one bit for bit; checked at the naive size). Times are CUDA-event medians
 // around the whole apsp() call after a warm-up. Like the server's lanes, the context carries a
 // higher-priority second stream (look-ahead of the next round's pivot work); distance-only rows
-// are also measured on one stream, for the gain. Prints a table; writes CSV to
+// are also measured on one stream, for the gain. Next hops are measured both ways: from the
+// distances (the default for these weights) and by the fused kernel; each result is checked on
+// the device (every next hop starts a shortest path). Prints a table; writes CSV to
 // $OUT/apsp_bench.csv (or argv[1]).
 //
 // usage: bench_apsp [csv_path] [sizes, e.g. 4096,8192,16384] [naive_n]
@@ -14,6 +16,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -53,10 +56,35 @@ __global__ void naive_fw_step(float* d, int n, int k) {
   }
 }
 
+/// Counts next hops that do not start a shortest path: N[i][j] = k must be an edge with
+/// W[i][k] + D[k][j] == D[i][j] and D[k][j] < D[i][j] (weights >= 1, sums exact), so chains
+/// descend to j; N[i][i] = i; -1 exactly where D is +inf / kI32NoEdge.
+template <class T>
+__global__ void count_bad_next_hops(const T* w, const T* d, const int* nx, long long n, T none,
+                                    unsigned long long* bad) {
+  unsigned long long local = 0;
+  for (long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; e < n * n;
+       e += static_cast<long long>(gridDim.x) * blockDim.x) {
+    const long long i = e / n, j = e - i * n;
+    const int k = nx[e];
+    if (i == j) {
+      local += k != i;
+    } else if (d[e] == none) {
+      local += k != -1;
+    } else if (k < 0 || k >= n || k == i || w[i * n + k] == none) {
+      ++local;
+    } else {
+      const T dk = d[k * n + j];
+      local += !(dk != none && w[i * n + k] + dk == d[e] && dk < d[e]);
+    }
+  }
+  if (local) atomicAdd(bad, local);
+}
+
 struct Row {
   long long n;
   std::string dtype;
-  bool next;
+  std::string next;  ///< "no", "pass" (from the distances) or "fused"
   int streams;
   double ms;
   double trel;  // 1e12 relaxations per second
@@ -149,13 +177,17 @@ int main(int argc, char** argv) {
 
   std::vector<Row> rows;
   struct Mode {
-    bool next;
+    const char* next;
     int streams;
   };
+  gk::DeviceArray<unsigned long long> dbad = device.array<unsigned long long>(1);
   for (long long n : sizes) {
     for (DType dt : {DType::kF32, DType::kI32}) {
-      for (Mode mode : {Mode{false, 2}, Mode{false, 1}, Mode{true, 2}}) {
-        const bool next = mode.next;
+      for (Mode mode : {Mode{"no", 2}, Mode{"no", 1}, Mode{"pass", 2}, Mode{"fused", 2}}) {
+        const std::string method = mode.next;
+        const bool next = method != "no";
+        gcompute::kernels::ApspTuning run_tuning = tuning;
+        run_tuning.next_hop_from_distances = method == "pass";
         gk::Context run_ctx = ctx;
         if (mode.streams == 1) run_ctx.priority_stream = gk::StreamView();
         ApspShape shape{n, dt, next};
@@ -167,24 +199,50 @@ int main(int argc, char** argv) {
         std::vector<float> times;
         for (int rep = -1; rep < reps; ++rep) {
           CHECK_CUDA(cudaEventRecord(ev0.value(), stream));
-          auto r = gk::apsp(run_ctx, w, d, next ? nx : nullptr, shape, ws, wsb, {}, tuning);
+          auto r = gk::apsp(run_ctx, w, d, next ? nx : nullptr, shape, ws, wsb, {}, run_tuning);
           CHECK_CUDA(cudaEventRecord(ev1.value(), stream));
           CHECK_CUDA(cudaEventSynchronize(ev1.value()));
           if (!r.ok() || r->negative_cycle) {
             std::fprintf(stderr, "apsp failed at n=%lld\n", n);
             return 1;
           }
+          if (next && r->next_hop_from_distances != (method == "pass")) {
+            std::fprintf(stderr, "n=%lld %s: next hops came from the %s path\n", n, method.c_str(),
+                         r->next_hop_from_distances ? "pass" : "fused");
+            return 1;
+          }
           const float ms =
               gcompute::bench::check_ok(gk::elapsed_ms(ev0, ev1), "cudaEventElapsedTime");
           if (rep >= 0) times.push_back(ms);
         }
+        if (next) {  // the last run's next hops, checked on the device
+          CHECK_CUDA(cudaMemsetAsync(dbad.data(), 0, 8, stream));
+          if (dt == DType::kF32) {
+            count_bad_next_hops<float>
+                <<<132 * 8, 256, 0, stream>>>(static_cast<float*>(w), static_cast<float*>(d), nx, n,
+                                              std::numeric_limits<float>::infinity(), dbad.data());
+          } else {
+            count_bad_next_hops<int>
+                <<<132 * 8, 256, 0, stream>>>(static_cast<int*>(w), static_cast<int*>(d), nx, n,
+                                              gcompute::kernels::kI32NoEdge, dbad.data());
+          }
+          CHECK_CUDA(cudaGetLastError());
+          unsigned long long bad = 0;
+          CHECK_CUDA(cudaMemcpyAsync(&bad, dbad.data(), 8, cudaMemcpyDeviceToHost, stream));
+          CHECK_CUDA(cudaStreamSynchronize(stream));
+          if (bad != 0) {
+            std::fprintf(stderr, "n=%lld %s: %llu next hops do not start a shortest path\n", n,
+                         method.c_str(), bad);
+            return 1;
+          }
+        }
         std::sort(times.begin(), times.end());
         const double ms = times[times.size() / 2];
         const double trel = static_cast<double>(n) * n * n / (ms * 1e-3) / 1e12;
-        rows.push_back({n, dt == DType::kF32 ? "f32" : "i32", next, mode.streams, ms, trel,
+        rows.push_back({n, dt == DType::kF32 ? "f32" : "i32", method, mode.streams, ms, trel,
                         trel / naive_trel});
-        std::printf("  n=%lld %s next=%d streams=%d: %.2f ms (%.2f T relax/s)\n", n,
-                    rows.back().dtype.c_str(), next, mode.streams, ms, trel);
+        std::printf("  n=%lld %s next=%s streams=%d: %.2f ms (%.2f T relax/s)\n", n,
+                    rows.back().dtype.c_str(), method.c_str(), mode.streams, ms, trel);
         std::fflush(stdout);
       }
     }
@@ -192,10 +250,13 @@ int main(int argc, char** argv) {
 
   {
     gcompute::bench::CsvFile out(
-        csv, "device,n,dtype,next_hop,streams,ms,t_relax_per_s,ratio_to_naive,naive_n,naive_ms\n");
+        csv,
+        "device,n,dtype,next_hop,next_hop_method,streams,ms,t_relax_per_s,ratio_to_naive,naive_n,"
+        "naive_ms\n");
     for (const Row& r : rows) {
-      out.line("%s,%lld,%s,%d,%d,%.3f,%.3f,%.2f,%lld,%.3f\n", prop.name, r.n, r.dtype.c_str(),
-               r.next ? 1 : 0, r.streams, r.ms, r.trel, r.ratio, naive_n, naive_ms);
+      out.line("%s,%lld,%s,%d,%s,%d,%.3f,%.3f,%.2f,%lld,%.3f\n", prop.name, r.n, r.dtype.c_str(),
+               r.next != "no" ? 1 : 0, r.next.c_str(), r.streams, r.ms, r.trel, r.ratio, naive_n,
+               naive_ms);
     }
   }
   std::printf(
@@ -204,8 +265,8 @@ int main(int argc, char** argv) {
   std::printf("%7s %5s %9s %8s %11s %13s %14s\n", "n", "dtype", "next-hop", "streams", "ms",
               "T relax/s", "x naive");
   for (const Row& r : rows) {
-    std::printf("%7lld %5s %9s %8d %11.2f %13.2f %14.1f\n", r.n, r.dtype.c_str(),
-                r.next ? "yes" : "no", r.streams, r.ms, r.trel, r.ratio);
+    std::printf("%7lld %5s %9s %8d %11.2f %13.2f %14.1f\n", r.n, r.dtype.c_str(), r.next.c_str(),
+                r.streams, r.ms, r.trel, r.ratio);
   }
   std::printf("csv: %s\n", csv.c_str());
   return 0;

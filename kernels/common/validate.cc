@@ -145,6 +145,10 @@ absl::Status validate(const ApspTuning& t) {
     return absl::InvalidArgumentError(
         absl::StrCat("apsp tuning: depth must be 0 (automatic), 1 or 2, got ", t.depth));
   }
+  if (t.next_hop_candidates < 0 || t.next_hop_candidates > 2048) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "apsp tuning: next_hop_candidates must be within 0..2048, got ", t.next_hop_candidates));
+  }
   return absl::OkStatus();
 }
 

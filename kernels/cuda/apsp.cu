@@ -2,11 +2,14 @@
 // cuda::apsp: blocked Floyd-Warshall (device code in detail/apsp_kernels.cuh).
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
 #include "absl/strings/str_cat.h"
 #include "detail/apsp_kernels.cuh"
+#include "detail/apsp_next_hop_kernels.cuh"
 #include "gcompute/kernels/cuda/apsp.hpp"
 #include "gcompute/kernels/cuda/check.hpp"
 
@@ -26,6 +29,33 @@ std::int64_t padded(std::int64_t n) {
 bool needs_padding(std::int64_t n) {
   return n % kTile != 0;
 }
+
+std::size_t align256(std::size_t bytes) {
+  return (bytes + 255) / 256 * 256;
+}
+
+/// Candidate first hops kept per row by the next-hop pass: `tuned` (0: the most) but no more
+/// than a row can have.
+std::int64_t candidate_capacity(std::int64_t n, int tuned) {
+  const std::int64_t most = tuned != 0 ? tuned : detail::kMaxCandidates;
+  return std::max<std::int64_t>(1, std::min(most, n));
+}
+
+/// The pass's scratch: sorted candidate keys per row, then their counts.
+std::size_t candidate_keys_bytes(std::int64_t n) {
+  return align256(static_cast<std::size_t>(n * candidate_capacity(n, 0)) * 8);
+}
+std::size_t candidate_bytes(std::int64_t n) {
+  return candidate_keys_bytes(n) + align256(static_cast<std::size_t>(n) * 4);
+}
+
+/// How cuda::apsp makes next hops: from the distances (then `capacity` and `end_bit` size the
+/// pass) or, when `from_distances` is false, by the fused kernel.
+struct NextHopPlan {
+  bool from_distances = false;
+  int capacity = 0;
+  int end_bit = 0;
+};
 
 int grid_for(long long count, int threads) {
   return static_cast<int>(std::clamp<long long>((count + threads - 1) / threads, 1, 132 * 16));
@@ -189,11 +219,39 @@ absl::Status run_rounds(const Context& ctx, typename Ops::T* d, int* nxt, int* h
   return absl::OkStatus();
 }
 
+/// Next hops from the final distances (apsp_next_hop_kernels.cuh) into nx, using `scratch`
+/// (candidate_bytes). false when a row had too many candidates or a pair none: the caller then
+/// runs the fused kernel.
+template <class Ops>
+absl::StatusOr<bool> next_hops_from_distances(const Context& ctx, const typename Ops::T* w,
+                                              const typename Ops::T* d, int* nx, std::int64_t n,
+                                              std::int64_t npad, unsigned char* scratch,
+                                              ApspFlags* flags, typename Ops::T input_inf,
+                                              typename Ops::T unreachable,
+                                              const NextHopPlan& plan) {
+  auto* keys = reinterpret_cast<unsigned long long*>(scratch);
+  auto* counts = reinterpret_cast<int*>(scratch + candidate_keys_bytes(n));
+  detail::next_hop_candidates_kernel<Ops>
+      <<<static_cast<unsigned>(n), detail::kCandidateThreads, 0, ctx.stream>>>(
+          w, d, npad, n, input_inf, unreachable, plan.capacity, plan.end_bit, keys, counts, flags);
+  GC_CUDA_CHECK_LAUNCH("apsp next-hop candidates");
+  const dim3 grid(static_cast<unsigned>(n),
+                  static_cast<unsigned>((n + detail::kPassThreads - 1) / detail::kPassThreads));
+  detail::next_hop_pass_kernel<Ops><<<grid, detail::kPassThreads, 0, ctx.stream>>>(
+      w, d, npad, n, input_inf, unreachable, keys, counts, plan.capacity, nx, flags);
+  GC_CUDA_CHECK_LAUNCH("apsp next-hop pass");
+  ApspFlags seen{};
+  GC_CUDA_TRY(cudaMemcpyAsync(&seen, flags, sizeof(seen), cudaMemcpyDeviceToHost, ctx.stream));
+  GC_CUDA_TRY(cudaStreamSynchronize(ctx.stream));
+  return seen.pass_missed == 0;
+}
+
 template <class Ops>
 absl::Status run_typed(const Context& ctx, const typename Ops::T* w, typename Ops::T* dist,
                        int* next, std::int64_t n, bool next_hop, unsigned char* ws,
                        ApspFlags* flags, typename Ops::T input_inf, typename Ops::T unreachable,
-                       typename Ops::T out_inf, const StopToken& stop, const ApspTuning& tuning) {
+                       typename Ops::T out_inf, const StopToken& stop, const ApspTuning& tuning,
+                       const NextHopPlan& plan, ApspInfo& info) {
   using T = typename Ops::T;
   const std::int64_t npad = padded(n);
   T* d = dist;
@@ -208,14 +266,36 @@ absl::Status run_typed(const Context& ctx, const typename Ops::T* w, typename Op
       free_ws += plane;
     }
   }
-  int* hop = next_hop ? reinterpret_cast<int*>(free_ws) : nullptr;
-  detail::init_kernel<Ops>
-      <<<grid_for(npad * npad, 256), 256, 0, ctx.stream>>>(w, d, nx, hop, n, npad, input_inf);
-  GC_CUDA_CHECK_LAUNCH("apsp init");
-  absl::Status st = next_hop
-                        ? run_rounds<Ops, true>(ctx, d, nx, hop, npad, flags, stop, tuning)
-                        : run_rounds<Ops, false>(ctx, d, nx, nullptr, npad, flags, stop, tuning);
-  if (!st.ok()) return st;
+  const int init_grid = grid_for(npad * npad, 256);
+  bool fused = next_hop;
+  // The pass is written for exact encodings with a plain sum (not the saturating i32 one).
+  if constexpr (!std::is_same_v<Ops, detail::I32SatOps>) {
+    if (next_hop && plan.from_distances) {
+      detail::init_kernel<Ops>
+          <<<init_grid, 256, 0, ctx.stream>>>(w, d, nullptr, nullptr, n, npad, input_inf);
+      GC_CUDA_CHECK_LAUNCH("apsp init");
+      if (absl::Status s =
+              run_rounds<Ops, false>(ctx, d, nullptr, nullptr, npad, flags, stop, tuning);
+          !s.ok()) {
+        return s;
+      }
+      absl::StatusOr<bool> made = next_hops_from_distances<Ops>(
+          ctx, w, d, nx, n, npad, free_ws, flags, input_inf, unreachable, plan);
+      if (!made.ok()) return made.status();
+      fused = !*made;
+      info.next_hop_from_distances = *made;
+    }
+  }
+  if (!next_hop || fused) {
+    // The hop-count plane breaks ties between equally short paths (it reuses the pass's scratch).
+    int* hop = next_hop ? reinterpret_cast<int*>(free_ws) : nullptr;
+    detail::init_kernel<Ops><<<init_grid, 256, 0, ctx.stream>>>(w, d, nx, hop, n, npad, input_inf);
+    GC_CUDA_CHECK_LAUNCH("apsp init");
+    absl::Status st = next_hop
+                          ? run_rounds<Ops, true>(ctx, d, nx, hop, npad, flags, stop, tuning)
+                          : run_rounds<Ops, false>(ctx, d, nx, nullptr, npad, flags, stop, tuning);
+    if (!st.ok()) return st;
+  }
   // f32 in place needs no pass: +inf is both encodings and padding does not exist.
   const bool identity = !needs_padding(n) && unreachable == out_inf;
   if (!identity) {
@@ -230,12 +310,14 @@ absl::Status run_typed(const Context& ctx, const typename Ops::T* w, typename Op
 
 std::size_t apsp_workspace_bytes(const ApspShape& shape) {
   if (!validate(shape).ok() || shape.n == 0) return 0;
-  // Padded distances (and next-hops) when n is not a multiple of the tile; with next_hop always
-  // the hop-count plane used to break ties between equally short paths.
+  // Padded distances (and next-hops) when n is not a multiple of the tile; with next_hop the
+  // larger of the hop-count plane (the fused kernel's tie-break) and the next-hop pass's
+  // candidates, which never run at the same time.
   const auto np = static_cast<std::size_t>(padded(shape.n));
-  std::size_t planes = needs_padding(shape.n) ? (shape.next_hop ? 2 : 1) : 0;
-  if (shape.next_hop) ++planes;
-  return kFlagsBytes + planes * np * np * 4;
+  const std::size_t planes = needs_padding(shape.n) ? (shape.next_hop ? 2 : 1) : 0;
+  const std::size_t next_scratch =
+      shape.next_hop ? std::max(np * np * 4, candidate_bytes(shape.n)) : 0;
+  return kFlagsBytes + planes * np * np * 4 + next_scratch;
 }
 
 absl::StatusOr<ApspInfo> apsp(const Context& ctx, const void* weights, void* dist,
@@ -276,10 +358,10 @@ absl::StatusOr<ApspInfo> apsp(const Context& ctx, const void* weights, void* dis
   const long long count = n * n;
   if (shape.dtype == DType::kF32) {
     detail::scan_f32_kernel<<<grid_for(count, 256), 256, 0, ctx.stream>>>(
-        static_cast<const float*>(weights), count, flags);
+        static_cast<const float*>(weights), n, flags);
   } else {
     detail::scan_i32_kernel<<<grid_for(count, 256), 256, 0, ctx.stream>>>(
-        static_cast<const int*>(weights), count, flags);
+        static_cast<const int*>(weights), n, flags);
   }
   GC_CUDA_CHECK_LAUNCH("apsp scan");
   ApspFlags scanned{};
@@ -293,26 +375,37 @@ absl::StatusOr<ApspInfo> apsp(const Context& ctx, const void* weights, void* dis
             : absl::StrCat("apsp: i32 weights must be kI32NoEdge or within +-", kI32MaxAbsWeight));
   }
 
+  // Next hops from the distances where the scan found every edge between distinct vertices > 0
+  // and the arithmetic below is exact (and W survives the run: not in place).
+  const std::int64_t max_path = (n - 1) * static_cast<std::int64_t>(scanned.max_pos);
+  NextHopPlan plan;
+  plan.from_distances = shape.next_hop && tuning.next_hop_from_distances &&
+                        scanned.pass_unsafe == 0 && weights != dist;
+  plan.capacity = static_cast<int>(candidate_capacity(n, tuning.next_hop_candidates));
+  plan.end_bit = detail::kVertexBits + std::bit_width(static_cast<unsigned>(scanned.max_pos));
+
   const absl::Status st = [&]() -> absl::Status {
     if (shape.dtype == DType::kF32) {
       const float inf = std::numeric_limits<float>::infinity();
+      plan.from_distances = plan.from_distances && max_path < (std::int64_t{1} << 24);
       return run_typed<detail::F32Ops>(ctx, static_cast<const float*>(weights),
                                        static_cast<float*>(dist), next, n, shape.next_hop, ws,
-                                       flags, inf, inf, inf, stop, tuning);
+                                       flags, inf, inf, inf, stop, tuning, plan, info);
     } else {
       // Fast DPX path when every finite distance (<= (n-1) * max_pos) stays below every value that
       // went through the sentinel (>= S - (n-1) * max_neg), and nothing leaves [-2^30, S].
       const std::int64_t s_inf = detail::I32FastOps::kInf;
-      const std::int64_t hi = (n - 1) * static_cast<std::int64_t>(scanned.max_pos);
       const std::int64_t lo_drop = (n - 1) * static_cast<std::int64_t>(scanned.max_neg);
-      if (hi + lo_drop < s_inf) {
-        return run_typed<detail::I32FastOps>(
-            ctx, static_cast<const int*>(weights), static_cast<int*>(dist), next, n, shape.next_hop,
-            ws, flags, kI32NoEdge, static_cast<int>(s_inf - lo_drop), kI32NoEdge, stop, tuning);
+      if (max_path + lo_drop < s_inf) {
+        return run_typed<detail::I32FastOps>(ctx, static_cast<const int*>(weights),
+                                             static_cast<int*>(dist), next, n, shape.next_hop, ws,
+                                             flags, kI32NoEdge, static_cast<int>(s_inf - lo_drop),
+                                             kI32NoEdge, stop, tuning, plan, info);
       }
-      return run_typed<detail::I32SatOps>(ctx, static_cast<const int*>(weights),
-                                          static_cast<int*>(dist), next, n, shape.next_hop, ws,
-                                          flags, kI32NoEdge, kI32NoEdge, kI32NoEdge, stop, tuning);
+      plan.from_distances = false;  // the pass is written for the fast encoding only
+      return run_typed<detail::I32SatOps>(
+          ctx, static_cast<const int*>(weights), static_cast<int*>(dist), next, n, shape.next_hop,
+          ws, flags, kI32NoEdge, kI32NoEdge, kI32NoEdge, stop, tuning, plan, info);
     }
   }();
   if (!st.ok()) return st;

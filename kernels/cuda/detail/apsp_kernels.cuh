@@ -40,9 +40,14 @@ struct ApspFlags {
   int negative;      ///< set by phase 1 when a pivot diagonal goes negative; later rounds skip
   int cycle_vertex;  ///< smallest such vertex (atomicMin)
   int bad_weight;    ///< input validation: NaN/-inf (f32) or |w| > kI32MaxAbsWeight (i32)
-  int max_pos;       ///< largest positive finite weight (i32)
+  int max_pos;       ///< largest positive finite weight (i32; f32 when integral below 2^24)
   int max_neg;       ///< largest |negative weight| (i32)
-  int pad[3];
+  /// Set by the scan when next hops may not be derived from the distances (a finite weight
+  /// between distinct vertices <= 0, a negative self-loop, or an f32 weight that is not an
+  /// integer below 2^24): see apsp_next_hop_kernels.cuh.
+  int pass_unsafe;
+  int pass_missed;  ///< set by that pass when a row or a pair has no candidate (then fused)
+  int pad;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -112,34 +117,47 @@ __device__ inline void warp_or_max(int& v, bool is_max) {
   }
 }
 
-__global__ void scan_f32_kernel(const float* __restrict__ w, long long count, ApspFlags* flags) {
-  int bad = 0;
-  for (long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; e < count;
+__global__ void scan_f32_kernel(const float* __restrict__ w, long long n, ApspFlags* flags) {
+  int bad = 0, unsafe = 0, pos = 0;
+  for (long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; e < n * n;
        e += static_cast<long long>(gridDim.x) * blockDim.x) {
     const float v = w[e];
     bad |= (v != v) || (v == -__int_as_float(0x7f800000));
+    if (!(v < __int_as_float(0x7f800000))) continue;  // no edge (or NaN, refused above)
+    const bool diagonal = e % (n + 1) == 0;
+    unsafe |= (diagonal ? v < 0.0f : !(v > 0.0f)) || v != rintf(v) || !(v < 16777216.0f);
+    if (v > 0.0f && v < 16777216.0f) pos = max(pos, static_cast<int>(v));
   }
   warp_or_max(bad, false);
-  if ((threadIdx.x & 31) == 0 && bad) atomicOr(&flags->bad_weight, 1);
+  warp_or_max(unsafe, false);
+  warp_or_max(pos, true);
+  if ((threadIdx.x & 31) == 0) {
+    if (bad) atomicOr(&flags->bad_weight, 1);
+    if (unsafe) atomicOr(&flags->pass_unsafe, 1);
+    if (pos) atomicMax(&flags->max_pos, pos);
+  }
 }
 
-__global__ void scan_i32_kernel(const int* __restrict__ w, long long count, ApspFlags* flags) {
-  int bad = 0, pos = 0, neg = 0;
-  for (long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; e < count;
+__global__ void scan_i32_kernel(const int* __restrict__ w, long long n, ApspFlags* flags) {
+  int bad = 0, pos = 0, neg = 0, unsafe = 0;
+  for (long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; e < n * n;
        e += static_cast<long long>(gridDim.x) * blockDim.x) {
     const int v = w[e];
     if (v == 0x7fffffff) continue;
     bad |= v > (1 << 30) - 1 || v < -((1 << 30) - 1);
+    unsafe |= e % (n + 1) == 0 ? v < 0 : v <= 0;
     pos = max(pos, v);
     neg = max(neg, v < 0 ? -max(v, -((1 << 30) - 1)) : 0);
   }
   warp_or_max(bad, false);
   warp_or_max(pos, true);
   warp_or_max(neg, true);
+  warp_or_max(unsafe, false);
   if ((threadIdx.x & 31) == 0) {
     if (bad) atomicOr(&flags->bad_weight, 1);
     if (pos) atomicMax(&flags->max_pos, pos);
     if (neg) atomicMax(&flags->max_neg, neg);
+    if (unsafe) atomicOr(&flags->pass_unsafe, 1);
   }
 }
 

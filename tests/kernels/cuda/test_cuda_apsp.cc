@@ -12,6 +12,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <string_view>
 #include <vector>
 
 #include "gcompute/kernels/cuda/apsp.hpp"
@@ -246,14 +247,19 @@ void expect_paths(const Graph& g, const GpuResult& r, double tol) {
   EXPECT_EQ(bad, 0);
 }
 
-void check_against_oracle(const Graph& g, DType dtype, bool next_hop, double tol) {
+/// Checks the GPU's result against the oracle and returns how the next hops were made (false
+/// also when the run failed, which has been reported).
+bool check_against_oracle(const Graph& g, DType dtype, bool next_hop, double tol,
+                          ApspTuning tuning = {}) {
   const Oracle o = floyd_warshall(g);
-  ASSERT_FALSE(o.negative_cycle);
-  const GpuResult r = run_gpu(g, dtype, next_hop);
-  ASSERT_TRUE(r.info.ok()) << r.info.status();
+  EXPECT_FALSE(o.negative_cycle);
+  const GpuResult r = run_gpu(g, dtype, next_hop, {}, true, tuning);
+  EXPECT_TRUE(r.info.ok()) << r.info.status();
+  if (!r.info.ok()) return false;
   EXPECT_FALSE(r.info->negative_cycle);
   expect_distances(g, o.d, r.d, tol, dtype == DType::kF32 ? "f32" : "i32");
   if (next_hop) expect_paths(g, r, tol);
+  return r.info->next_hop_from_distances;
 }
 
 const std::int64_t kSizes[] = {1, 2, 3, 63, 64, 65, 127, 128, 129, 200, 256, 300};
@@ -346,6 +352,52 @@ TEST(CudaApsp, NextHopPathsAreEdgesAndSumToDistance) {
     check_against_oracle(g, DType::kI32, true, 0);
     check_against_oracle(g, DType::kF32, true, 0);
   }
+}
+
+// Positive integer weights: next hops come from the distances (one pass after distance-only
+// rounds), on sparse, dense and complete graphs, ragged sizes and both element types.
+TEST(CudaApsp, NextHopsFromDistancesOnPositiveExactWeights) {
+  GC_REQUIRE_GPU();
+  for (std::int64_t n : {2, 3, 64, 65, 129, 200, 300, 515}) {
+    for (double density : {0.02, 0.3, 1.0}) {
+      SCOPED_TRACE(::testing::Message() << "n=" << n << " density=" << density);
+      const Graph g = random_graph(n, density, 1, n % 2 == 0 ? 1000 : 4, true);
+      for (DType dtype : {DType::kF32, DType::kI32}) {
+        EXPECT_TRUE(check_against_oracle(g, dtype, true, 0)) << "next hops not from distances";
+      }
+    }
+  }
+  // Every weight equal: every pair is its own edge and nothing is a candidate.
+  EXPECT_TRUE(check_against_oracle(random_graph(300, 1.0, 7, 7, true), DType::kF32, true, 0));
+  // Self-loops of weight >= 0 do not matter.
+  Graph g = random_graph(200, 0.1, 1, 30, true);
+  for (std::int64_t i = 0; i < 200; i += 3) g.at(i, i) = static_cast<double>(i % 5);
+  EXPECT_TRUE(check_against_oracle(g, DType::kI32, true, 0));
+}
+
+// Wherever the pass could be wrong or does not fit, the fused kernel makes the next hops.
+TEST(CudaApsp, NextHopsFallBackToTheFusedKernel) {
+  GC_REQUIRE_GPU();
+  const std::int64_t n = 200;
+  Graph zero = random_graph(n, 0.2, 1, 20, true);
+  zero.at(3, 4) = 0;  // a zero-weight edge: chains could loop through zero-weight cycles
+  Graph negative = random_graph(n, 0.2, 1, 20, true);
+  negative.at(5, 6) = -1;
+  const Graph fractional = random_graph(n, 0.2, 0.5, 20, false);
+  const Graph heavy = random_graph(n, 0.2, 1, 1 << 17, true);  // 199 * 2^17 >= 2^24
+  for (DType dtype : {DType::kF32, DType::kI32}) {
+    EXPECT_FALSE(check_against_oracle(zero, dtype, true, 0)) << "zero-weight edge";
+    EXPECT_FALSE(check_against_oracle(negative, dtype, true, 0)) << "negative edge";
+  }
+  EXPECT_FALSE(check_against_oracle(fractional, DType::kF32, true, 1e-5)) << "fractional f32";
+  EXPECT_FALSE(check_against_oracle(heavy, DType::kF32, true, 0)) << "f32 sums beyond 2^24";
+  EXPECT_TRUE(check_against_oracle(heavy, DType::kI32, true, 0)) << "i32 sums are exact";
+  // Too many candidates for the row's capacity, and the pass turned off.
+  const Graph dense = random_graph(n, 1.0, 1, 100, true);
+  EXPECT_FALSE(check_against_oracle(dense, DType::kF32, true, 0, {.next_hop_candidates = 1}));
+  EXPECT_FALSE(
+      check_against_oracle(dense, DType::kI32, true, 0, {.next_hop_from_distances = false}));
+  EXPECT_TRUE(check_against_oracle(dense, DType::kI32, true, 0));
 }
 
 TEST(CudaApsp, PlantedNegativeCycleIsDetected) {
@@ -477,6 +529,11 @@ TEST(CudaApsp, RejectsInvalidInput) {
                 .status()
                 .code(),
             absl::StatusCode::kInvalidArgument);
+  const absl::Status too_many = apsp(ctx, buf.p, buf.p, nullptr, shape, ws.p, need, {},
+                                     ApspTuning{.next_hop_candidates = 2049})
+                                    .status();
+  EXPECT_EQ(too_many.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(too_many.message().find("next_hop_candidates"), std::string_view::npos) << too_many;
   // The events are the caller's: without them the call cannot run.
   Context no_events = ctx;
   no_events.events[2] = nullptr;

@@ -44,6 +44,8 @@ struct ApspInfo {
   std::int64_t range_row = -1;  ///< the first pair whose distance is outside the i32 range
   std::int64_t range_col = -1;
   std::int64_t range_value = 0;  ///< its true distance
+  /// The GPU derived the next hops from the distances (ApspTuning::next_hop_from_distances).
+  bool next_hop_from_distances = false;
 };
 
 /// INVALID_ARGUMENT for n < 0 or a dtype other than f32/i32.
@@ -55,6 +57,13 @@ struct ApspTuning {
   /// Pivot blocks (of 128 vertices) a round of the distance-only kernel takes: 1 or 2; 0 picks
   /// by size (2 from 48 blocks on, 1 below). The next-hop kernel always takes 1.
   int depth = 0;
+  /// Next hops from the distances (distance-only rounds, then one pass over the matrix) where
+  /// the weights allow it: every sum exact and every edge between distinct vertices > 0. false
+  /// always runs the fused (distance, hop count, next hop) kernel.
+  bool next_hop_from_distances = true;
+  /// Candidate first hops kept per row by that pass, 1..2048; 0 means 2048. A row with more
+  /// falls back to the fused kernel (tests make it small to exercise that).
+  int next_hop_candidates = 0;
 };
 
 /// An f32 APSP result of n_old vertices brought up to date after the graph grew to n >= n_old
@@ -70,7 +79,7 @@ struct ApspUpdateShape {
 /// INVALID_ARGUMENT unless 0 <= n_old <= n.
 absl::Status validate(const ApspUpdateShape& shape);
 
-/// INVALID_ARGUMENT unless depth is 0, 1 or 2.
+/// INVALID_ARGUMENT unless depth is 0, 1 or 2 and next_hop_candidates is within 0..2048.
 absl::Status validate(const ApspTuning& tuning);
 
 /// An edge list to be turned into a dense weight matrix: edge e goes src[e] -> dst[e] with
