@@ -57,6 +57,10 @@ ABSL_FLAG(uint64_t, graph_snapshot_bytes, 64ull << 20,
 ABSL_FLAG(uint64_t, apsp_cache_bytes, 1ull << 30,
           "Memory for cached APSP results of stored graphs: device memory on the CUDA backend, "
           "host memory on the CPU backend (0: no cache)");
+ABSL_FLAG(bool, device_graph_copies, true,
+          "CUDA backend: keep every stored graph in device memory, updated on each committed "
+          "batch, and answer Apsp, ShortestPath and Sssp of stored graphs from it (false: from "
+          "the host copy, uploaded per request)");
 ABSL_FLAG(int64_t, job_ttl_seconds, 3600,
           "How long finished jobs and their inline results stay (SubmitJob may ask otherwise)");
 ABSL_FLAG(int64_t, malloc_trim_seconds, 10,
@@ -134,6 +138,7 @@ int main(int argc, char** argv) {
   options.graph_fsync = *fsync_policy;
   options.graph_snapshot_after_bytes = absl::GetFlag(FLAGS_graph_snapshot_bytes);
   options.apsp_cache_bytes = absl::GetFlag(FLAGS_apsp_cache_bytes);
+  options.device_graph_copies = absl::GetFlag(FLAGS_device_graph_copies);
   options.job_ttl = absl::Seconds(absl::GetFlag(FLAGS_job_ttl_seconds));
   options.max_active_jobs_per_tenant = absl::GetFlag(FLAGS_max_jobs_per_tenant);
   options.security = gcompute::server::security_options_from_flags();

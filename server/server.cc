@@ -141,7 +141,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::create(const ServerOptions& opti
   }
   // Subscribers of the store's change feed: device copies of the graphs (backends that keep
   // them) and the APSP cache. Neither can fail a change.
-  GC_ASSIGN_OR_RETURN(s->graph_copies_, backend->make_graph_copies());
+  if (options.device_graph_copies) {
+    GC_ASSIGN_OR_RETURN(s->graph_copies_, backend->make_graph_copies());
+  }
   if (s->graph_copies_) {
     s->graph_mirror_ =
         std::make_unique<DeviceGraphMirror>(s->graph_copies_.get(), DeviceGraphMirror::Options{});

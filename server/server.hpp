@@ -43,6 +43,10 @@ struct ServerOptions {
   FsyncPolicy graph_fsync = FsyncPolicy::kAlways;
   std::uint64_t graph_snapshot_after_bytes = 64ull << 20;
   std::uint64_t apsp_cache_bytes = 1ull << 30;  ///< cached APSP results of stored graphs; 0: off
+  /// Keep a copy of every stored graph in device memory (backends that can) and answer Apsp,
+  /// ShortestPath and Sssp of stored graphs from it; false: from the host copy (densified or
+  /// turned into CSR per request and uploaded), which saves that device memory.
+  bool device_graph_copies = true;
   absl::Duration job_ttl = absl::Hours(1);      ///< finished jobs and their inline results
   int max_active_jobs_per_tenant = 1024;        ///< queued or running jobs of one tenant
   /// docs/security.md: TLS, authentication, reflection and per-tenant quotas.

@@ -34,12 +34,14 @@ struct BenchServer {
   std::unique_ptr<v1::Compute::Stub> stub;
 };
 
-/// A server of `device` ("cpu" or "cuda") with default options; exits if it cannot start.
+/// A server of `device` ("cpu", "cuda", or "cuda-host": the CUDA backend without device copies
+/// of stored graphs) with default options otherwise; exits if it cannot start.
 inline BenchServer start_bench_server(const std::string& device) {
   server::ServerOptions options;
   options.listen = "127.0.0.1:0";
   options.metrics_listen = "";
-  options.device = device;
+  options.device = device == "cuda-host" ? "cuda" : device;
+  options.device_graph_copies = device != "cuda-host";
   auto created = server::Server::create(options);
   if (!created.ok()) {
     std::fprintf(stderr, "server (%s): %s\n", device.c_str(),

@@ -7,7 +7,10 @@
 // out-degree 10, integer weights 1..1000. Each row is the median of `reps` rounds; the cache's
 // counters confirm which path answered.
 //
-//   bench_stored_apsp [cpu|cuda] [CSV_PATH] [n] [batches, e.g. 1,10,100] [reps]
+// cuda-host is the CUDA backend with --device-graph-copies=false: the recomputation densifies the
+// host copy and uploads it instead of building the matrix from the graph's device copy.
+//
+//   bench_stored_apsp [cpu|cuda|cuda-host] [CSV_PATH] [n] [batches, e.g. 1,10,100] [reps]
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
