@@ -7,7 +7,8 @@
 // (3) every other tile relaxes through block kb using its row/column tiles from phase 2.
 // Tiles within phase 2 and within phase 3 are independent, so they are shared among worker
 // threads that meet at a barrier between phases. The next-hop matrix is updated in the same
-// pass: whenever going through k shortens i -> j, N[i][j] = N[i][k].
+// pass: whenever going through k shortens i -> j, N[i][j] = N[i][k]. Where the weights allow
+// it, next hops come from the distances instead (apsp_next_hop.cc; both backends' rule).
 #include "gcompute/kernels/cpu/apsp.hpp"
 
 #include <algorithm>
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "detail/apsp_next_hop.hpp"
 
 namespace gcompute::kernels::cpu {
 namespace {
@@ -321,6 +323,17 @@ absl::StatusOr<ApspInfo> solve(T* d, std::int32_t* nx, std::int64_t n, StopToken
 template <typename T>
 absl::StatusOr<ApspInfo> apsp_typed(const T* w, T* d, std::int32_t* nx, std::int64_t n,
                                     StopToken stop, int threads) {
+  // Next hops from the distances where the weights allow it (the GPU's rule, so both backends
+  // agree); W must survive the distances.
+  if (nx != nullptr && d != w && detail::next_hops_from_distances_allowed(w, n)) {
+    std::copy(w, w + n * n, d);
+    absl::StatusOr<ApspInfo> info = solve(d, static_cast<std::int32_t*>(nullptr), n, stop, threads);
+    if (!info.ok() || info->negative_cycle) return info;
+    if (detail::next_hops_from_distances(w, d, nx, n, threads)) {
+      info->next_hop_from_distances = true;
+      return info;
+    }
+  }
   // N from W first, then D: W and D may be the same buffer.
   if (nx != nullptr) init_next(w, nx, n);
   if (d != w) std::copy(w, w + n * n, d);

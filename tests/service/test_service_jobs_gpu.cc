@@ -230,6 +230,46 @@ TEST_F(ServiceJobsGpu, StoredGraphApspFromTheDeviceUpdatedAfterInsertions) {
   expect_incremental_stored_apsp(*ts_, rng);
 }
 
+// Positive integer weights: both backends derive next hops from the distances by the same rule
+// (kApspNextHopCandidates), so distances and next hops must be equal element for element.
+TEST_F(ServiceJobsGpu, ApspNextHopsEqualTheCpuBackends) {
+  ServerOptions o = test_options();
+  o.device = "cpu";
+  auto cpu = start_server(o);
+  ASSERT_NE(cpu, nullptr);
+  for (const std::int64_t n : {1000, 1500}) {
+    SCOPED_TRACE(::testing::Message() << "n=" << n);
+    v1::SubmitJobRequest job = apsp_job(random_graph(n, static_cast<std::uint32_t>(n)));
+    job.mutable_apsp()->mutable_output()->set_placement(v1::OutputOptions::PLACEMENT_INLINE);
+    const v1::ApspRequest& req = job.apsp();
+    v1::ApspResponse on_gpu, on_cpu;
+    {
+      grpc::ClientContext ctx;
+      deadline(ctx);
+      ASSERT_TRUE(is_ok(ts_->stub->Apsp(&ctx, req, &on_gpu)));
+    }
+    {
+      grpc::ClientContext ctx;
+      deadline(ctx);
+      ASSERT_TRUE(is_ok(cpu->stub->Apsp(&ctx, req, &on_cpu)));
+    }
+    EXPECT_EQ(on_gpu.stats().device().rfind("cuda", 0), 0u) << on_gpu.stats().device();
+    EXPECT_EQ(values_of<float>(on_gpu.distances().inline_()),
+              values_of<float>(on_cpu.distances().inline_()));
+    const auto n_gpu = values_of<std::int32_t>(on_gpu.next_hop().inline_());
+    const auto n_cpu = values_of<std::int32_t>(on_cpu.next_hop().inline_());
+    ASSERT_EQ(n_gpu.size(), static_cast<std::size_t>(n * n));
+    std::int64_t differ = 0;
+    for (std::size_t e = 0; e < n_gpu.size(); ++e) {
+      if (n_gpu[e] != n_cpu[e] && differ++ < 5) {
+        ADD_FAILURE() << "N[" << e / n << "][" << e % n << "]: cuda " << n_gpu[e] << ", cpu "
+                      << n_cpu[e];
+      }
+    }
+    EXPECT_EQ(differ, 0);
+  }
+}
+
 // --device-graph-copies=false: no copy on the GPU, the same answers from the host copy.
 TEST(ServiceGpuWithoutGraphCopies, StoredGraphQueriesAnswerFromTheHostCopy) {
   GC_REQUIRE_GPU();

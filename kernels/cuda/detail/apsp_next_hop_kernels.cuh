@@ -18,12 +18,14 @@
 #include <cub/block/block_radix_sort.cuh>
 
 #include "apsp_kernels.cuh"
+#include "gcompute/kernels/apsp_types.hpp"
 
 namespace gcompute::kernels::cuda::detail {
 
 constexpr int kCandidateThreads = 512;
 constexpr int kCandidateItems = 4;
 constexpr int kMaxCandidates = kCandidateThreads * kCandidateItems;  ///< per row (2048)
+static_assert(kMaxCandidates == kApspNextHopCandidates, "the CPU applies the same limit");
 constexpr int kVertexBits = 24;  ///< a key is W << 24 | k; apsp refuses n >= 2^24 - 128
 constexpr unsigned long long kVertexMask = (1ull << kVertexBits) - 1;
 constexpr int kPassThreads = 256;

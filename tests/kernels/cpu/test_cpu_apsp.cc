@@ -150,6 +150,98 @@ TEST(CpuApsp, NonNegativeDenseAndSparseMatchFloydWarshallAndDijkstra) {
   }
 }
 
+// The documented rule (kApspNextHopCandidates), computed naively from the reference
+// distances: j when W[i][j] = D[i][j], else the least (W[i][k], k), k != i, with W[i][k] +
+// D[k][j] = D[i][j].
+std::vector<std::int32_t> next_hop_rule(const Graph& g, const std::vector<double>& ref) {
+  const std::int64_t n = g.n;
+  std::vector<std::int32_t> out(static_cast<std::size_t>(n * n), -1);
+  for (std::int64_t i = 0; i < n; ++i) {
+    for (std::int64_t j = 0; j < n; ++j) {
+      const double target = ref[i * n + j];
+      std::int32_t& hop = out[i * n + j];
+      if (i == j) {
+        hop = static_cast<std::int32_t>(i);
+      } else if (target == kInf) {
+        hop = -1;
+      } else if (g.w[i * n + j] == target) {
+        hop = static_cast<std::int32_t>(j);
+      } else {
+        double best = kInf;
+        for (std::int64_t k = 0; k < n; ++k) {
+          const double w = g.w[i * n + k];
+          if (k != i && w != kInf && w + ref[k * n + j] == target && w < best) {
+            best = w;  // k ascends: the first k of the least weight is kept
+            hop = static_cast<std::int32_t>(k);
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+TEST(CpuApsp, NextHopsFromTheDistancesFollowTheRule) {
+  GC_SEEDED_RNG(rng);
+  for (const std::int64_t n : {2, 5, 65, 130, 200}) {
+    for (const double p : {0.02, 0.3, 1.0}) {
+      for (const std::int64_t hi : {4, 1000}) {
+        SCOPED_TRACE(::testing::Message() << "n=" << n << " p=" << p << " weights 1.." << hi);
+        Graph g = random_graph(rng, n, p, 1, hi);
+        for (std::int64_t i = 0; i < n; i += 7) g.w[i * n + i] = static_cast<double>(i % 3);
+        const auto ref = floyd_warshall_reference(g.w, n);
+        const auto rule = next_hop_rule(g, ref);
+        for (const DType t : {DType::kF32, DType::kI32}) {
+          const ApspRun r = run_apsp(g, t, true);
+          ASSERT_TRUE(r.info.next_hop_from_distances) << dtype_name(t);
+          check_result(g, r, ref, 0.0);
+          ASSERT_EQ(r.next, rule) << dtype_name(t);
+        }
+      }
+    }
+  }
+}
+
+// Where the rule could be wrong, the fused Floyd-Warshall makes the next hops.
+TEST(CpuApsp, NextHopsFallBackToTheFusedFloydWarshall) {
+  GC_SEEDED_RNG(rng);
+  const std::int64_t n = 90;
+  Graph zero = random_graph(rng, n, 0.2, 1, 20);
+  zero.w[3 * n + 4] = 0;  // next-hop chains could loop through zero-weight cycles
+  Graph negative = random_graph(rng, n, 0.2, 1, 20);
+  negative.w[5 * n + 6] = -1;
+  Graph fractional = random_graph(rng, n, 0.2, 1, 20);
+  fractional.w[7 * n + 8] = 2.5;
+  const Graph heavy = random_graph(rng, n, 0.2, 1, 1 << 19);  // 89 * 2^19 >= 2^24
+  struct Case {
+    const char* what;
+    const Graph* g;
+    DType t;
+    bool from_distances;
+  };
+  for (const Case& c :
+       {Case{"zero edge", &zero, DType::kF32, false}, Case{"zero edge", &zero, DType::kI32, false},
+        Case{"negative edge", &negative, DType::kF32, false},
+        Case{"negative edge", &negative, DType::kI32, false},
+        Case{"fractional", &fractional, DType::kF32, false},
+        Case{"sums beyond 2^24", &heavy, DType::kF32, false},
+        Case{"i32 sums exact", &heavy, DType::kI32, true}}) {
+    SCOPED_TRACE(::testing::Message() << dtype_name(c.t) << " " << c.what);
+    const auto ref = floyd_warshall_reference(c.g->w, n);
+    const ApspRun r = run_apsp(*c.g, c.t, true);
+    EXPECT_EQ(r.info.next_hop_from_distances, c.from_distances);
+    check_result(*c.g, r, ref, 0.0);
+  }
+  // In place, W is gone before the next hops could use it.
+  const Graph g = random_graph(rng, n, 0.2, 1, 20);
+  std::vector<float> buf(g.w.begin(), g.w.end());
+  std::vector<std::int32_t> next(static_cast<std::size_t>(n * n));
+  absl::StatusOr<ApspInfo> info =
+      cpu::apsp(buf.data(), buf.data(), next.data(), {n, DType::kF32, true});
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_FALSE(info->next_hop_from_distances);
+}
+
 TEST(CpuApsp, NegativeEdgesWithoutNegativeCycles) {
   GC_SEEDED_RNG(rng);
   for (const DType t : {DType::kF32, DType::kI32}) {

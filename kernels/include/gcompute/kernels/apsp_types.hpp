@@ -37,6 +37,17 @@ struct ApspShape {
 /// [kI32MinDistance, kI32MaxDistance] and names the first such pair (smallest row, then
 /// column) with its true distance. D then holds the nearest end of that range at those pairs
 /// (not a distance: the result must not be returned as is); other entries and N stay exact.
+/// Next hops from the distances, the rule of both backends where the weights allow it (every
+/// sum exact: integers, for f32 also below 2^24 with (n - 1) * max w < 2^24, for i32 (n - 1) *
+/// max w < 2^30 - 1; every weight between distinct vertices > 0 and no negative self-loop; the
+/// weights not overwritten by the distances). After a distance-only Floyd-Warshall, N[i][j] = j
+/// when W[i][j] = D[i][j], else the first k != i in ascending (W[i][k], k) order with W[i][k] +
+/// D[k][j] = D[i][j]. Only out-edges lighter than row i's largest finite distance can qualify;
+/// a row with more than kApspNextHopCandidates of them sends the whole call to the fused
+/// (distance, hop count) next-hop Floyd-Warshall instead. So both backends return the same
+/// next hops for the same such input.
+constexpr int kApspNextHopCandidates = 2048;
+
 struct ApspInfo {
   bool negative_cycle = false;
   std::int64_t cycle_vertex = -1;
@@ -44,7 +55,7 @@ struct ApspInfo {
   std::int64_t range_row = -1;  ///< the first pair whose distance is outside the i32 range
   std::int64_t range_col = -1;
   std::int64_t range_value = 0;  ///< its true distance
-  /// The GPU derived the next hops from the distances (ApspTuning::next_hop_from_distances).
+  /// The next hops were derived from the distances (kApspNextHopCandidates' rule).
   bool next_hop_from_distances = false;
 };
 
