@@ -47,8 +47,8 @@ struct ServerOptions {
   /// ShortestPath and Sssp of stored graphs from it; false: from the host copy (densified or
   /// turned into CSR per request and uploaded), which saves that device memory.
   bool device_graph_copies = true;
-  absl::Duration job_ttl = absl::Hours(1);      ///< finished jobs and their inline results
-  int max_active_jobs_per_tenant = 1024;        ///< queued or running jobs of one tenant
+  absl::Duration job_ttl = absl::Hours(1);  ///< finished jobs and their inline results
+  int max_active_jobs_per_tenant = 1024;    ///< queued or running jobs of one tenant
   /// docs/security.md: TLS, authentication, reflection and per-tenant quotas.
   SecurityOptions security;
 };
