@@ -88,7 +88,7 @@ template <typename T>
 bool next_hops_from_distances(const T* w, const T* d, std::int32_t* nx, std::int64_t n,
                               int threads) {
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const int team = static_cast<int>(std::min<std::int64_t>(threads, n));
+  const int team = static_cast<int>(std::min<std::int64_t>({threads, 256, n}));
   std::atomic<std::int64_t> next_row{0};
   std::atomic<bool> ok{true};
   auto worker = [&] {

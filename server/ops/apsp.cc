@@ -185,12 +185,21 @@ absl::Status admit_apsp(std::int64_t n, DType dtype, bool next_hop, const std::s
   const std::uint64_t cells =
       mul_bytes(static_cast<std::uint64_t>(n), static_cast<std::uint64_t>(n));
   const std::uint64_t value = kernels::dtype_size(dtype);
-  // Weights and distances; i32 may run on 64-bit copies; next hops come with a hop-count plane.
+  // Weights and distances; i32 may run on 64-bit copies. Next hops: their plane, and scratch for
+  // the larger of the fused kernel's hop counts and the candidate first hops (8-byte keys, up to
+  // kApspNextHopCandidates per row) of next hops from the distances.
   std::uint64_t per_cell = 2 * value;
   if (dtype == DType::kI32) per_cell += 8;
-  if (next_hop) per_cell += 2 * sizeof(std::int32_t);
-  return admit(mul_bytes(cells, per_cell), absl::StrCat(what, " (APSP of ", n, " vertices)"),
-               env.limits, /*on_device=*/true);
+  if (next_hop) per_cell += sizeof(std::int32_t);
+  std::uint64_t bytes = mul_bytes(cells, per_cell);
+  if (next_hop) {
+    const auto rows = static_cast<std::uint64_t>(n);
+    const std::uint64_t keys =
+        mul_bytes(rows, 8 * std::min<std::uint64_t>(rows, kernels::kApspNextHopCandidates));
+    bytes = add_bytes(bytes, std::max(mul_bytes(cells, sizeof(std::int32_t)), keys));
+  }
+  return admit(bytes, absl::StrCat(what, " (APSP of ", n, " vertices)"), env.limits,
+               /*on_device=*/true);
 }
 
 absl::Status admit_apsp_source(const ApspSource& source, bool next_hop, const OpEnv& env) {

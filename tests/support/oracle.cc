@@ -306,4 +306,32 @@ std::vector<double> dijkstra(const std::vector<double>& w, std::int64_t n, std::
   return dist;
 }
 
+std::vector<std::int32_t> next_hop_rule(const std::vector<double>& w, const std::vector<double>& d,
+                                        std::int64_t n) {
+  std::vector<std::int32_t> out(static_cast<std::size_t>(n * n), -1);
+  for (std::int64_t i = 0; i < n; ++i) {
+    for (std::int64_t j = 0; j < n; ++j) {
+      const double target = d[i * n + j];
+      std::int32_t& hop = out[i * n + j];
+      if (i == j) {
+        hop = static_cast<std::int32_t>(i);
+      } else if (target == kInf) {
+        hop = -1;
+      } else if (w[i * n + j] == target) {
+        hop = static_cast<std::int32_t>(j);
+      } else {
+        double best = kInf;
+        for (std::int64_t k = 0; k < n; ++k) {
+          const double wk = w[i * n + k];
+          if (k != i && wk != kInf && wk + d[k * n + j] == target && wk < best) {
+            best = wk;  // k ascends: the first k of the least weight is kept
+            hop = static_cast<std::int32_t>(k);
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace gcompute::testing

@@ -89,6 +89,12 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 std::vector<double> floyd_warshall_reference(const std::vector<double>& w, std::int64_t n,
                                              bool* negative_cycle = nullptr);
 
+/// The next hops kApspNextHopCandidates' rule gives (apsp_types.hpp), computed naively from W
+/// and exact distances D (both n x n, +inf for none): N[i][i] = i, -1 where D is +inf, j where
+/// W[i][j] = D[i][j], else the least (W[i][k], k), k != i, with W[i][k] + D[k][j] = D[i][j].
+std::vector<std::int32_t> next_hop_rule(const std::vector<double>& w, const std::vector<double>& d,
+                                        std::int64_t n);
+
 /// Single-source shortest distances by Dijkstra (non-negative weights only), +inf unreachable.
 /// dist[source] = 0.
 std::vector<double> dijkstra(const std::vector<double>& w, std::int64_t n, std::int64_t source);

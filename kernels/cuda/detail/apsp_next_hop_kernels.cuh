@@ -26,7 +26,7 @@ constexpr int kCandidateThreads = 512;
 constexpr int kCandidateItems = 4;
 constexpr int kMaxCandidates = kCandidateThreads * kCandidateItems;  ///< per row (2048)
 static_assert(kMaxCandidates == kApspNextHopCandidates, "the CPU applies the same limit");
-constexpr int kVertexBits = 24;  ///< a key is W << 24 | k; apsp refuses n >= 2^24 - 128
+constexpr int kVertexBits = 24;  ///< a key is W << 24 | k; apsp refuses n > 2^24 - 128
 constexpr unsigned long long kVertexMask = (1ull << kVertexBits) - 1;
 constexpr int kPassThreads = 256;
 
@@ -81,7 +81,10 @@ __global__ void __launch_bounds__(kCandidateThreads)
   __syncthreads();
   const int total = count;  // the same in every thread: the branches below are uniform
   if (total > capacity) {
-    if (tid == 0) atomicOr(&flags->pass_missed, 1);
+    if (tid == 0) {
+      atomicOr(&flags->pass_missed, 1);
+      counts[i] = 0;  // the pass reads it (and then stops at once: the call falls back)
+    }
     return;
   }
   unsigned long long item[kCandidateItems];
@@ -116,7 +119,7 @@ __global__ void __launch_bounds__(kPassThreads)
   constexpr int kBatch = 4;
   const long long i = blockIdx.x;
   const long long j = static_cast<long long>(blockIdx.y) * kPassThreads + threadIdx.x;
-  if (j >= n) return;
+  if (j >= n || flags->pass_missed) return;  // a row overflowed: the fused kernel takes over
   const T target = d[i * ld + j];
   int hop = -1;
   if (i == j) {

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <string_view>
 #include <vector>
 
 #include "gcompute/kernels/cpu/apsp.hpp"
@@ -150,37 +151,6 @@ TEST(CpuApsp, NonNegativeDenseAndSparseMatchFloydWarshallAndDijkstra) {
   }
 }
 
-// The documented rule (kApspNextHopCandidates), computed naively from the reference
-// distances: j when W[i][j] = D[i][j], else the least (W[i][k], k), k != i, with W[i][k] +
-// D[k][j] = D[i][j].
-std::vector<std::int32_t> next_hop_rule(const Graph& g, const std::vector<double>& ref) {
-  const std::int64_t n = g.n;
-  std::vector<std::int32_t> out(static_cast<std::size_t>(n * n), -1);
-  for (std::int64_t i = 0; i < n; ++i) {
-    for (std::int64_t j = 0; j < n; ++j) {
-      const double target = ref[i * n + j];
-      std::int32_t& hop = out[i * n + j];
-      if (i == j) {
-        hop = static_cast<std::int32_t>(i);
-      } else if (target == kInf) {
-        hop = -1;
-      } else if (g.w[i * n + j] == target) {
-        hop = static_cast<std::int32_t>(j);
-      } else {
-        double best = kInf;
-        for (std::int64_t k = 0; k < n; ++k) {
-          const double w = g.w[i * n + k];
-          if (k != i && w != kInf && w + ref[k * n + j] == target && w < best) {
-            best = w;  // k ascends: the first k of the least weight is kept
-            hop = static_cast<std::int32_t>(k);
-          }
-        }
-      }
-    }
-  }
-  return out;
-}
-
 TEST(CpuApsp, NextHopsFromTheDistancesFollowTheRule) {
   GC_SEEDED_RNG(rng);
   for (const std::int64_t n : {2, 5, 65, 130, 200}) {
@@ -190,7 +160,7 @@ TEST(CpuApsp, NextHopsFromTheDistancesFollowTheRule) {
         Graph g = random_graph(rng, n, p, 1, hi);
         for (std::int64_t i = 0; i < n; i += 7) g.w[i * n + i] = static_cast<double>(i % 3);
         const auto ref = floyd_warshall_reference(g.w, n);
-        const auto rule = next_hop_rule(g, ref);
+        const auto rule = ::gcompute::testing::next_hop_rule(g.w, ref, n);
         for (const DType t : {DType::kF32, DType::kI32}) {
           const ApspRun r = run_apsp(g, t, true);
           ASSERT_TRUE(r.info.next_hop_from_distances) << dtype_name(t);
@@ -240,6 +210,15 @@ TEST(CpuApsp, NextHopsFallBackToTheFusedFloydWarshall) {
       cpu::apsp(buf.data(), buf.data(), next.data(), {n, DType::kF32, true});
   ASSERT_TRUE(info.ok()) << info.status();
   EXPECT_FALSE(info->next_hop_from_distances);
+}
+
+TEST(CpuApsp, TuningIsValidated) {
+  EXPECT_TRUE(validate(ApspTuning{.next_hop_candidates = 2048}).ok());
+  for (const int bad : {-1, 2049}) {
+    const absl::Status st = validate(ApspTuning{.next_hop_candidates = bad});
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(st.message().find("next_hop_candidates"), std::string_view::npos) << st;
+  }
 }
 
 TEST(CpuApsp, NegativeEdgesWithoutNegativeCycles) {

@@ -18,6 +18,7 @@
 #include "gcompute/kernels/cuda/apsp.hpp"
 #include "kernels/cuda/test_device.hpp"
 #include "support/gpu.hpp"
+#include "support/oracle.hpp"
 
 namespace gcompute::kernels::cuda {
 namespace {
@@ -355,24 +356,42 @@ TEST(CudaApsp, NextHopPathsAreEdgesAndSumToDistance) {
 }
 
 // Positive integer weights: next hops come from the distances (one pass after distance-only
-// rounds), on sparse, dense and complete graphs, ragged sizes and both element types.
-TEST(CudaApsp, NextHopsFromDistancesOnPositiveExactWeights) {
+// rounds) and are exactly the documented rule's, which the CPU backend also follows: sparse,
+// dense and complete graphs, ragged sizes and multiples of the tile, both element types.
+void expect_next_hop_rule(const Graph& g, DType dtype) {
+  const Oracle o = floyd_warshall(g);
+  ASSERT_FALSE(o.negative_cycle);
+  const GpuResult r = run_gpu(g, dtype, true);
+  ASSERT_TRUE(r.info.ok()) << r.info.status();
+  EXPECT_TRUE(r.info->next_hop_from_distances) << "next hops not from the distances";
+  expect_distances(g, o.d, r.d, 0, dtype == DType::kF32 ? "f32" : "i32");
+  expect_paths(g, r, 0);
+  const std::vector<std::int32_t> want = gcompute::testing::next_hop_rule(g.w, o.d, g.n);
+  std::int64_t differ = 0;
+  for (std::size_t e = 0; e < want.size(); ++e) {
+    if (r.next[e] != want[e] && differ++ < 5) {
+      ADD_FAILURE() << "N[" << e / g.n << "][" << e % g.n << "] = " << r.next[e] << ", the rule "
+                    << want[e];
+    }
+  }
+  EXPECT_EQ(differ, 0);
+}
+
+TEST(CudaApsp, NextHopsFromDistancesFollowTheRule) {
   GC_REQUIRE_GPU();
-  for (std::int64_t n : {2, 3, 64, 65, 129, 200, 300, 515}) {
+  for (std::int64_t n : {2, 3, 64, 65, 128, 129, 200, 256, 300, 515}) {
     for (double density : {0.02, 0.3, 1.0}) {
       SCOPED_TRACE(::testing::Message() << "n=" << n << " density=" << density);
       const Graph g = random_graph(n, density, 1, n % 2 == 0 ? 1000 : 4, true);
-      for (DType dtype : {DType::kF32, DType::kI32}) {
-        EXPECT_TRUE(check_against_oracle(g, dtype, true, 0)) << "next hops not from distances";
-      }
+      for (DType dtype : {DType::kF32, DType::kI32}) expect_next_hop_rule(g, dtype);
     }
   }
   // Every weight equal: every pair is its own edge and nothing is a candidate.
-  EXPECT_TRUE(check_against_oracle(random_graph(300, 1.0, 7, 7, true), DType::kF32, true, 0));
+  expect_next_hop_rule(random_graph(300, 1.0, 7, 7, true), DType::kF32);
   // Self-loops of weight >= 0 do not matter.
   Graph g = random_graph(200, 0.1, 1, 30, true);
   for (std::int64_t i = 0; i < 200; i += 3) g.at(i, i) = static_cast<double>(i % 5);
-  EXPECT_TRUE(check_against_oracle(g, DType::kI32, true, 0));
+  expect_next_hop_rule(g, DType::kI32);
 }
 
 // Wherever the pass could be wrong or does not fit, the fused kernel makes the next hops.

@@ -62,8 +62,10 @@ struct ApspInfo {
 /// INVALID_ARGUMENT for n < 0 or a dtype other than f32/i32.
 absl::Status validate(const ApspShape& shape);
 
-/// How the GPU APSP goes about it (speed only; the CPU ignores it). The server reads it once at
-/// start-up (cuda::tuning_from_environment, docs/dev/knobs.md).
+/// How the GPU APSP goes about it (the CPU ignores it). Speed only, except that the next-hop
+/// fields can also change which of several equally short paths a next hop starts (the
+/// defaults give the CPU's). The server reads it once at start-up
+/// (cuda::tuning_from_environment, docs/dev/knobs.md).
 struct ApspTuning {
   /// Pivot blocks (of 128 vertices) a round of the distance-only kernel takes: 1 or 2; 0 picks
   /// by size (2 from 48 blocks on, 1 below). The next-hop kernel always takes 1.
