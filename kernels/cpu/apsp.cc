@@ -347,8 +347,14 @@ absl::StatusOr<ApspInfo> apsp_wide(const std::int32_t* w, std::int32_t* d, std::
   for (std::int64_t e = 0; e < n * n; ++e) {
     wide[e] = w[e] == kI32NoEdge ? kNone<std::int64_t> : w[e];
   }
-  if (nx != nullptr) init_next(w, nx, n);  // W is read in full before D is written
-  absl::StatusOr<ApspInfo> info = solve(wide.data(), nx, n, stop, threads);
+  // The next-hop rule where it applies, as apsp_typed does, so that both give the same next hops
+  // (it implies i32_apsp_fits, so no distance leaves the i32 range below).
+  const bool by_rule = nx != nullptr &&
+                       static_cast<const void*>(d) != static_cast<const void*>(w) &&
+                       detail::next_hops_from_distances_allowed(w, n);
+  std::int32_t* fused_nx = by_rule ? nullptr : nx;
+  if (fused_nx != nullptr) init_next(w, fused_nx, n);  // W is read in full before D is written
+  absl::StatusOr<ApspInfo> info = solve(wide.data(), fused_nx, n, stop, threads);
   if (!info.ok() || info->negative_cycle) return info;
   // Without a negative cycle every finite value is an exact distance: narrow, and name the
   // first one that i32 cannot hold.
@@ -366,6 +372,18 @@ absl::StatusOr<ApspInfo> apsp_wide(const std::int32_t* w, std::int32_t* d, std::
       d[e] = v < 0 ? kI32MinDistance : kI32MaxDistance;
     } else {
       d[e] = static_cast<std::int32_t>(v);
+    }
+  }
+  if (by_rule) {
+    if (detail::next_hops_from_distances(w, d, nx, n, threads)) {
+      info->next_hop_from_distances = true;
+    } else {  // a row with too many candidates: the fused Floyd-Warshall, as apsp_typed
+      init_next(w, nx, n);
+      for (std::int64_t e = 0; e < n * n; ++e) {
+        wide[e] = w[e] == kI32NoEdge ? kNone<std::int64_t> : w[e];
+      }
+      absl::StatusOr<ApspInfo> again = solve(wide.data(), nx, n, stop, threads);
+      if (!again.ok()) return again;
     }
   }
   return info;
