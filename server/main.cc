@@ -61,6 +61,9 @@ ABSL_FLAG(bool, device_graph_copies, true,
           "CUDA backend: keep every stored graph in device memory, updated on each committed "
           "batch, and answer Apsp, ShortestPath and Sssp of stored graphs from it (false: from "
           "the host copy, uploaded per request)");
+ABSL_FLAG(bool, shared_memory, true,
+          "Serve RegisterSharedMemory: clients on this host (same user) pass operands and "
+          "receive results through POSIX shared memory instead of the wire");
 ABSL_FLAG(int64_t, job_ttl_seconds, 3600,
           "How long finished jobs and their inline results stay (SubmitJob may ask otherwise)");
 ABSL_FLAG(int64_t, malloc_trim_seconds, 10,
@@ -139,6 +142,7 @@ int main(int argc, char** argv) {
   options.graph_snapshot_after_bytes = absl::GetFlag(FLAGS_graph_snapshot_bytes);
   options.apsp_cache_bytes = absl::GetFlag(FLAGS_apsp_cache_bytes);
   options.device_graph_copies = absl::GetFlag(FLAGS_device_graph_copies);
+  options.shared_memory = absl::GetFlag(FLAGS_shared_memory);
   options.job_ttl = absl::Seconds(absl::GetFlag(FLAGS_job_ttl_seconds));
   options.max_active_jobs_per_tenant = absl::GetFlag(FLAGS_max_jobs_per_tenant);
   options.security = gcompute::server::security_options_from_flags();

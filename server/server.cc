@@ -171,11 +171,18 @@ absl::StatusOr<std::unique_ptr<Server>> Server::create(const ServerOptions& opti
   backend->set_fatal_handler([raw](const absl::Status& status) { raw->on_fatal(status); });
 
   s->backend_note_ = choice->note;
-  s->ops_ =
-      std::make_unique<ops::Operations>(*s->engine_,
-                                        ops::OpEnv{*s->matrices_, *s->graphs_, s->apsp_cache_.get(),
-                                                   limits, tenant_quotas, s->graph_mirror_.get()},
-                                        choice->note);
+  if (options.shared_memory) {
+    RegionRegistry::Options ro;
+    ro.pin = [backend](void* ptr, std::uint64_t bytes) {
+      return backend->pin_host_memory(ptr, bytes);
+    };
+    s->regions_ = std::make_unique<RegionRegistry>(std::move(ro));
+  }
+  s->ops_ = std::make_unique<ops::Operations>(
+      *s->engine_,
+      ops::OpEnv{*s->matrices_, *s->graphs_, s->apsp_cache_.get(), limits, tenant_quotas,
+                 s->graph_mirror_.get(), s->regions_.get()},
+      choice->note);
   ops::JobManagerOptions jo;
   jo.default_ttl = options.job_ttl;
   jo.max_active_per_tenant = options.max_active_jobs_per_tenant;

@@ -21,6 +21,7 @@
 #include "security/tokens.hpp"
 #include "store/graphs/graph_wal.hpp"
 #include "store/matrices/expiry_sweeper.hpp"
+#include "store/regions/shared_region.hpp"
 
 namespace gcompute::server {
 
@@ -47,6 +48,9 @@ struct ServerOptions {
   /// ShortestPath and Sssp of stored graphs from it; false: from the host copy (densified or
   /// turned into CSR per request and uploaded), which saves that device memory.
   bool device_graph_copies = true;
+  /// Serve RegisterSharedMemory: same-host clients name their own shared memory as operands
+  /// and output destinations (docs/api.md, "Shared memory").
+  bool shared_memory = true;
   absl::Duration job_ttl = absl::Hours(1);  ///< finished jobs and their inline results
   int max_active_jobs_per_tenant = 1024;    ///< queued or running jobs of one tenant
   /// docs/security.md: TLS, authentication, reflection and per-tenant quotas.
@@ -74,6 +78,8 @@ class Server {
   /// Device copies of the stored graphs (backends that keep them); null otherwise.
   DeviceGraphMirror* graph_mirror() const { return graph_mirror_.get(); }
   ApspCache* apsp_cache() const { return apsp_cache_.get(); }
+  /// Clients' shared-memory regions; null with --shared-memory=false.
+  RegionRegistry* shared_memory_regions() const { return regions_.get(); }
 
   /// Graceful stop: health NOT_SERVING, new calls UNAVAILABLE, queued and running work
   /// finishes (up to `grace`), then the gRPC server shuts down.
@@ -110,6 +116,7 @@ class Server {
   std::unique_ptr<DeviceGraphMirror> graph_mirror_;
   std::unique_ptr<ApspCache> apsp_cache_;
   std::unique_ptr<GraphStore> graphs_;
+  std::unique_ptr<RegionRegistry> regions_;  ///< null with --shared-memory=false
   std::unique_ptr<ops::Operations> ops_;
   std::unique_ptr<FileJobJournal> job_journal_;  ///< null without --data-dir; outlives jobs_
   std::unique_ptr<ops::JobManager> jobs_;        ///< its queued tasks use ops_ and the engine

@@ -56,6 +56,10 @@ const std::vector<OptionSpec>& global_options() {
       {"token-file", ValueKind::kString,
        "file holding the bearer token (default: the\n"
        "                              GCOMPUTE_TOKEN environment variable)"},
+      {"no-shared-memory", ValueKind::kFlag,
+       "never pass data through shared memory (by default a\n"
+       "                              server on this host gets operands and writes\n"
+       "                              results there, not over the socket)"},
       {"progress",
        ValueKind::kString,
        "progress bars on stderr: auto (when stderr is a\n"
@@ -509,6 +513,8 @@ absl::StatusOr<CommandLine> parse_command_line(const std::vector<std::string>& a
         cl.progress = *value == "always"  ? ProgressMode::kAlways
                       : *value == "never" ? ProgressMode::kNever
                                           : ProgressMode::kAuto;
+      } else if (name == "no-shared-memory") {
+        cl.shared_memory = false;
       } else if (name == "inline-limit") {
         cl.inline_limit_bytes = std::stoull(*value);
       } else if (name == "tls-ca" || name == "tls-cert" || name == "tls-key" ||

@@ -28,6 +28,9 @@ struct CommandLine {
   std::string token_file;
   /// --progress: bars on stderr for transfers and long operations.
   ProgressMode progress = ProgressMode::kAuto;
+  /// --no-shared-memory: send operands and receive results over the wire even when the server
+  /// runs on this host.
+  bool shared_memory = true;
   bool help = false;
   /// The subcommand: {"matmul"}, {"graph", "create"}, ... Empty when only --help was given.
   std::vector<std::string> command;

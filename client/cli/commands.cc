@@ -188,6 +188,7 @@ class Cli {
     if (cl.timeout) o.default_timeout = *cl.timeout;
     if (cl.max_message_bytes) o.max_message_bytes = *cl.max_message_bytes;
     if (cl.inline_limit_bytes) o.inline_limit_bytes = *cl.inline_limit_bytes;
+    o.shared_memory = cl.shared_memory;
     o.progress = make_progress_bar(progress_shown(cl.progress));
     return o;
   }

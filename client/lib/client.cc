@@ -56,7 +56,8 @@ absl::StatusOr<SvdResult> svd_rpc(Client::Impl& impl,
       },
       [&](pb::SvdResponse& response, const Attempt& attempt) {
         return svd_result_from(response, attempt, options.compute_uv);
-      });
+      },
+      /*use_shared_memory=*/true);
 }
 
 // Apsp with its results inline, or kept on the server for `stored_ttl_seconds`.
@@ -172,6 +173,15 @@ void fill_matmul(OperandStager& stager, const Operand& a, const Operand& b,
   stager.add(a, request->mutable_a());
   stager.add(b, request->mutable_b());
   if (options.c) stager.add(*options.c, request->mutable_c());
+  if (a.matrix() != nullptr && b.matrix() != nullptr) {
+    const HostMatrix& ma = *a.matrix();
+    const HostMatrix& mb = *b.matrix();
+    const auto m = static_cast<uint64_t>(options.transpose_a ? ma.cols : ma.rows);
+    const auto n = static_cast<uint64_t>(options.transpose_b ? mb.rows : mb.cols);
+    const auto batch = static_cast<uint64_t>(std::max(ma.batch, mb.batch));
+    stager.expect_outputs(shared_memory_slot_bytes(batch * m * n * dtype_size(ma.dtype)),
+                          request->mutable_output());
+  }
   request->set_transpose_a(options.transpose_a);
   request->set_transpose_b(options.transpose_b);
   request->set_precision(static_cast<pb::Precision>(options.precision));
@@ -183,6 +193,17 @@ void fill_svd(OperandStager& stager, const Operand& a, const SvdOptions& options
               pb::SvdRequest* request) {
   stager.add(a, request->mutable_a());
   to_proto(options, request);
+  if (const HostMatrix* m = a.matrix()) {
+    const uint64_t size = dtype_size(m->dtype), b = static_cast<uint64_t>(m->batch),
+                   r = static_cast<uint64_t>(m->rows), c = static_cast<uint64_t>(m->cols);
+    const uint64_t p = std::min(r, c);
+    uint64_t bytes = shared_memory_slot_bytes(b * p * size);
+    if (options.compute_uv) {
+      bytes += shared_memory_slot_bytes(b * r * (options.full_matrices ? r : p) * size) +
+               shared_memory_slot_bytes(b * (options.full_matrices ? c : p) * c * size);
+    }
+    stager.expect_outputs(bytes, request->mutable_output());
+  }
 }
 
 void fill_apsp(OperandStager& stager, const ApspGraph& graph, bool next_hop,
@@ -235,7 +256,8 @@ absl::StatusOr<std::vector<int64_t>> SsspResult::path_to(int64_t v) const {
 Client::Impl::Impl(ClientOptions client_options)
     : options(with_clamped_chunk_bytes(std::move(client_options))),
       replicas(options.target, channel_arguments(options), channel_security(options),
-               options.tls_server_name) {}
+               options.tls_server_name),
+      shared_memory(replicas.size()) {}
 
 Client::Client(ClientOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
 Client::~Client() = default;
@@ -264,10 +286,14 @@ absl::StatusOr<MatrixResultWithStats> Client::transpose(const Operand& a, const 
       impl_->replicas.route_for_refs(stored_operands({&a})), scope, &Stub::Transpose,
       [&](OperandStager& stager, pb::TransposeRequest& request) {
         stager.add(a, request.mutable_a());
+        if (const HostMatrix* m = a.matrix()) {
+          stager.expect_outputs(shared_memory_slot_bytes(m->data.size()), request.mutable_output());
+        }
       },
       [](pb::TransposeResponse& response, const Attempt& attempt) {
         return matrix_with_stats(attempt, response.mutable_at(), "at", response.stats());
-      });
+      },
+      /*use_shared_memory=*/true);
 }
 
 absl::StatusOr<MatrixResultWithStats> Client::matmul(const Operand& a, const Operand& b,
@@ -282,7 +308,8 @@ absl::StatusOr<MatrixResultWithStats> Client::matmul(const Operand& a, const Ope
       },
       [](pb::MatMulResponse& response, const Attempt& attempt) {
         return matrix_with_stats(attempt, response.mutable_c(), "c", response.stats());
-      });
+      },
+      /*use_shared_memory=*/true);
 }
 
 absl::StatusOr<SvdResult> Client::svd(const Operand& a, const SvdOptions& options,
@@ -304,10 +331,19 @@ absl::StatusOr<EighResult> Client::eigh(const Operand& a, const EighOptions& opt
         stager.add(a, request.mutable_a());
         request.set_compute_vectors(options.compute_vectors);
         request.set_symmetry_tolerance(options.symmetry_tolerance);
+        if (const HostMatrix* m = a.matrix()) {
+          const uint64_t size = dtype_size(m->dtype), b = static_cast<uint64_t>(m->batch),
+                         n = static_cast<uint64_t>(m->rows);
+          stager.expect_outputs(
+              shared_memory_slot_bytes(b * n * size) +
+                  (options.compute_vectors ? shared_memory_slot_bytes(b * n * n * size) : 0),
+              request.mutable_output());
+        }
       },
       [&](pb::EighResponse& response, const Attempt& attempt) {
         return eigh_result_from(response, attempt, options.compute_vectors);
-      });
+      },
+      /*use_shared_memory=*/true);
 }
 
 absl::StatusOr<ApspResult> Client::apsp(const ApspGraph& graph, bool next_hop,

@@ -14,6 +14,7 @@
 #include "matrix_transfer.hpp"
 #include "operand_stager.hpp"
 #include "replicas.hpp"
+#include "shared_memory.hpp"
 #include "unary_rpc.hpp"
 
 namespace gcompute::client {
@@ -56,6 +57,23 @@ decltype(auto) convert_response(Convert& convert, Response& response, const Atte
   }
 }
 
+inline const absl::Status& status_of(const absl::Status& s) {
+  return s;
+}
+template <typename T>
+const absl::Status& status_of(const absl::StatusOr<T>& s) {
+  return s.status();
+}
+
+/// The server refused the call's shared memory itself (not its operands' contents): the region
+/// is unknown to it (a restart) or the results did not fit the arena.
+inline bool refused_shared_memory(const absl::Status& s) {
+  return (s.code() == absl::StatusCode::kNotFound ||
+          s.code() == absl::StatusCode::kInvalidArgument ||
+          s.code() == absl::StatusCode::kFailedPrecondition) &&
+         s.message().find("shared_memory") != absl::string_view::npos;
+}
+
 template <typename Convert, typename Response>
 using ConvertedResult = typename WithStatus<std::decay_t<decltype(convert_response(
     std::declval<Convert&>(), std::declval<Response&>(), std::declval<const Attempt&>()))>>::type;
@@ -63,6 +81,8 @@ using ConvertedResult = typename WithStatus<std::decay_t<decltype(convert_respon
 struct Client::Impl {
   ClientOptions options;  // chunk_bytes already clamped to what one message can carry
   ReplicaSet replicas;
+  /// Arenas of the replicas on this host; declared after `replicas`, which their release uses.
+  SharedMemoryPool shared_memory;
 
   explicit Impl(ClientOptions client_options);
 
@@ -89,23 +109,33 @@ struct Client::Impl {
   }
 
   /// As rpc(), but the request is built anew for each replica tried by `fill(stager,
-  /// request)`, whose operands are placed inline or uploaded to that replica first; the
-  /// uploads leave the server's store when it reads them, or are deleted when the attempt
-  /// fails.
+  /// request)`, whose operands are placed in shared memory (`use_shared_memory` and the replica
+  /// on this host), inline or uploaded to that replica first; the uploads leave the server's
+  /// store when it reads them, or are deleted when the attempt fails. A call the server refuses
+  /// for its shared memory (it restarted and forgot the region) is sent again over the wire.
   template <typename Request, typename Response, typename Fill, typename Convert>
   ConvertedResult<Convert, Response> rpc_with_operands(const absl::StatusOr<Route>& route,
                                                        const CallScope& scope,
                                                        UnaryMethod<Request, Response> method,
-                                                       Fill&& fill, Convert&& convert) {
+                                                       Fill&& fill, Convert&& convert,
+                                                       bool use_shared_memory = false) {
     using Result = ConvertedResult<Convert, Response>;
     if (!route.ok()) return route.status();
     return replicas.run(*route, scope.deadline, [&](Replica& replica, std::size_t index) -> Result {
-      const Attempt attempt{index, transfer_on(replica, scope)};
-      OperandStager stager(attempt.transfer, effective_inline_limit(options));
-      Request request;
-      fill(stager, request);
-      if (absl::Status s = stager.place(); !s.ok()) return s;
-      return call_and_convert(attempt, method, request, convert, &stager);
+      for (bool shared = use_shared_memory && options.shared_memory;; shared = false) {
+        SharedMemoryUse use;
+        if (shared) use = {&shared_memory, index, options.shared_memory_min_bytes};
+        OperandStager stager(transfer_on(replica, scope), effective_inline_limit(options), use);
+        Request request;
+        fill(stager, request);
+        if (absl::Status s = stager.place(); !s.ok()) return s;
+        TransferTarget transfer = transfer_on(replica, scope);
+        transfer.arena = stager.arena();
+        Result result =
+            call_and_convert(Attempt{index, transfer}, method, request, convert, &stager);
+        if (stager.arena() == nullptr || !refused_shared_memory(status_of(result))) return result;
+        stager.discard_arena();
+      }
     });
   }
 

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "gcompute/client/grpc_status.hpp"
 #include "proto_convert.hpp"
+#include "shared_memory.hpp"
 #include "unary_rpc.hpp"
 
 namespace gcompute::client {
@@ -116,6 +117,30 @@ absl::Status delete_stored_matrix(Replica& replica, const MatrixRef& ref, absl::
   return unary_rpc(replica, &pb::Compute::Stub::DeleteMatrix, request, deadline).status();
 }
 
+namespace {
+
+/// A result the server wrote into the call's arena, copied out after checking that it lies there.
+absl::StatusOr<HostMatrix> from_shared_memory(const SharedArena* arena,
+                                              const pb::SharedMemoryRef& where) {
+  HostMatrix out;
+  out.batch = where.batch() == 0 ? 1 : where.batch();
+  out.rows = where.rows();
+  out.cols = where.cols();
+  out.dtype = static_cast<DType>(where.dtype());
+  if (arena == nullptr || where.region_id() != arena->region_id() || out.batch < 0 ||
+      out.rows < 0 || out.cols < 0 || dtype_size(out.dtype) == 0 ||
+      where.offset() > arena->size() || out.expected_bytes() > arena->size() - where.offset()) {
+    return absl::InternalError(absl::StrCat("server placed a result at offset ", where.offset(),
+                                            " of region ", where.region_id(),
+                                            ", which is not where this call's arena can hold it"));
+  }
+  out.data.assign(reinterpret_cast<const char*>(arena->data() + where.offset()),
+                  out.expected_bytes());
+  return out;
+}
+
+}  // namespace
+
 absl::StatusOr<HostMatrix> take_result_matrix(const TransferTarget& target,
                                               pb::MatrixResult* result, const char* what) {
   if (result->has_inline_()) return from_proto(result->mutable_inline_());
@@ -126,6 +151,7 @@ absl::StatusOr<HostMatrix> take_result_matrix(const TransferTarget& target,
     (void)delete_stored_matrix(target.replica, ref, absl::Now() + kCleanupTimeout);
     return m;
   }
+  if (result->has_shared_memory()) return from_shared_memory(target.arena, result->shared_memory());
   return absl::InternalError(absl::StrCat("server response has no ", what));
 }
 

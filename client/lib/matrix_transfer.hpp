@@ -17,12 +17,16 @@ namespace gcompute::client {
 // has passed; the server's TTL is the backstop if this one runs out too.
 inline constexpr absl::Duration kCleanupTimeout = absl::Seconds(30);
 
-/// The replica, deadline, chunk size and progress callback that one call's transfers share.
+class SharedArena;
+
+/// The replica, deadline, chunk size and progress callback that one call's transfers share,
+/// and the shared-memory arena results may lie in.
 struct TransferTarget {
   Replica& replica;
   absl::Time deadline;
   uint64_t chunk_bytes;
   const ProgressCallback& progress;
+  const SharedArena* arena = nullptr;
 };
 
 /// Uploads `m` in chunks of target.chunk_bytes; INVALID_ARGUMENT if its data does not match
@@ -33,7 +37,8 @@ absl::StatusOr<StoredMatrix> upload_in_chunks(const TransferTarget& target, cons
 absl::StatusOr<HostMatrix> download_in_chunks(const TransferTarget& target, const MatrixRef& ref);
 absl::Status delete_stored_matrix(Replica& replica, const MatrixRef& ref, absl::Time deadline);
 
-/// The host matrix of result field `what`: inline, or stored (downloaded, then deleted).
+/// The host matrix of result field `what`: inline, stored (downloaded, then deleted), or in
+/// target.arena (copied out).
 absl::StatusOr<HostMatrix> take_result_matrix(const TransferTarget& target,
                                               ::gcompute::v1::MatrixResult* result,
                                               const char* what);

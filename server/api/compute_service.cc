@@ -116,6 +116,8 @@ grpc::ServerUnaryReactor* ComputeService::GetServerInfo(grpc::CallbackServerCont
     limits->set_stored_matrix_quota_bytes(info.stored_matrix_quota_bytes);
     limits->set_default_ttl_seconds(absl::ToInt64Seconds(info.default_ttl));
     limits->set_workers(static_cast<std::uint32_t>(info.workers));
+    response->set_shared_memory(info.shared_memory);
+    response->set_host_boot_id(info.host_boot_id);
     call.complete(absl::OkStatus());
   });
 }

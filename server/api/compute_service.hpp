@@ -41,6 +41,13 @@ class ComputeService final : public v1::Compute::CallbackService {
                                          const v1::DeleteMatrixRequest* request,
                                          v1::DeleteMatrixResponse* response) override;
 
+  grpc::ServerUnaryReactor* RegisterSharedMemory(
+      grpc::CallbackServerContext* ctx, const v1::RegisterSharedMemoryRequest* request,
+      v1::RegisterSharedMemoryResponse* response) override;
+  grpc::ServerUnaryReactor* UnregisterSharedMemory(
+      grpc::CallbackServerContext* ctx, const v1::UnregisterSharedMemoryRequest* request,
+      v1::UnregisterSharedMemoryResponse* response) override;
+
   grpc::ServerUnaryReactor* CreateGraph(grpc::CallbackServerContext* ctx,
                                         const v1::CreateGraphRequest* request,
                                         v1::CreateGraphResponse* response) override;

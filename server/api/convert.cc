@@ -25,8 +25,9 @@ using Placement = ops::OutputOptions::Placement;
 constexpr auto kPlacements = enum_map<Placement, v1::OutputOptions::Placement>(
     {{Placement::kAuto, v1::OutputOptions::PLACEMENT_AUTO},
      {Placement::kInline, v1::OutputOptions::PLACEMENT_INLINE},
-     {Placement::kStored, v1::OutputOptions::PLACEMENT_STORED}});
-static_assert(kPlacements.covers_through(Placement::kStored));
+     {Placement::kStored, v1::OutputOptions::PLACEMENT_STORED},
+     {Placement::kSharedMemory, v1::OutputOptions::PLACEMENT_SHARED_MEMORY}});
+static_assert(kPlacements.covers_through(Placement::kSharedMemory));
 
 constexpr auto kDTypes = enum_map<DType, v1::DType>({{DType::kF32, v1::DTYPE_F32},
                                                      {DType::kF64, v1::DTYPE_F64},
@@ -63,6 +64,19 @@ absl::StatusOr<ops::OutputOptions> decode_output(const v1::OutputOptions& o) {
   }
   out.placement = *placement;
   out.ttl_seconds = o.ttl_seconds();
+  const bool shared = *placement == Placement::kSharedMemory;
+  if (shared != o.has_shared_memory()) {
+    return absl::InvalidArgumentError(
+        shared ? "output.placement = PLACEMENT_SHARED_MEMORY needs output.shared_memory (the "
+                 "region and offset to write to)"
+               : absl::StrCat("output.shared_memory is set but output.placement = ",
+                              v1::OutputOptions::Placement_Name(o.placement()),
+                              "; set PLACEMENT_SHARED_MEMORY or leave it unset"));
+  }
+  if (shared) {
+    out.region_id = o.shared_memory().region_id();
+    out.region_offset = o.shared_memory().offset();
+  }
   return out;
 }
 
@@ -85,6 +99,17 @@ absl::StatusOr<ops::OperandInput> decode_operand(v1::Operand& op, const std::str
     }
     case v1::Operand::kRef:
       return ops::OperandInput{ops::RefInput{op.ref().id(), op.ref().release()}};
+    case v1::Operand::kSharedMemory: {
+      const v1::SharedMemoryRef& r = op.shared_memory();
+      ops::SharedMemoryInput in;
+      GC_ASSIGN_OR_RETURN(in.dtype, decode_dtype(r.dtype(), field + ".shared_memory.dtype"));
+      in.region_id = r.region_id();
+      in.offset = r.offset();
+      in.batch = r.batch();
+      in.rows = r.rows();
+      in.cols = r.cols();
+      return ops::OperandInput{std::move(in)};
+    }
     case v1::Operand::SOURCE_NOT_SET:
       break;
   }
@@ -370,6 +395,16 @@ absl::StatusOr<std::uint64_t> decode_page_token(const std::string& token,
 void encode(ops::ResultMatrix result, v1::MatrixResult* out) {
   if (auto* stored = std::get_if<StoredMatrixInfo>(&result)) {
     return encode_stored(*stored, out->mutable_stored());
+  }
+  if (auto* shared = std::get_if<ops::SharedMemoryResult>(&result)) {
+    v1::SharedMemoryRef* r = out->mutable_shared_memory();
+    r->set_region_id(shared->region_id);
+    r->set_offset(shared->offset);
+    r->set_rows(shared->desc.rows);
+    r->set_cols(shared->desc.cols);
+    r->set_dtype(encode_dtype(shared->desc.dtype));
+    r->set_batch(shared->desc.batch);
+    return;
   }
   Matrix& m = std::get<Matrix>(result);
   v1::Matrix* mat = out->mutable_inline_();

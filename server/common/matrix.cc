@@ -34,4 +34,18 @@ absl::StatusOr<std::optional<Matrix>> allocate_matrix_if(bool wanted, const Matr
   return allocate_matrix(desc);
 }
 
+absl::Status own_host_bytes(Matrix& m) {
+  if (m.data != nullptr || m.view == nullptr) return absl::OkStatus();
+  try {
+    m.data =
+        std::make_shared<std::string>(reinterpret_cast<const char*>(m.view.get()), m.desc.bytes());
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(absl::StrCat("out of host memory copying ", m.desc.bytes(),
+                                                     " bytes of ", describe(m.desc)));
+  }
+  m.view.reset();
+  m.view_pinned = false;
+  return absl::OkStatus();
+}
+
 }  // namespace gcompute::server

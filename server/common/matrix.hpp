@@ -46,24 +46,34 @@ struct DeviceCopy {
 };
 
 /// A matrix with its data: host bytes, a device copy, or both. Inputs may share their bytes
-/// with the matrix store (hence shared_ptr); results are uniquely owned until encoded.
+/// with the matrix store (hence shared_ptr); results are uniquely owned until encoded. An input
+/// may instead be a read-only view of host memory the server does not own (a client's
+/// shared-memory region), kept mapped by `view`.
 struct Matrix {
   MatrixDesc desc;
-  std::shared_ptr<std::string> data;   ///< host bytes; null when only on a device
-  std::shared_ptr<DeviceCopy> device;  ///< null when only on the host
+  std::shared_ptr<std::string> data;      ///< host bytes; null when only on a device or a view
+  std::shared_ptr<DeviceCopy> device;     ///< null when only on the host
+  std::shared_ptr<const std::byte> view;  ///< host bytes owned elsewhere; null unless a view
+  bool view_pinned = false;  ///< the view is page-locked: device copies may go straight from it
 
-  bool on_host() const { return data != nullptr; }
-  const std::byte* bytes() const { return reinterpret_cast<const std::byte*>(data->data()); }
+  bool on_host() const { return data != nullptr || view != nullptr; }
+  const std::byte* bytes() const {
+    return view ? view.get() : reinterpret_cast<const std::byte*>(data->data());
+  }
   std::byte* mutable_bytes() { return reinterpret_cast<std::byte*>(data->data()); }
   template <typename T>
   const T* as() const {
-    return reinterpret_cast<const T*>(data->data());
+    return reinterpret_cast<const T*>(bytes());
   }
   template <typename T>
   T* as_mutable() {
     return reinterpret_cast<T*>(data->data());
   }
 };
+
+/// Turns a view into host bytes of its own (a copy); anything else is left as it is. For
+/// results that must outlive the view (inline or stored).
+absl::Status own_host_bytes(Matrix& m);
 
 /// A host matrix of `desc` (bytes zero-filled). RESOURCE_EXHAUSTED if the host cannot
 /// allocate them.

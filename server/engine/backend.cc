@@ -2,6 +2,7 @@
 #include "engine/backend.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 #include "absl/time/clock.h"
 #include "gcompute/kernels/cpu/apsp.hpp"
@@ -15,8 +16,14 @@ absl::StatusOr<kernels::ScanResult> Backend::first_violation(const Matrix& m,
                                                              kernels::ValueCheck check) {
   Matrix host = m;  // a handle: the caller's matrix (perhaps a stored one) is left as it was
   GC_RETURN_IF_ERROR(ensure_on_host(host));
-  return kernels::cpu::first_violation(host.data->data(), host.desc.elements(), host.desc.dtype,
-                                       check);
+  return kernels::cpu::first_violation(host.bytes(), host.desc.elements(), host.desc.dtype, check);
+}
+
+absl::Status Backend::copy_to_host_memory(const Matrix& m, std::byte* dst, bool /*dst_pinned*/) {
+  Matrix host = m;
+  GC_RETURN_IF_ERROR(ensure_on_host(host));
+  std::memcpy(dst, host.bytes(), m.desc.bytes());
+  return absl::OkStatus();
 }
 
 absl::StatusOr<ApspOutput> Backend::apsp_add_edges(const ApspOutput& base,

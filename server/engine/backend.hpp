@@ -165,8 +165,17 @@ class Backend {
 
   /// Starts an upload of a matrix of `desc` (allocation happens here).
   virtual absl::StatusOr<std::unique_ptr<UploadSink>> begin_upload(const MatrixDesc& desc) = 0;
-  /// Makes sure m.data holds the bytes (copies them from the device if needed).
+  /// Makes sure m has host bytes (copies them from the device if needed).
   virtual absl::Status ensure_on_host(Matrix& m) = 0;
+  /// Copies m's bytes to host memory `dst` that the server does not own (a client's shared
+  /// memory). `dst_pinned`: page-locked through pin_host_memory. This default copies on the
+  /// host, fetching a device-only matrix first.
+  virtual absl::Status copy_to_host_memory(const Matrix& m, std::byte* dst, bool dst_pinned);
+  /// Page-locks [ptr, ptr + bytes) so device copies go straight to and from it; returns how to
+  /// undo that, or an empty function where the backend does not (CPU) or the driver refused.
+  virtual std::function<void()> pin_host_memory(void* /*ptr*/, std::uint64_t /*bytes*/) {
+    return {};
+  }
 
   /// The first element of `m` that fails `check`, if any, scanned where the data lives.
   /// This default scans host bytes, copying a device-only matrix back first.

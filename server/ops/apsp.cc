@@ -410,7 +410,7 @@ absl::StatusOr<PreparedOp> prepare_apsp(ApspRequest request, OpEnv& env, const C
           std::vector<ResultPlan::Output> outputs = {{MatrixDesc{dtype, 1, n, n}, "distances"}};
           if (next_hop) outputs.push_back({MatrixDesc{DType::kI32, 1, n, n}, "next_hop"});
           GC_ASSIGN_OR_RETURN(
-              plan, ResultPlan::make(output, std::move(outputs), env.matrices, env.limits, caller));
+              plan, ResultPlan::make(output, std::move(outputs), env, env.limits, caller));
           return plan->keeps_any();
         };
         GC_ASSIGN_OR_RETURN(ApspRun run,

@@ -15,8 +15,7 @@
 namespace gcompute::server::ops {
 
 absl::StatusOr<PreparedOp> prepare_eigh(EighRequest request, OpEnv& env, const Caller& caller) {
-  GC_ASSIGN_OR_RETURN(Matrix a,
-                      take_operand(std::move(request.a), "a", env.matrices, env.limits, caller));
+  GC_ASSIGN_OR_RETURN(Matrix a, take_operand(std::move(request.a), "a", env, caller));
   if (a.desc.rows != a.desc.cols) {
     return absl::InvalidArgumentError(
         absl::StrCat("eigh needs square matrices, a is ", describe(a.desc)));
@@ -37,8 +36,8 @@ absl::StatusOr<PreparedOp> prepare_eigh(EighRequest request, OpEnv& env, const C
   const std::uint64_t batch = std::max<std::int64_t>(1, a.desc.batch);
   GC_RETURN_IF_ERROR(admit(a.desc.bytes() + results + (2 * a.desc.bytes() + results) / batch,
                            "Eigh", env.limits, /*on_device=*/true));
-  GC_ASSIGN_OR_RETURN(ResultPlan plan, ResultPlan::make(request.output, std::move(outputs),
-                                                        env.matrices, env.limits, caller));
+  GC_ASSIGN_OR_RETURN(ResultPlan plan, ResultPlan::make(request.output, std::move(outputs), env,
+                                                        env.limits, caller));
   return PreparedOp{"Eigh",
                     [a = std::move(a), shape, plan = std::move(plan)](
                         Backend& backend, JobContext& job) mutable -> absl::StatusOr<OpResult> {

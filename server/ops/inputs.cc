@@ -40,17 +40,40 @@ absl::StatusOr<Matrix> take_matrix(MatrixInput input, const std::string& field,
   return Matrix{desc, std::make_shared<std::string>(std::move(input.data)), nullptr};
 }
 
-absl::StatusOr<Matrix> take_operand(OperandInput input, const std::string& field,
-                                    MatrixStore& store, const Limits& limits,
+absl::StatusOr<std::shared_ptr<const SharedRegion>> find_region(const OpEnv& env,
+                                                                const Caller& caller,
+                                                                const std::string& id,
+                                                                const std::string& field) {
+  if (env.regions == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        field, ": this server does not serve shared memory (started with --shared-memory=false)"));
+  }
+  return env.regions->find(caller.tenant, id, field);
+}
+
+absl::StatusOr<Matrix> take_operand(OperandInput input, const std::string& field, const OpEnv& env,
                                     const Caller& caller) {
   if (auto* m = std::get_if<MatrixInput>(&input)) {
-    return take_matrix(std::move(*m), field + ".inline", limits);
+    return take_matrix(std::move(*m), field + ".inline", env.limits);
   }
   if (auto* ref = std::get_if<RefInput>(&input)) {
-    return store.read(caller.tenant, ref->id, ref->release, (field + ".ref.id").c_str());
+    return env.matrices.read(caller.tenant, ref->id, ref->release, (field + ".ref.id").c_str());
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat(field, " is missing: set ", field, ".inline or ", field, ".ref"));
+  if (auto* shm = std::get_if<SharedMemoryInput>(&input)) {
+    const std::string where = field + ".shared_memory";
+    GC_ASSIGN_OR_RETURN(const MatrixDesc desc, check_desc(shm->batch, shm->rows, shm->cols,
+                                                          shm->dtype, where, env.limits));
+    GC_ASSIGN_OR_RETURN(std::shared_ptr<const SharedRegion> region,
+                        find_region(env, caller, shm->region_id, where + ".region_id"));
+    GC_ASSIGN_OR_RETURN(std::byte * start, region->span(shm->offset, desc.bytes(), where));
+    Matrix m{desc, nullptr, nullptr};
+    m.view_pinned = region->pinned();
+    // The view keeps the region mapped while the operation runs, even once unregistered.
+    m.view = std::shared_ptr<const std::byte>(std::move(region), start);
+    return m;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(field, " is missing: set ", field, ".inline, ",
+                                                 field, ".ref or ", field, ".shared_memory"));
 }
 
 absl::Status check_finite(Backend& backend, const Matrix& m, const std::string& field) {

@@ -10,6 +10,7 @@
 #include "engine/backend.hpp"
 #include "ops/caller.hpp"
 #include "ops/limits.hpp"
+#include "ops/op_env.hpp"
 #include "ops/requests.hpp"
 #include "store/matrices/matrix_store.hpp"
 
@@ -24,10 +25,18 @@ absl::StatusOr<MatrixDesc> check_desc(std::int64_t batch, std::int64_t rows, std
 absl::StatusOr<Matrix> take_matrix(MatrixInput input, const std::string& field,
                                    const Limits& limits);
 
-/// An operand, inline or from the store (the caller's matrices only; a ref marked release
-/// leaves the store as it is read). INVALID_ARGUMENT when unset.
-absl::StatusOr<Matrix> take_operand(OperandInput input, const std::string& field,
-                                    MatrixStore& store, const Limits& limits, const Caller& caller);
+/// An operand, inline, from the store (the caller's matrices only; a ref marked release
+/// leaves the store as it is read) or a view of the caller's shared memory (bounds checked).
+/// INVALID_ARGUMENT when unset.
+absl::StatusOr<Matrix> take_operand(OperandInput input, const std::string& field, const OpEnv& env,
+                                    const Caller& caller);
+
+/// `caller`'s region `id` (NOT_FOUND naming `field` when it has none of that id, or
+/// FAILED_PRECONDITION when shared memory is off).
+absl::StatusOr<std::shared_ptr<const SharedRegion>> find_region(const OpEnv& env,
+                                                                const Caller& caller,
+                                                                const std::string& id,
+                                                                const std::string& field);
 
 /// FAILED_PRECONDITION naming the first non-finite element of `m` ("a has a non-finite value
 /// at row 2, column 0; this operation needs finite input"), scanned where `m` lives.

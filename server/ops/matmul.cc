@@ -47,10 +47,8 @@ absl::StatusOr<kernels::MatmulShape> infer_shape(const MatMulRequest& request, c
 }  // namespace
 
 absl::StatusOr<PreparedOp> prepare_matmul(MatMulRequest request, OpEnv& env, const Caller& caller) {
-  GC_ASSIGN_OR_RETURN(Matrix a,
-                      take_operand(std::move(request.a), "a", env.matrices, env.limits, caller));
-  GC_ASSIGN_OR_RETURN(Matrix b,
-                      take_operand(std::move(request.b), "b", env.matrices, env.limits, caller));
+  GC_ASSIGN_OR_RETURN(Matrix a, take_operand(std::move(request.a), "a", env, caller));
+  GC_ASSIGN_OR_RETURN(Matrix b, take_operand(std::move(request.b), "b", env, caller));
   GC_ASSIGN_OR_RETURN(const kernels::MatmulShape shape, infer_shape(request, a.desc, b.desc));
   const MatrixDesc out_desc = matmul_output(shape);
   if (out_desc.elements() > env.limits.max_matrix_elements) {
@@ -60,7 +58,7 @@ absl::StatusOr<PreparedOp> prepare_matmul(MatMulRequest request, OpEnv& env, con
   }
   std::optional<Matrix> c;
   if (shape.beta != 0.0) {
-    auto cm = take_operand(std::move(request.c), "c", env.matrices, env.limits, caller);
+    auto cm = take_operand(std::move(request.c), "c", env, caller);
     if (!cm.ok()) {
       return absl::Status(
           cm.status().code(),
@@ -81,8 +79,8 @@ absl::StatusOr<PreparedOp> prepare_matmul(MatMulRequest request, OpEnv& env, con
                      out_desc.elements() / out_desc.batch);
   }
   GC_RETURN_IF_ERROR(admit(estimate, "MatMul", env.limits, /*on_device=*/true));
-  GC_ASSIGN_OR_RETURN(ResultPlan plan, ResultPlan::make(request.output, {{out_desc, "c"}},
-                                                        env.matrices, env.limits, caller));
+  GC_ASSIGN_OR_RETURN(ResultPlan plan,
+                      ResultPlan::make(request.output, {{out_desc, "c"}}, env, env.limits, caller));
   const bool tiny = static_cast<std::uint64_t>(shape.batch) * static_cast<std::uint64_t>(shape.m) *
                         static_cast<std::uint64_t>(shape.n) * static_cast<std::uint64_t>(shape.k) <=
                     kTinyMatmulMultiplyAdds;

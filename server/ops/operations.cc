@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "ops/operations.hpp"
 
+#include <fstream>
+
 #include "gcompute/kernels/status_macros.hpp"
 
 namespace gcompute::server::ops {
@@ -96,6 +98,37 @@ absl::Status Operations::delete_matrix(const Caller& caller, const std::string& 
   return env_.matrices.remove(caller.tenant, id);
 }
 
+namespace {
+
+absl::Status shared_memory_off() {
+  return absl::FailedPreconditionError(
+      "this server does not serve shared memory (started with --shared-memory=false)");
+}
+
+/// The kernel's id of this boot: equal for every process on the host, containers included.
+std::string read_boot_id() {
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  std::getline(in, id);
+  return id;
+}
+
+}  // namespace
+
+absl::StatusOr<SharedRegion::Description> Operations::register_shared_memory(
+    const Caller& caller, const std::string& name, std::uint64_t offset, std::uint64_t byte_size) {
+  if (env_.regions == nullptr) return shared_memory_off();
+  GC_ASSIGN_OR_RETURN(std::shared_ptr<const SharedRegion> region,
+                      env_.regions->add(caller.tenant, name, offset, byte_size));
+  return region->description();
+}
+
+absl::Status Operations::unregister_shared_memory(const Caller& caller,
+                                                  const std::string& region_id) {
+  if (env_.regions == nullptr) return shared_memory_off();
+  return env_.regions->remove(caller.tenant, region_id);
+}
+
 ServerInfo Operations::server_info() const {
   Backend& backend = engine_.backend();
   ServerInfo info;
@@ -107,6 +140,9 @@ ServerInfo Operations::server_info() const {
   info.workers = backend.concurrency();
   info.stored_matrix_quota_bytes = env_.matrices.quota_bytes();
   info.default_ttl = env_.matrices.default_ttl();
+  info.shared_memory = env_.regions != nullptr;
+  static const std::string boot_id = read_boot_id();
+  info.host_boot_id = boot_id;
   return info;
 }
 

@@ -30,6 +30,8 @@ struct ServerInfo {
   int workers = 0;
   std::uint64_t stored_matrix_quota_bytes = 0;
   absl::Duration default_ttl;
+  bool shared_memory = false;  ///< RegisterSharedMemory is served
+  std::string host_boot_id;    ///< the host's boot id, for clients to tell they share it
 };
 
 /// A stored matrix opened for download.
@@ -67,6 +69,15 @@ class Operations {
   std::map<std::string, std::uint64_t> stored_matrix_bytes_by_tenant() const {
     return env_.matrices.used_bytes_by_owner();
   }
+
+  // ---- shared-memory regions of same-host clients (each tenant sees only its own) ---------
+  /// RegionRegistry::add for the caller; FAILED_PRECONDITION when shared memory is off.
+  absl::StatusOr<SharedRegion::Description> register_shared_memory(const Caller& caller,
+                                                                   const std::string& name,
+                                                                   std::uint64_t offset,
+                                                                   std::uint64_t byte_size);
+  /// NOT_FOUND for an unknown id or another tenant's. Calls using the region finish first.
+  absl::Status unregister_shared_memory(const Caller& caller, const std::string& region_id);
 
   // ---- graph store (each tenant sees only its own graphs) ----------------------------------
   absl::StatusOr<GraphInfo> create_graph(const Caller& caller, const std::string& graph_id,

@@ -14,10 +14,33 @@ std::uint64_t ResultPlan::total_bytes(const std::vector<Output>& outputs) {
 }
 
 absl::StatusOr<ResultPlan> ResultPlan::make(const OutputOptions& options,
-                                            std::vector<Output> outputs, MatrixStore& store,
+                                            std::vector<Output> outputs, const OpEnv& env,
                                             const Limits& limits, const Caller& caller) {
   ResultPlan plan;
+  MatrixStore& store = env.matrices;
   plan.store_ = &store;
+  if (options.placement == OutputOptions::Placement::kSharedMemory) {
+    GC_ASSIGN_OR_RETURN(
+        std::shared_ptr<const SharedRegion> region,
+        find_region(env, caller, options.region_id.value_or(""), "output.shared_memory.region_id"));
+    std::uint64_t at = options.region_offset;
+    for (Output& out : outputs) {
+      at = (at + kSharedMemoryAlignment - 1) / kSharedMemoryAlignment * kSharedMemoryAlignment;
+      const std::uint64_t bytes = out.desc.bytes();
+      GC_RETURN_IF_ERROR(region
+                             ->span(at, bytes,
+                                    absl::StrCat("output.shared_memory (result ", out.field, ", ",
+                                                 describe(out.desc), ")"))
+                             .status());
+      Slot slot{std::move(out)};
+      slot.region = region;
+      slot.region_offset = at;
+      plan.slots_.push_back(std::move(slot));
+      at += bytes;
+    }
+    plan.keeps_any_ = true;
+    return plan;
+  }
   std::uint64_t budget = limits.max_message_bytes > limits.response_overhead_bytes
                              ? limits.max_message_bytes - limits.response_overhead_bytes
                              : 0;
@@ -50,6 +73,15 @@ absl::StatusOr<ResultPlan> ResultPlan::make(const OutputOptions& options,
 
 absl::StatusOr<ResultMatrix> ResultPlan::place(std::size_t index, Matrix m, Backend& backend) {
   Slot& slot = slots_.at(index);
+  if (slot.region != nullptr) {
+    const std::string field = absl::StrCat("output.shared_memory (result ", slot.output.field, ")");
+    // Checked again: the object may have shrunk since the plan was made.
+    GC_ASSIGN_OR_RETURN(std::byte * dst,
+                        slot.region->span(slot.region_offset, m.desc.bytes(), field));
+    GC_RETURN_IF_ERROR(backend.copy_to_host_memory(m, dst, slot.region->pinned()));
+    return SharedMemoryResult{slot.region->id(), slot.region_offset, m.desc};
+  }
+  GC_RETURN_IF_ERROR(own_host_bytes(m));  // a view of the caller's memory cannot leave the call
   if (slot.stored) {
     GC_ASSIGN_OR_RETURN(StoredMatrixInfo info,
                         store_->put(std::move(m), ttl_, std::move(slot.reservation)));

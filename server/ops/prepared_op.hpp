@@ -8,28 +8,11 @@
 #include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
 #include "engine/backend.hpp"
-#include "ops/apsp_cache.hpp"
 #include "ops/caller.hpp"
-#include "ops/graph_mirror.hpp"
-#include "ops/limits.hpp"
+#include "ops/op_env.hpp"
 #include "ops/requests.hpp"
-#include "ops/tenant_quotas.hpp"
-#include "store/graphs/graph_store.hpp"
-#include "store/matrices/matrix_store.hpp"
 
 namespace gcompute::server::ops {
-
-/// The stores and limits an operation is validated against and runs with. Outlives every op.
-struct OpEnv {
-  MatrixStore& matrices;
-  GraphStore& graphs;
-  ApspCache* apsp_cache = nullptr;  ///< last APSP results of stored graphs; null: off
-  Limits limits;
-  TenantQuotaLookup tenant_quotas;  ///< empty: no tenant has a quota of its own
-  /// Device copies of stored graphs (CUDA backend): APSP builds a stored graph's weight matrix
-  /// from them on the device. Null: densified on the host.
-  DeviceGraphMirror* graph_mirror = nullptr;
-};
 
 /// An operation whose inputs passed every check that needs no data (shapes, limits, refs,
 /// options). `run` executes it once on an engine worker and returns its result.

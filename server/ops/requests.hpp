@@ -33,18 +33,39 @@ struct RefInput {
   bool release = false;  ///< delete it from the store as it is read
 };
 
-/// An operand: unset, inline or stored.
-using OperandInput = std::variant<std::monostate, MatrixInput, RefInput>;
+/// A matrix in one of the caller's shared-memory regions, as received (SharedMemoryRef).
+struct SharedMemoryInput {
+  std::string region_id;
+  std::uint64_t offset = 0;
+  std::int64_t batch = 0;
+  std::int64_t rows = 0;
+  std::int64_t cols = 0;
+  DType dtype = DType::kF32;
+};
+
+/// An operand: unset, inline, stored or in shared memory.
+using OperandInput = std::variant<std::monostate, MatrixInput, RefInput, SharedMemoryInput>;
 
 /// Where results go (OutputOptions on the wire).
 struct OutputOptions {
-  enum class Placement { kAuto, kInline, kStored };
+  enum class Placement { kAuto, kInline, kStored, kSharedMemory };
   Placement placement = Placement::kAuto;
   std::int64_t ttl_seconds = 0;  ///< of stored results; 0: the server's default
+  /// kSharedMemory: the region and the offset of the first result (set iff that placement).
+  std::optional<std::string> region_id;
+  std::uint64_t region_offset = 0;
 };
 
-/// A result: host bytes to send inline, or a matrix kept in the store.
-using ResultMatrix = std::variant<Matrix, StoredMatrixInfo>;
+/// A result written into a shared-memory region: where it lies, and its shape.
+struct SharedMemoryResult {
+  std::string region_id;
+  std::uint64_t offset = 0;
+  MatrixDesc desc;
+};
+
+/// A result: host bytes to send inline, a matrix kept in the store, or one written into the
+/// caller's shared memory.
+using ResultMatrix = std::variant<Matrix, StoredMatrixInfo, SharedMemoryResult>;
 
 struct TransposeRequest {
   OperandInput a;

@@ -235,7 +235,7 @@ absl::StatusOr<PreparedOp> prepare_sssp(SsspRequest request, OpEnv& env, const C
                             ResultPlan::make(output,
                                              {{MatrixDesc{DType::kF32, 1, 1, n}, "distances"},
                                               {MatrixDesc{DType::kI32, 1, 1, n}, "parents"}},
-                                             env.matrices, limits, caller));
+                                             env, limits, caller));
         SsspResult result;
         result.reachable = std::count_if(run.out.dist.begin(), run.out.dist.end(),
                                          [](float d) { return std::isfinite(d); });

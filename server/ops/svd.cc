@@ -33,8 +33,7 @@ absl::StatusOr<OpResult> empty_svd(ResultPlan& plan, const kernels::SvdShape& sh
 }  // namespace
 
 absl::StatusOr<PreparedOp> prepare_svd(SvdRequest request, OpEnv& env, const Caller& caller) {
-  GC_ASSIGN_OR_RETURN(Matrix a,
-                      take_operand(std::move(request.a), "a", env.matrices, env.limits, caller));
+  GC_ASSIGN_OR_RETURN(Matrix a, take_operand(std::move(request.a), "a", env, caller));
   if (!request.batched && a.desc.batch != 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("a is a batch of ", a.desc.batch, " matrices; Svd takes one, use BatchedSvd"));
@@ -74,8 +73,8 @@ absl::StatusOr<PreparedOp> prepare_svd(SvdRequest request, OpEnv& env, const Cal
   // Matrices without elements have empty factors: answered without a loop over the batch.
   bool empty = a.desc.elements() == 0;
   for (const ResultPlan::Output& out : outputs) empty = empty && out.desc.elements() == 0;
-  GC_ASSIGN_OR_RETURN(ResultPlan plan, ResultPlan::make(request.output, std::move(outputs),
-                                                        env.matrices, env.limits, caller));
+  GC_ASSIGN_OR_RETURN(ResultPlan plan, ResultPlan::make(request.output, std::move(outputs), env,
+                                                        env.limits, caller));
   return PreparedOp{request.batched ? "BatchedSvd" : "Svd",
                     [a = std::move(a), shape, plan = std::move(plan), empty](
                         Backend& backend, JobContext& job) mutable -> absl::StatusOr<OpResult> {

@@ -11,12 +11,11 @@ namespace gcompute::server::ops {
 
 absl::StatusOr<PreparedOp> prepare_transpose(TransposeRequest request, OpEnv& env,
                                              const Caller& caller) {
-  GC_ASSIGN_OR_RETURN(Matrix a,
-                      take_operand(std::move(request.a), "a", env.matrices, env.limits, caller));
+  GC_ASSIGN_OR_RETURN(Matrix a, take_operand(std::move(request.a), "a", env, caller));
   GC_RETURN_IF_ERROR(admit(2 * a.desc.bytes(), "Transpose", env.limits, /*on_device=*/true));
   GC_ASSIGN_OR_RETURN(ResultPlan plan,
-                      ResultPlan::make(request.output, {{transpose_output(a.desc), "at"}},
-                                       env.matrices, env.limits, caller));
+                      ResultPlan::make(request.output, {{transpose_output(a.desc), "at"}}, env,
+                                       env.limits, caller));
   const bool tiny = a.desc.bytes() <= kTinyTransposeBytes;
   return PreparedOp{"Transpose",
                     [a = std::move(a), plan = std::move(plan)](

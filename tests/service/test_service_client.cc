@@ -49,8 +49,9 @@ std::vector<T> elements(const gc::HostMatrix& m) {
 }
 
 gc::Client make_client(const TestServer& ts, std::uint64_t max_message = 256 * gc::kMiB,
-                       std::uint64_t inline_limit = 0) {
+                       std::uint64_t inline_limit = 0, bool shared_memory = true) {
   gc::ClientOptions o;
+  o.shared_memory = shared_memory;
   o.target = ts.target();
   o.max_message_bytes = max_message;
   o.inline_limit_bytes = inline_limit;
@@ -272,13 +273,66 @@ TEST_F(ServiceClient, EveryCallHappyPath) {
   }
 }
 
+TEST_F(ServiceClient, SharedMemoryOnTheSameHostGivesTheWiresResults) {
+  GC_SEEDED_RNG(rng);
+  server::RegionRegistry& regions = *ts_->server->shared_memory_regions();
+  gc::Client wire = make_client(*ts_, 256 * gc::kMiB, 0, /*shared_memory=*/false);
+  {
+    gc::Client shm = make_client(*ts_);
+    EXPECT_TRUE(client_transpose(wire, rng, 300, 200));
+    EXPECT_EQ(regions.size(), 0u);
+    EXPECT_TRUE(client_transpose(shm, rng, 300, 200));  // 480 KB: through an arena
+    EXPECT_EQ(regions.size(), 1u);
+    EXPECT_TRUE(client_transpose(shm, rng, 3, 5));  // small: inline
+    // Operands of 192 KB, a result of 1.44 MB: the arena grows (a new region replaces it).
+    const auto a = gcompute::testing::random_uniform<float>(rng, 600 * 40);
+    const auto b = gcompute::testing::random_uniform<float>(rng, 40 * 600);
+    auto via_shm = shm.matmul(host(600, 40, a), host(40, 600, b));
+    ASSERT_TRUE(via_shm.ok()) << via_shm.status();
+    auto via_wire = wire.matmul(host(600, 40, a), host(40, 600, b));
+    ASSERT_TRUE(via_wire.ok()) << via_wire.status();
+    EXPECT_EQ(via_shm->matrix.rows, 600);
+    EXPECT_EQ(via_shm->matrix.data, via_wire->matrix.data);
+    EXPECT_EQ(regions.size(), 1u);
+    // Several results, each where the server put it.
+    const auto m = gcompute::testing::random_normal<double>(rng, 2 * 120 * 80);
+    gc::SvdOptions full;
+    full.full_matrices = true;
+    auto s1 = shm.batched_svd(host(120, 80, m, 2), full);
+    auto s2 = wire.batched_svd(host(120, 80, m, 2), full);
+    ASSERT_TRUE(s1.ok() && s2.ok()) << s1.status() << s2.status();
+    EXPECT_EQ(s1->s.data, s2->s.data);
+    EXPECT_EQ(s1->u->data, s2->u->data);
+    EXPECT_EQ(s1->vt->data, s2->vt->data);
+    EXPECT_EQ(s1->u->rows, 120);
+    EXPECT_EQ(s1->u->cols, 120);
+    std::vector<double> sym(100 * 100);
+    for (int i = 0; i < 100; ++i) {
+      for (int j = 0; j <= i; ++j) sym[i * 100 + j] = sym[j * 100 + i] = rng.uniform(-1, 1);
+    }
+    auto e1 = shm.eigh(host(100, 100, sym));
+    auto e2 = wire.eigh(host(100, 100, sym));
+    ASSERT_TRUE(e1.ok() && e2.ok()) << e1.status() << e2.status();
+    EXPECT_EQ(e1->w.data, e2->w.data);
+    EXPECT_EQ(e1->v->data, e2->v->data);
+    // The server forgets every region (as a restart does): the call goes over the wire and
+    // the next one makes a new arena.
+    regions.clear();
+    EXPECT_TRUE(client_transpose(shm, rng, 300, 200));
+    EXPECT_EQ(regions.size(), 0u);
+    EXPECT_TRUE(client_transpose(shm, rng, 300, 200));
+    EXPECT_EQ(regions.size(), 1u);
+  }
+  EXPECT_EQ(regions.size(), 0u);  // the client unregistered its arena as it went
+}
+
 TEST(ServiceClientSmall, AutomaticUploadsAndStoredResults) {
   GC_SEEDED_RNG(rng);
   auto ts = start_server(small_message_options());
   ASSERT_NE(ts, nullptr);
   // Operands over the inline limit are uploaded in chunks; results over the message size
-  // come back stored and are downloaded.
-  gc::Client c = make_client(*ts, 1 << 20, 16 * 1024);
+  // come back stored and are downloaded (the wire, so no shared memory).
+  gc::Client c = make_client(*ts, 1 << 20, 16 * 1024, /*shared_memory=*/false);
   EXPECT_TRUE(client_transpose(c, rng, 300, 200));  // 480 KB in and out
   const auto a = gcompute::testing::random_uniform<float>(rng, 600 * 3);
   const auto b = gcompute::testing::random_uniform<float>(rng, 3 * 600);

@@ -277,9 +277,19 @@ absl::StatusOr<std::shared_ptr<DeviceCopy>> CudaBackend::to_device(Lane& lane, c
   auto buf = allocate(lane, m.desc.bytes());
   if (!buf.ok()) return buf.status();
   const auto t0 = Clock::now();
-  if (auto st = copy_to_device(*pinned_, lane.stream(), lane.staging_events(), (*buf)->ptr,
-                               m.data->data(), m.desc.bytes());
-      !st.ok()) {
+  if (m.view_pinned) {
+    // A page-locked client region: one DMA straight from it, no staging.
+    GC_RETURN_IF_ERROR(check_device(
+        lane.device(), kernels::cuda::cuda_status(
+                           cudaMemcpyAsync((*buf)->ptr, m.bytes(), m.desc.bytes(),
+                                           cudaMemcpyHostToDevice, lane.stream()),
+                           "cudaMemcpyAsync (pinned region to device)", __FILE__, __LINE__)));
+    GC_RETURN_IF_ERROR(check_device(
+        lane.device(), kernels::cuda::cuda_status(cudaStreamSynchronize(lane.stream()),
+                                                  "cudaStreamSynchronize", __FILE__, __LINE__)));
+  } else if (auto st = copy_to_device(*pinned_, lane.stream(), lane.staging_events(), (*buf)->ptr,
+                                      reinterpret_cast<const char*>(m.bytes()), m.desc.bytes());
+             !st.ok()) {
     return check_device(lane.device(), st);
   }
   ctx.times.h2d_seconds += seconds_since(t0);
@@ -362,6 +372,34 @@ absl::Status CudaBackend::ensure_on_host(Matrix& m) {
   }
   m.data = host->data;
   return absl::OkStatus();
+}
+
+absl::Status CudaBackend::copy_to_host_memory(const Matrix& m, std::byte* dst, bool dst_pinned) {
+  if (m.on_host() || !m.device) return Backend::copy_to_host_memory(m, dst, dst_pinned);
+  Device& d = *devices_[static_cast<std::size_t>(m.device->device)];
+  std::lock_guard lock(d.aux_mu);
+  GC_CUDA_TRY(cudaSetDevice(d.index));
+  if (dst_pinned) {
+    GC_RETURN_IF_ERROR(check_device(
+        d.index, kernels::cuda::cuda_status(
+                     cudaMemcpyAsync(dst, m.device->ptr, m.desc.bytes(), cudaMemcpyDeviceToHost,
+                                     d.aux_stream.value()),
+                     "cudaMemcpyAsync (device to pinned region)", __FILE__, __LINE__)));
+    return check_device(d.index,
+                        kernels::cuda::cuda_status(cudaStreamSynchronize(d.aux_stream.value()),
+                                                   "cudaStreamSynchronize", __FILE__, __LINE__));
+  }
+  return check_device(d.index,
+                      copy_to_host(*pinned_, d.aux_stream.view(), d.aux_events,
+                                   reinterpret_cast<char*>(dst), m.device->ptr, m.desc.bytes()));
+}
+
+std::function<void()> CudaBackend::pin_host_memory(void* ptr, std::uint64_t bytes) {
+  if (cudaHostRegister(ptr, bytes, cudaHostRegisterPortable) != cudaSuccess) {
+    (void)cudaGetLastError();  // not sticky: the region works through staged copies
+    return {};
+  }
+  return [ptr] { (void)cudaHostUnregister(ptr); };
 }
 
 // ---------------------------------------------------------------------------------------

@@ -53,6 +53,10 @@ class CudaBackend final : public Backend {
                                   JobContext& ctx) override;
   absl::StatusOr<std::unique_ptr<UploadSink>> begin_upload(const MatrixDesc& desc) override;
   absl::Status ensure_on_host(Matrix& m) override;
+  /// A device-only matrix goes straight from the device into `dst` (one DMA when it is pinned).
+  absl::Status copy_to_host_memory(const Matrix& m, std::byte* dst, bool dst_pinned) override;
+  /// cudaHostRegister (portable: every device's copies use it); empty when the driver refuses.
+  std::function<void()> pin_host_memory(void* ptr, std::uint64_t bytes) override;
   /// Scans a matrix that is on a device there (on the device's aux stream), not on the host.
   absl::StatusOr<kernels::ScanResult> first_violation(const Matrix& m,
                                                       kernels::ValueCheck check) override;

@@ -70,6 +70,14 @@ struct ClientOptions {
   std::string tls_server_name;
   /// Bearer token sent with every call ("authorization: Bearer TOKEN"); empty: none.
   std::string token;
+  /// Same-host zero copy: when a server runs on this host (its GetServerInfo boot id is this
+  /// host's) and serves shared memory, the host operands of Transpose, MatMul, Svd, BatchedSvd
+  /// and Eigh go through a POSIX shared-memory object both processes map, and so do the
+  /// results; nothing crosses the socket but the request's header. false: always the wire.
+  bool shared_memory = true;
+  /// Calls whose host operands are smaller than this go inline even then (a copy of a few
+  /// KiB costs less than using the arena).
+  uint64_t shared_memory_min_bytes = 64 * 1024;
 };
 
 struct CallOptions {

@@ -1,0 +1,410 @@
+// SPDX-License-Identifier: Apache-2.0
+// Shared-memory regions through raw stubs against an in-process CPU server: operands read from
+// and results written into a client's POSIX shared memory, checked against plain loops on
+// fresh random inputs (ragged shapes, odd offsets, output areas poisoned first), and every
+// refusal with its code and the field it names.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "service_fixture.hpp"
+#include "support/random.hpp"
+#include "support/shm_object.hpp"
+
+namespace gcompute::service_test {
+namespace {
+
+using gcompute::testing::Rng;
+using gcompute::testing::ShmObject;
+constexpr std::byte kPoison{0xA5};
+
+void deadline(grpc::ClientContext& ctx, int seconds = 60) {
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(seconds));
+}
+
+class ServiceSharedMemory : public ::testing::Test {
+ public:
+  void SetUp() override {
+    ts_ = start_server();
+    ASSERT_NE(ts_, nullptr);
+  }
+  v1::Compute::Stub& stub() { return *ts_->stub; }
+
+  grpc::Status register_region(const std::string& name, std::uint64_t offset,
+                               std::uint64_t byte_size, v1::SharedMemoryRegion* out) {
+    grpc::ClientContext ctx;
+    deadline(ctx);
+    v1::RegisterSharedMemoryRequest req;
+    req.set_name(name);
+    req.set_offset(offset);
+    req.set_byte_size(byte_size);
+    v1::RegisterSharedMemoryResponse resp;
+    grpc::Status st = stub().RegisterSharedMemory(&ctx, req, &resp);
+    if (out != nullptr) *out = resp.region();
+    return st;
+  }
+  std::string must_register(const ShmObject& shm) {
+    v1::SharedMemoryRegion region;
+    EXPECT_TRUE(is_ok(register_region(shm.name(), 0, 0, &region)));
+    EXPECT_EQ(region.byte_size(), shm.bytes());
+    EXPECT_EQ(region.name(), shm.name());
+    return region.region_id();
+  }
+  grpc::Status unregister_region(const std::string& id) {
+    grpc::ClientContext ctx;
+    deadline(ctx);
+    v1::UnregisterSharedMemoryRequest req;
+    req.set_region_id(id);
+    v1::UnregisterSharedMemoryResponse resp;
+    return stub().UnregisterSharedMemory(&ctx, req, &resp);
+  }
+  grpc::Status transpose(const v1::TransposeRequest& req, v1::TransposeResponse* resp) {
+    grpc::ClientContext ctx;
+    deadline(ctx);
+    return stub().Transpose(&ctx, req, resp);
+  }
+
+  std::unique_ptr<TestServer> ts_;
+};
+
+v1::SharedMemoryRef shm_ref(const std::string& region, std::uint64_t offset, std::int64_t batch,
+                            std::int64_t rows, std::int64_t cols, v1::DType dtype) {
+  v1::SharedMemoryRef r;
+  r.set_region_id(region);
+  r.set_offset(offset);
+  r.set_batch(batch);
+  r.set_rows(rows);
+  r.set_cols(cols);
+  r.set_dtype(dtype);
+  return r;
+}
+
+void to_shared_memory(v1::OutputOptions* out, const std::string& region, std::uint64_t offset) {
+  out->set_placement(v1::OutputOptions::PLACEMENT_SHARED_MEMORY);
+  out->mutable_shared_memory()->set_region_id(region);
+  out->mutable_shared_memory()->set_offset(offset);
+}
+
+template <typename T>
+void check_transpose_in_place_of(ServiceSharedMemory& t, const ShmObject& shm,
+                                 const std::string& region, Rng& rng, std::int64_t batch,
+                                 std::int64_t rows, std::int64_t cols, std::uint64_t in_offset,
+                                 v1::DType dtype) {
+  SCOPED_TRACE(::testing::Message() << batch << " x " << rows << "x" << cols << " "
+                                    << v1::DType_Name(dtype) << " at offset " << in_offset);
+  const std::int64_t b = batch == 0 ? 1 : batch;
+  const std::uint64_t n = static_cast<std::uint64_t>(b * rows * cols);
+  std::vector<T> in(n);
+  for (T& x : in) x = static_cast<T>(rng.uniform(-1000, 1000));
+  std::memcpy(shm.data() + in_offset, in.data(), n * sizeof(T));
+  const std::uint64_t out_at = in_offset + n * sizeof(T) + 8;  // not a multiple of 256
+  ASSERT_LE(out_at + n * sizeof(T) + 256, shm.bytes());
+  std::memset(shm.data() + out_at, static_cast<int>(kPoison), shm.bytes() - out_at);
+
+  v1::TransposeRequest req;
+  *req.mutable_a()->mutable_shared_memory() = shm_ref(region, in_offset, batch, rows, cols, dtype);
+  to_shared_memory(req.mutable_output(), region, out_at);
+  v1::TransposeResponse resp;
+  ASSERT_TRUE(is_ok(t.transpose(req, &resp)));
+  ASSERT_TRUE(resp.at().has_shared_memory());
+  const v1::SharedMemoryRef& got = resp.at().shared_memory();
+  EXPECT_EQ(got.region_id(), region);
+  EXPECT_EQ(got.offset() % 256, 0u);
+  EXPECT_GE(got.offset(), out_at);
+  EXPECT_LT(got.offset(), out_at + 256);
+  EXPECT_EQ(got.rows(), cols);
+  EXPECT_EQ(got.cols(), rows);
+  EXPECT_EQ(got.batch(), b);
+  EXPECT_EQ(got.dtype(), dtype);
+  const T* out = shm.at<T>(got.offset());
+  for (std::int64_t k = 0; k < b; ++k) {
+    for (std::int64_t i = 0; i < rows; ++i) {
+      for (std::int64_t j = 0; j < cols; ++j) {
+        ASSERT_EQ(out[(k * cols + j) * rows + i], in[(k * rows + i) * cols + j])
+            << "batch " << k << " row " << i << " col " << j;
+      }
+    }
+  }
+  // Nothing beyond the result was written.
+  const std::uint64_t end = got.offset() + n * sizeof(T);
+  for (std::uint64_t i = end; i < std::min(end + 64, shm.bytes()); ++i) {
+    ASSERT_EQ(shm.data()[i], kPoison) << "byte " << i;
+  }
+}
+
+TEST_F(ServiceSharedMemory, TransposeReadsAndWritesTheRegion) {
+  ShmObject shm(8 << 20);
+  const std::string region = must_register(shm);
+  Rng rng(gcompute::testing::test_seed());
+  for (auto [batch, rows, cols] : std::vector<std::array<std::int64_t, 3>>{
+           {0, 1, 1}, {0, 1, 7}, {0, 37, 53}, {3, 5, 129}, {0, 256, 33}, {2, 0, 4}}) {
+    for (std::uint64_t offset : {0u, 4u, 1000u}) {
+      check_transpose_in_place_of<float>(*this, shm, region, rng, batch, rows, cols, offset,
+                                         v1::DTYPE_F32);
+      check_transpose_in_place_of<double>(*this, shm, region, rng, batch, rows, cols, offset * 2,
+                                          v1::DTYPE_F64);
+      check_transpose_in_place_of<std::int32_t>(*this, shm, region, rng, batch, rows, cols, offset,
+                                                v1::DTYPE_I32);
+    }
+  }
+}
+
+TEST_F(ServiceSharedMemory, MatMulTakesOperandsFromTheRegionAndAnswersInline) {
+  ShmObject shm(1 << 20);
+  const std::string region = must_register(shm);
+  Rng rng(gcompute::testing::test_seed());
+  const std::int64_t m = 13, k = 29, n = 7;
+  std::vector<double> a(m * k), b(k * n);
+  for (double& x : a) x = rng.uniform(-1, 1);
+  for (double& x : b) x = rng.uniform(-1, 1);
+  const std::uint64_t b_at = 4096 + 24;
+  std::memcpy(shm.data(), a.data(), a.size() * 8);
+  std::memcpy(shm.data() + b_at, b.data(), b.size() * 8);
+  v1::MatMulRequest req;
+  *req.mutable_a()->mutable_shared_memory() = shm_ref(region, 0, 0, m, k, v1::DTYPE_F64);
+  *req.mutable_b()->mutable_shared_memory() = shm_ref(region, b_at, 0, k, n, v1::DTYPE_F64);
+  v1::MatMulResponse resp;
+  grpc::ClientContext ctx;
+  deadline(ctx);
+  ASSERT_TRUE(is_ok(stub().MatMul(&ctx, req, &resp)));
+  ASSERT_TRUE(resp.c().has_inline_());
+  const std::vector<double> c = values_of<double>(resp.c().inline_());
+  ASSERT_EQ(c.size(), static_cast<std::size_t>(m * n));
+  for (std::int64_t i = 0; i < m; ++i) {
+    for (std::int64_t j = 0; j < n; ++j) {
+      long double want = 0;
+      for (std::int64_t p = 0; p < k; ++p) {
+        want += static_cast<long double>(a[i * k + p]) * b[p * n + j];
+      }
+      EXPECT_NEAR(c[i * n + j], static_cast<double>(want), 1e-13) << i << "," << j;
+    }
+  }
+}
+
+TEST_F(ServiceSharedMemory, SvdResultsLieOneAfterAnotherAligned) {
+  ShmObject shm(1 << 20);
+  const std::string region = must_register(shm);
+  Rng rng(gcompute::testing::test_seed());
+  const std::int64_t rows = 11, cols = 5;
+  std::vector<double> a(rows * cols);
+  for (double& x : a) x = rng.uniform(-1, 1);
+  std::memcpy(shm.data(), a.data(), a.size() * 8);
+  std::memset(shm.data() + 4096, static_cast<int>(kPoison), shm.bytes() - 4096);
+  v1::SvdRequest req;
+  *req.mutable_a()->mutable_shared_memory() = shm_ref(region, 0, 0, rows, cols, v1::DTYPE_F64);
+  to_shared_memory(req.mutable_output(), region, 4096 + 1);
+  v1::SvdResponse resp;
+  grpc::ClientContext ctx;
+  deadline(ctx);
+  ASSERT_TRUE(is_ok(stub().Svd(&ctx, req, &resp)));
+  ASSERT_TRUE(resp.s().has_shared_memory() && resp.u().has_shared_memory() &&
+              resp.vt().has_shared_memory());
+  const auto& s = resp.s().shared_memory();
+  const auto& u = resp.u().shared_memory();
+  const auto& vt = resp.vt().shared_memory();
+  EXPECT_EQ(s.offset(), 4096u + 256);
+  EXPECT_EQ(u.offset(), (s.offset() + cols * 8 + 255) / 256 * 256);
+  EXPECT_EQ(vt.offset(), (u.offset() + rows * cols * 8 + 255) / 256 * 256);
+  EXPECT_EQ(u.rows(), rows);
+  EXPECT_EQ(u.cols(), cols);
+  EXPECT_EQ(vt.rows(), cols);
+  EXPECT_EQ(vt.cols(), cols);
+  const double* S = shm.at<double>(s.offset());
+  const double* U = shm.at<double>(u.offset());
+  const double* Vt = shm.at<double>(vt.offset());
+  for (std::int64_t i = 0; i < rows; ++i) {
+    for (std::int64_t j = 0; j < cols; ++j) {
+      long double sum = 0;
+      for (std::int64_t p = 0; p < cols; ++p) {
+        sum += static_cast<long double>(U[i * cols + p]) * S[p] * Vt[p * cols + j];
+      }
+      EXPECT_NEAR(static_cast<double>(sum), a[i * cols + j], 1e-12);
+    }
+  }
+}
+
+TEST_F(ServiceSharedMemory, AJobWritesItsResultIntoTheRegion) {
+  ShmObject shm(1 << 16);
+  const std::string region = must_register(shm);
+  const std::vector<float> a = random_floats(6 * 4, gcompute::testing::test_seed());
+  std::memcpy(shm.data(), a.data(), a.size() * 4);
+  v1::SubmitJobRequest req;
+  *req.mutable_transpose()->mutable_a()->mutable_shared_memory() =
+      shm_ref(region, 0, 0, 6, 4, v1::DTYPE_F32);
+  to_shared_memory(req.mutable_transpose()->mutable_output(), region, 1024);
+  v1::SubmitJobResponse submitted;
+  {
+    grpc::ClientContext ctx;
+    deadline(ctx);
+    ASSERT_TRUE(is_ok(stub().SubmitJob(&ctx, req, &submitted)));
+  }
+  std::vector<v1::Job> seen;
+  ASSERT_TRUE(is_ok(watch_job(stub(), submitted.job_id(), 60, &seen)));
+  ASSERT_FALSE(seen.empty());
+  const v1::Job& done = seen.back();
+  ASSERT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED) << done.error_message();
+  const v1::SharedMemoryRef& at = done.result().transpose().at().shared_memory();
+  EXPECT_EQ(at.offset(), 1024u);
+  const float* out = shm.at<float>(at.offset());
+  for (int i = 0; i < 6; ++i) {
+    for (int j = 0; j < 4; ++j) ASSERT_EQ(out[j * 6 + i], a[i * 4 + j]);
+  }
+}
+
+TEST_F(ServiceSharedMemory, RegistrationRefusesWhatItCannotMapSafely) {
+  ShmObject shm(1 << 16);
+  EXPECT_TRUE(has_status(register_region("/gcompute-test-no-such-object", 0, 0, nullptr),
+                         grpc::StatusCode::NOT_FOUND, {"no shared-memory object"}));
+  for (const std::string& bad :
+       std::vector<std::string>{"", "noslash", "/a/b", "/", "/..", std::string(300, 'x')}) {
+    EXPECT_TRUE(has_status(register_region(bad, 0, 0, nullptr), grpc::StatusCode::INVALID_ARGUMENT,
+                           {"name = "}))
+        << bad;
+  }
+  EXPECT_TRUE(has_status(register_region(shm.name(), 1 << 17, 0, nullptr),
+                         grpc::StatusCode::INVALID_ARGUMENT, {"offset = 131072", "65536 bytes"}));
+  EXPECT_TRUE(has_status(register_region(shm.name(), 1, 1 << 16, nullptr),
+                         grpc::StatusCode::INVALID_ARGUMENT, {"byte_size = 65536"}));
+  EXPECT_TRUE(has_status(register_region(shm.name(), 1 << 16, 0, nullptr),
+                         grpc::StatusCode::INVALID_ARGUMENT, {"would be empty"}));
+  ASSERT_EQ(fchmod(shm.fd(), 0666), 0);
+  EXPECT_TRUE(has_status(register_region(shm.name(), 0, 0, nullptr),
+                         grpc::StatusCode::PERMISSION_DENIED, {"writable by group or others"}));
+  ASSERT_EQ(fchmod(shm.fd(), 0600), 0);
+  // A region inside the object, at an offset that is not a page boundary.
+  ShmObject big(3 << 20);
+  v1::SharedMemoryRegion part;
+  ASSERT_TRUE(is_ok(register_region(big.name(), 4096 * 3 + 100, 5000, &part)));
+  EXPECT_EQ(part.offset(), 4096u * 3 + 100);
+  EXPECT_EQ(part.byte_size(), 5000u);
+  EXPECT_FALSE(part.device_registered());  // the CPU backend pins nothing
+  const std::vector<float> a = random_floats(10 * 12, gcompute::testing::test_seed());
+  std::memcpy(big.data() + part.offset() + 40, a.data(), a.size() * 4);
+  v1::TransposeRequest req;
+  *req.mutable_a()->mutable_shared_memory() =
+      shm_ref(part.region_id(), 40, 0, 10, 12, v1::DTYPE_F32);
+  v1::TransposeResponse resp;
+  ASSERT_TRUE(is_ok(transpose(req, &resp)));
+  const std::vector<float> at = values_of<float>(resp.at().inline_());
+  ASSERT_EQ(at.size(), a.size());
+  for (int i = 0; i < 10; ++i) {
+    for (int j = 0; j < 12; ++j) ASSERT_EQ(at[j * 10 + i], a[i * 12 + j]);
+  }
+  // The region's bounds, not the object's, limit what a call may name.
+  *req.mutable_a()->mutable_shared_memory() =
+      shm_ref(part.region_id(), 5000 - 4 * 10 * 12 + 4, 0, 10, 12, v1::DTYPE_F32);
+  EXPECT_TRUE(has_status(transpose(req, &resp), grpc::StatusCode::INVALID_ARGUMENT,
+                         {"a.shared_memory", "5000 bytes"}));
+}
+
+TEST_F(ServiceSharedMemory, EveryMistakeInAnOperandOrOutputIsNamed) {
+  ShmObject shm(1 << 16);
+  const std::string region = must_register(shm);
+  v1::TransposeRequest req;
+  v1::TransposeResponse resp;
+  *req.mutable_a()->mutable_shared_memory() = shm_ref("shm-nope", 0, 0, 4, 4, v1::DTYPE_F32);
+  EXPECT_TRUE(has_status(transpose(req, &resp), grpc::StatusCode::NOT_FOUND,
+                         {"a.shared_memory.region_id", "\"shm-nope\""}));
+  *req.mutable_a()->mutable_shared_memory() = shm_ref(region, 1 << 16, 0, 1, 1, v1::DTYPE_F32);
+  EXPECT_TRUE(has_status(transpose(req, &resp), grpc::StatusCode::INVALID_ARGUMENT,
+                         {"a.shared_memory", "65536 bytes"}));
+  *req.mutable_a()->mutable_shared_memory() =
+      shm_ref(region, ~std::uint64_t{0} - 2, 0, 1, 1, v1::DTYPE_F32);
+  EXPECT_TRUE(
+      has_status(transpose(req, &resp), grpc::StatusCode::INVALID_ARGUMENT, {"a.shared_memory"}));
+  *req.mutable_a()->mutable_shared_memory() = shm_ref(region, 0, 0, -1, 4, v1::DTYPE_F32);
+  EXPECT_TRUE(has_status(transpose(req, &resp), grpc::StatusCode::INVALID_ARGUMENT,
+                         {"a.shared_memory has a negative dimension"}));
+  *req.mutable_a()->mutable_shared_memory() = shm_ref(region, 0, 0, 4, 4, v1::DTYPE_UNSPECIFIED);
+  EXPECT_TRUE(has_status(transpose(req, &resp), grpc::StatusCode::INVALID_ARGUMENT,
+                         {"a.shared_memory.dtype"}));
+
+  *req.mutable_a()->mutable_shared_memory() = shm_ref(region, 0, 0, 64, 64, v1::DTYPE_F32);
+  req.mutable_output()->set_placement(v1::OutputOptions::PLACEMENT_SHARED_MEMORY);
+  EXPECT_TRUE(has_status(transpose(req, &resp), grpc::StatusCode::INVALID_ARGUMENT,
+                         {"needs output.shared_memory"}));
+  req.mutable_output()->set_placement(v1::OutputOptions::PLACEMENT_INLINE);
+  req.mutable_output()->mutable_shared_memory()->set_region_id(region);
+  EXPECT_TRUE(has_status(transpose(req, &resp), grpc::StatusCode::INVALID_ARGUMENT,
+                         {"output.shared_memory is set", "PLACEMENT_INLINE"}));
+  // 64x64 f32 is 16 KiB: from 50000 it would end past the region's 65536 bytes.
+  to_shared_memory(req.mutable_output(), region, 50000);
+  EXPECT_TRUE(has_status(transpose(req, &resp), grpc::StatusCode::INVALID_ARGUMENT,
+                         {"output.shared_memory (result at, 64x64 f32)", "65536 bytes"}));
+  to_shared_memory(req.mutable_output(), "shm-other", 0);
+  EXPECT_TRUE(has_status(transpose(req, &resp), grpc::StatusCode::NOT_FOUND,
+                         {"output.shared_memory.region_id"}));
+}
+
+TEST_F(ServiceSharedMemory, AnUnregisteredRegionCannotBeTouched) {
+  ShmObject shm(1 << 16);
+  const std::string region = must_register(shm);
+  ASSERT_TRUE(is_ok(unregister_region(region)));
+  EXPECT_TRUE(has_status(unregister_region(region), grpc::StatusCode::NOT_FOUND,
+                         {"region_id = ", "no such shared-memory region"}));
+  v1::TransposeRequest req;
+  *req.mutable_a()->mutable_shared_memory() = shm_ref(region, 0, 0, 2, 2, v1::DTYPE_F32);
+  v1::TransposeResponse resp;
+  EXPECT_TRUE(has_status(transpose(req, &resp), grpc::StatusCode::NOT_FOUND,
+                         {"a.shared_memory.region_id"}));
+}
+
+TEST_F(ServiceSharedMemory, AShrunkObjectIsRefusedNotFaultedOn) {
+  ShmObject shm(1 << 16);
+  const std::string region = must_register(shm);
+  ASSERT_EQ(ftruncate(shm.fd(), 4096), 0);
+  v1::TransposeRequest req;
+  *req.mutable_a()->mutable_shared_memory() = shm_ref(region, 0, 0, 2, 2, v1::DTYPE_F32);
+  v1::TransposeResponse resp;
+  EXPECT_TRUE(has_status(transpose(req, &resp), grpc::StatusCode::FAILED_PRECONDITION,
+                         {"now has 4096 bytes", "register it again"}));
+}
+
+TEST_F(ServiceSharedMemory, ServerInfoTellsClientsWhetherTheyShareTheHost) {
+  grpc::ClientContext ctx;
+  deadline(ctx);
+  v1::GetServerInfoResponse info;
+  ASSERT_TRUE(is_ok(stub().GetServerInfo(&ctx, {}, &info)));
+  EXPECT_TRUE(info.shared_memory());
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string boot_id;
+  std::getline(in, boot_id);
+  ASSERT_FALSE(boot_id.empty());
+  EXPECT_EQ(info.host_boot_id(), boot_id);
+}
+
+TEST(ServiceSharedMemoryOff, RegistrationIsRefusedAndInfoSaysSo) {
+  ServerOptions o = test_options();
+  o.shared_memory = false;
+  auto ts = start_server(o);
+  ASSERT_NE(ts, nullptr);
+  ShmObject shm(4096);
+  grpc::ClientContext ctx;
+  deadline(ctx);
+  v1::RegisterSharedMemoryRequest req;
+  req.set_name(shm.name());
+  v1::RegisterSharedMemoryResponse resp;
+  EXPECT_TRUE(has_status(ts->stub->RegisterSharedMemory(&ctx, req, &resp),
+                         grpc::StatusCode::FAILED_PRECONDITION, {"--shared-memory=false"}));
+  grpc::ClientContext ctx2;
+  deadline(ctx2);
+  v1::GetServerInfoResponse info;
+  ASSERT_TRUE(is_ok(ts->stub->GetServerInfo(&ctx2, {}, &info)));
+  EXPECT_FALSE(info.shared_memory());
+  grpc::ClientContext ctx3;
+  deadline(ctx3);
+  v1::TransposeRequest treq;
+  *treq.mutable_a()->mutable_shared_memory() = shm_ref("shm-x", 0, 0, 1, 1, v1::DTYPE_F32);
+  v1::TransposeResponse tresp;
+  EXPECT_TRUE(has_status(ts->stub->Transpose(&ctx3, treq, &tresp),
+                         grpc::StatusCode::FAILED_PRECONDITION, {"a.shared_memory.region_id"}));
+}
+
+}  // namespace
+}  // namespace gcompute::service_test
