@@ -7,7 +7,11 @@
 //   - per call, in blocks of 100: Echo (empty), GetServerInfo, Transpose of a stored 64 x 64
 //     f32 (answered inline): p50 and p99;
 //   - bulk, for each size: Sink vs UploadMatrix and Source vs DownloadMatrix of the same
-//     bytes in the same chunks (4 MiB): median GB/s over the repetitions after a warm-up.
+//     bytes in the same chunks (4 MiB): median GB/s over the repetitions after a warm-up;
+//   - a Transpose of an f32 matrix of each size from host memory to host memory, end to end:
+//     over the wire (the client with shared memory off: upload, call, download), through the
+//     client's shared-memory arena (operands copied in, results copied out), and zero copy
+//     (the operand already in a registered region, the result written into it).
 // Raw messages are made by one copy of the chunk into the message, as any client building
 // its own message would; received raw chunks are copied into one buffer, as a download must.
 // Prints a table last; writes CSV to the path given.
@@ -31,7 +35,9 @@
 #include <vector>
 
 #include "gcompute/client/client.hpp"
+#include "gcompute/v1/service.grpc.pb.h"
 #include "server.hpp"
+#include "support/shm_object.hpp"
 
 namespace {
 
@@ -392,6 +398,89 @@ int main(int argc, char** argv) {
     bulk.push_back(std::move(b));
   }
 
+  // ---- Transpose end to end: the wire, the client's arena, zero copy.
+  struct EndToEnd {
+    std::uint64_t mib;
+    std::vector<double> wire_s, arena_s, zero_copy_s;
+  };
+  std::vector<EndToEnd> end_to_end;
+  gcompute::client::ClientOptions wire_options = co;
+  wire_options.shared_memory = false;
+  gcompute::client::Client wire(wire_options);
+  auto stub = gcompute::v1::Compute::NewStub(grpc::CreateChannel(co.target,
+                                                                 grpc::InsecureChannelCredentials()));
+  for (const std::uint64_t mib : opt.sizes_mib) {
+    EndToEnd e{mib, {}, {}, {}};
+    gcompute::client::HostMatrix m;
+    m.cols = 1024;
+    while (static_cast<std::uint64_t>(m.cols) * m.cols * 4 < mib * kMiB) m.cols *= 2;
+    m.rows = static_cast<std::int64_t>(mib * kMiB / 4 / static_cast<std::uint64_t>(m.cols));
+    m.dtype = gcompute::client::DType::kF32;
+    m.data.resize(m.expected_bytes());
+    auto* values = reinterpret_cast<float*>(m.data.data());
+    for (std::int64_t i = 0; i < m.elements(); ++i) values[i] = static_cast<float>(i % 65521);
+    gcompute::testing::ShmObject shm(2 * m.data.size() + 4096);
+    std::memcpy(shm.data(), m.data.data(), m.data.size());
+    gcompute::v1::RegisterSharedMemoryRequest reg;
+    reg.set_name(shm.name());
+    gcompute::v1::RegisterSharedMemoryResponse region;
+    {
+      grpc::ClientContext ctx;
+      if (!stub->RegisterSharedMemory(&ctx, reg, &region).ok()) fail("RegisterSharedMemory");
+    }
+    gcompute::v1::TransposeRequest zero_copy;
+    auto* ref = zero_copy.mutable_a()->mutable_shared_memory();
+    ref->set_region_id(region.region().region_id());
+    ref->set_rows(m.rows);
+    ref->set_cols(m.cols);
+    ref->set_dtype(gcompute::v1::DTYPE_F32);
+    zero_copy.mutable_output()->set_placement(gcompute::v1::OutputOptions::PLACEMENT_SHARED_MEMORY);
+    zero_copy.mutable_output()->mutable_shared_memory()->set_region_id(region.region().region_id());
+    zero_copy.mutable_output()->mutable_shared_memory()->set_offset(m.data.size());
+    std::string expected;
+    for (int rep = 0; rep <= opt.reps; ++rep) {
+      auto t0 = Clock::now();
+      const auto by_wire = ok_or_fail(wire.transpose(m), "Transpose over the wire");
+      const double wire_s = seconds_since(t0);
+      t0 = Clock::now();
+      const auto by_arena = ok_or_fail(client.transpose(m), "Transpose through the arena");
+      const double arena_s = seconds_since(t0);
+      t0 = Clock::now();
+      gcompute::v1::TransposeResponse response;
+      grpc::ClientContext ctx;
+      const grpc::Status st = stub->Transpose(&ctx, zero_copy, &response);
+      const double zero_copy_s = seconds_since(t0);
+      if (!st.ok()) fail("zero-copy Transpose: " + st.error_message());
+      const auto& at = response.at().shared_memory();
+      if (by_arena.matrix.data != by_wire.matrix.data ||
+          std::memcmp(shm.data() + at.offset(), by_wire.matrix.data.data(),
+                      by_wire.matrix.data.size()) != 0) {
+        fail("the three transposes differ");
+      }
+      if (rep == 0) {
+        // The wire's answer checked once against a plain loop.
+        const auto* out = reinterpret_cast<const float*>(by_wire.matrix.data.data());
+        for (std::int64_t i = 0; i < m.rows; i += 97) {
+          for (std::int64_t j = 0; j < m.cols; j += 89) {
+            if (out[j * m.rows + i] != values[i * m.cols + j]) fail("Transpose is wrong");
+          }
+        }
+        continue;
+      }
+      e.wire_s.push_back(wire_s);
+      e.arena_s.push_back(arena_s);
+      e.zero_copy_s.push_back(zero_copy_s);
+    }
+    {
+      grpc::ClientContext ctx;
+      gcompute::v1::UnregisterSharedMemoryRequest unreg;
+      unreg.set_region_id(region.region().region_id());
+      gcompute::v1::UnregisterSharedMemoryResponse done;
+      (void)stub->UnregisterSharedMemory(&ctx, unreg, &done);
+    }
+    end_to_end.push_back(std::move(e));
+  }
+
   // ---- Report.
   const double echo50 = percentile(echo_us, 0.5);
   std::string csv = "kind,name,size_mib,p50_us,p99_us,median_s,gb_per_s,vs_raw\n";
@@ -441,6 +530,26 @@ int main(int argc, char** argv) {
            std::to_string(source) + ",1\n";
     csv += "bulk,DownloadMatrix," + size + ",,," + std::to_string(percentile(b.download_s, 0.5)) +
            "," + std::to_string(down) + "," + std::to_string(down / source) + "\n";
+  }
+  std::printf(
+      "\nTranspose of an f32 matrix, host memory to host memory (GB/s = matrix bytes / time):\n"
+      "| size | wire ms | wire GB/s | client arena ms | GB/s | vs wire | zero copy ms | GB/s | "
+      "vs wire |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  for (const EndToEnd& e : end_to_end) {
+    const double bytes = static_cast<double>(e.mib * kMiB);
+    const double wire_s = percentile(e.wire_s, 0.5), arena_s = percentile(e.arena_s, 0.5),
+                 zero_s = percentile(e.zero_copy_s, 0.5);
+    std::printf("| %llu MiB | %.1f | %.2f | %.1f | %.2f | %.1fx | %.1f | %.2f | %.1fx |\n",
+                static_cast<unsigned long long>(e.mib), wire_s * 1e3, bytes / wire_s / 1e9,
+                arena_s * 1e3, bytes / arena_s / 1e9, wire_s / arena_s, zero_s * 1e3,
+                bytes / zero_s / 1e9, wire_s / zero_s);
+    const std::string size = std::to_string(e.mib);
+    csv += "transpose,wire," + size + ",,," + std::to_string(wire_s) + "," +
+           std::to_string(bytes / wire_s / 1e9) + ",1\n";
+    csv += "transpose,client arena," + size + ",,," + std::to_string(arena_s) + "," +
+           std::to_string(bytes / arena_s / 1e9) + "," + std::to_string(wire_s / arena_s) + "\n";
+    csv += "transpose,zero copy," + size + ",,," + std::to_string(zero_s) + "," +
+           std::to_string(bytes / zero_s / 1e9) + "," + std::to_string(wire_s / zero_s) + "\n";
   }
   if (!opt.csv.empty()) std::ofstream(opt.csv) << csv;
   raw_server->Shutdown();

@@ -381,13 +381,13 @@ class CliTest(E2eBase):
         self.assertIn("not symmetric", r.stderr)
 
     def test_large_matrices_are_chunked(self):
-        # 1500 x 1500 f32 = 9 MB: over the CLI's inline limit (half of 8 MiB), so it is uploaded in
-        # chunks; the 9 MB result exceeds the server's 8 MiB messages, so it comes back stored
-        # and is downloaded in chunks.
+        # Over the wire (--no-shared-memory): 1500 x 1500 f32 = 9 MB is over the CLI's inline
+        # limit (half of 8 MiB), so it is uploaded in chunks; the 9 MB result exceeds the
+        # server's 8 MiB messages, so it comes back stored and is downloaded in chunks.
         a = self.rng.standard_normal((1500, 1500)).astype(np.float32)
         out = self.path("t.npy")
         before = scrape_metrics()
-        self.cli("transpose", self.save("big.npy", a), out)
+        self.cli("--no-shared-memory", "transpose", self.save("big.npy", a), out)
         np.testing.assert_array_equal(np.load(out), a.T)
         after = scrape_metrics()
         for method in ("UploadMatrix", "DownloadMatrix", "DeleteMatrix"):
@@ -399,11 +399,36 @@ class CliTest(E2eBase):
         b = self.rng.standard_normal((600, 300)).astype(np.float32)
         c = self.rng.standard_normal((300, 200)).astype(np.float32)
         before = after
-        self.cli("matmul", self.save("b.npy", b), self.save("c.npy", c), out, "--inline-limit", "500000")
+        self.cli("matmul", self.save("b.npy", b), self.save("c.npy", c), out, "--inline-limit", "500000",
+                 "--no-shared-memory")
         np.testing.assert_allclose(np.load(out), b.astype(np.float64) @ c, rtol=1e-4, atol=1e-3)
         after = scrape_metrics()
         self.assertGreater(metric_sum(after, "gcompute_requests_total", method="UploadMatrix"),
                            metric_sum(before, "gcompute_requests_total", method="UploadMatrix"))
+
+    def test_same_host_data_goes_through_shared_memory(self):
+        # The server runs on this host: the CLI registers an arena and neither the operand nor
+        # the result crosses the socket (no upload, no download, nothing stored).
+        a = self.rng.standard_normal((1500, 1500)).astype(np.float32)
+        out = self.path("ts.npy")
+        before = scrape_metrics()
+        self.cli("transpose", self.save("bigs.npy", a), out)
+        np.testing.assert_array_equal(np.load(out), a.T)
+        b = self.rng.standard_normal((700, 300))
+        c = self.rng.standard_normal((300, 500))
+        self.cli("matmul", self.save("bs.npy", b), self.save("cs.npy", c), out)
+        np.testing.assert_allclose(np.load(out), b @ c, rtol=1e-12, atol=1e-12)
+        after = scrape_metrics()
+
+        def calls(method):
+            return (metric_sum(after, "gcompute_requests_total", method=method) -
+                    metric_sum(before, "gcompute_requests_total", method=method))
+
+        self.assertEqual(calls("RegisterSharedMemory"), 2)
+        self.assertEqual(calls("UnregisterSharedMemory"), 2)
+        self.assertEqual(calls("UploadMatrix"), 0)
+        self.assertEqual(calls("DownloadMatrix"), 0)
+        self.assertEqual(calls("DeleteMatrix"), 0)  # nothing was stored to delete
 
     def random_graph(self, n, density, low=1, high=10, integer=False):
         w = self.rng.uniform(low, high, (n, n))
