@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// Shared-memory regions through raw stubs against an in-process CPU server: operands read from
+// Shared-memory regions through raw stubs against an in-process server: operands read from
 // and results written into a client's POSIX shared memory, checked against plain loops on
 // fresh random inputs (ragged shapes, odd offsets, output areas poisoned first), and every
-// refusal with its code and the field it names.
+// refusal with its code and the field it names. Built twice: on the CPU backend, and as
+// test_service_shared_memory_gpu (GCOMPUTE_SHM_TEST_CUDA, label gpu) on the CUDA backend,
+// where regions are page-locked and copies go straight between them and the device.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "service_fixture.hpp"
+#include "support/gpu.hpp"
 #include "support/random.hpp"
 #include "support/shm_object.hpp"
 
@@ -23,6 +26,17 @@ namespace {
 using gcompute::testing::Rng;
 using gcompute::testing::ShmObject;
 constexpr std::byte kPoison{0xA5};
+#ifdef GCOMPUTE_SHM_TEST_CUDA
+constexpr bool kCuda = true;
+#else
+constexpr bool kCuda = false;
+#endif
+
+ServerOptions backend_options() {
+  ServerOptions o = test_options();
+  o.device = kCuda ? "cuda" : "cpu";
+  return o;
+}
 
 void deadline(grpc::ClientContext& ctx, int seconds = 60) {
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(seconds));
@@ -31,7 +45,8 @@ void deadline(grpc::ClientContext& ctx, int seconds = 60) {
 class ServiceSharedMemory : public ::testing::Test {
  public:
   void SetUp() override {
-    ts_ = start_server();
+    if (kCuda) GC_REQUIRE_GPU();
+    ts_ = start_server(backend_options());
     ASSERT_NE(ts_, nullptr);
   }
   v1::Compute::Stub& stub() { return *ts_->stub; }
@@ -54,6 +69,7 @@ class ServiceSharedMemory : public ::testing::Test {
     EXPECT_TRUE(is_ok(register_region(shm.name(), 0, 0, &region)));
     EXPECT_EQ(region.byte_size(), shm.bytes());
     EXPECT_EQ(region.name(), shm.name());
+    EXPECT_EQ(region.device_registered(), kCuda);  // page-locked for the GPU's copies
     return region.region_id();
   }
   grpc::Status unregister_region(const std::string& id) {
@@ -283,7 +299,7 @@ TEST_F(ServiceSharedMemory, RegistrationRefusesWhatItCannotMapSafely) {
   ASSERT_TRUE(is_ok(register_region(big.name(), 4096 * 3 + 100, 5000, &part)));
   EXPECT_EQ(part.offset(), 4096u * 3 + 100);
   EXPECT_EQ(part.byte_size(), 5000u);
-  EXPECT_FALSE(part.device_registered());  // the CPU backend pins nothing
+  EXPECT_EQ(part.device_registered(), kCuda);  // the CPU backend pins nothing
   const std::vector<float> a = random_floats(10 * 12, gcompute::testing::test_seed());
   std::memcpy(big.data() + part.offset() + 40, a.data(), a.size() * 4);
   v1::TransposeRequest req;
@@ -380,7 +396,8 @@ TEST_F(ServiceSharedMemory, ServerInfoTellsClientsWhetherTheyShareTheHost) {
 }
 
 TEST(ServiceSharedMemoryOff, RegistrationIsRefusedAndInfoSaysSo) {
-  ServerOptions o = test_options();
+  if (kCuda) GC_REQUIRE_GPU();
+  ServerOptions o = backend_options();
   o.shared_memory = false;
   auto ts = start_server(o);
   ASSERT_NE(ts, nullptr);
