@@ -407,8 +407,8 @@ int main(int argc, char** argv) {
   gcompute::client::ClientOptions wire_options = co;
   wire_options.shared_memory = false;
   gcompute::client::Client wire(wire_options);
-  auto stub = gcompute::v1::Compute::NewStub(grpc::CreateChannel(co.target,
-                                                                 grpc::InsecureChannelCredentials()));
+  auto stub = gcompute::v1::Compute::NewStub(
+      grpc::CreateChannel(co.target, grpc::InsecureChannelCredentials()));
   for (const std::uint64_t mib : opt.sizes_mib) {
     EndToEnd e{mib, {}, {}, {}};
     gcompute::client::HostMatrix m;

@@ -143,7 +143,8 @@ class DownloadReactor final
     if (!ok) return finish_call(absl::CancelledError("client went away during the download"));
     const Matrix& m = download_->matrix;
     if (offset_ >= m.desc.bytes()) return finish_call(absl::OkStatus());
-    message_.Clear();
+    // No Clear(): that would free the chunk and its buffer, and each chunk would then allocate
+    // (and fault in) a fresh one. Switching the oneof from the header happens once.
     const std::uint64_t n = std::min(chunk_, m.desc.bytes() - offset_);
     auto* chunk = message_.mutable_chunk();
     chunk->set_offset(offset_);
