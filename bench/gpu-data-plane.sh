@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Runs ON the GPU machine from a device bundle: the data plane of issue 16 in one call. Tests
-# first (shared memory on the CUDA backend, the backend contract, the CUDA backend), then
+# first (shared memory and CUDA IPC regions on the CUDA backend, the backend contract, the CUDA
+# backend, jobs on the GPU), then
 # bench_data_plane on the CUDA and the CPU backend, each against its raw gRPC baselines in the
 # same process: per-call p50/p99 against a raw echo, uploads/downloads against raw streams, and
-# Transpose end to end over the wire, through the client's shared-memory arena and zero copy.
+# Transpose end to end over the wire, through the client's shared-memory arena, zero copy and
+# from another process's GPU memory (CUDA IPC; cuda_ipc_exporter must be in the bundle).
 # Logs and CSVs go to $OUT (results.tar.gz beside data-plane.log); a short table comes last.
 #
 #   bash .device/run.sh bash bench/gpu-data-plane.sh [quick]
@@ -41,6 +43,7 @@ step() {  # name limit command...
 step test_service_shared_memory_gpu 240 "$bin/test_service_shared_memory_gpu"
 step test_cuda_backend 240 "$bin/test_cuda_backend"
 step test_backend_contract 400 "$bin/test_backend_contract"
+[[ $quick == quick ]] || step test_service_jobs_gpu 420 "$bin/test_service_jobs_gpu"
 sizes=16,64,256,1024
 [[ $quick == quick ]] && sizes=16,256
 step bench_data_plane_cuda 420 "$bin/bench_data_plane" --device cuda --sizes-mib "$sizes" \

@@ -176,6 +176,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::create(const ServerOptions& opti
     ro.pin = [backend](void* ptr, std::uint64_t bytes) {
       return backend->pin_host_memory(ptr, bytes);
     };
+    ro.open_device = [backend](const std::string& handle, int device) {
+      return backend->open_ipc_memory(handle, device);
+    };
     s->regions_ = std::make_unique<RegionRegistry>(std::move(ro));
   }
   s->ops_ = std::make_unique<ops::Operations>(

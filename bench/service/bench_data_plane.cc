@@ -11,7 +11,9 @@
 //   - a Transpose of an f32 matrix of each size from host memory to host memory, end to end:
 //     over the wire (the client with shared memory off: upload, call, download), through the
 //     client's shared-memory arena (operands copied in, results copied out), and zero copy
-//     (the operand already in a registered region, the result written into it).
+//     (the operand already in a registered region, the result written into it); on the CUDA
+//     backend also from GPU memory of another process (a CUDA IPC region, device to device;
+//     needs tests/service/cuda_ipc_exporter beside this program).
 // Raw messages are made by one copy of the chunk into the message, as any client building
 // its own message would; received raw chunks are copied into one buffer, as a download must.
 // Prints a table last; writes CSV to the path given.
@@ -28,6 +30,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -37,6 +40,7 @@
 #include "gcompute/client/client.hpp"
 #include "gcompute/v1/service.grpc.pb.h"
 #include "server.hpp"
+#include "support/ipc_exporter.hpp"
 #include "support/shm_object.hpp"
 
 namespace {
@@ -401,7 +405,7 @@ int main(int argc, char** argv) {
   // ---- Transpose end to end: the wire, the client's arena, zero copy.
   struct EndToEnd {
     std::uint64_t mib;
-    std::vector<double> wire_s, arena_s, zero_copy_s;
+    std::vector<double> wire_s, arena_s, zero_copy_s, cuda_ipc_s;
   };
   std::vector<EndToEnd> end_to_end;
   gcompute::client::ClientOptions wire_options = co;
@@ -410,7 +414,7 @@ int main(int argc, char** argv) {
   auto stub = gcompute::v1::Compute::NewStub(
       grpc::CreateChannel(co.target, grpc::InsecureChannelCredentials()));
   for (const std::uint64_t mib : opt.sizes_mib) {
-    EndToEnd e{mib, {}, {}, {}};
+    EndToEnd e{mib, {}, {}, {}, {}};
     gcompute::client::HostMatrix m;
     m.cols = 1024;
     while (static_cast<std::uint64_t>(m.cols) * m.cols * 4 < mib * kMiB) m.cols *= 2;
@@ -471,12 +475,50 @@ int main(int argc, char** argv) {
       e.arena_s.push_back(arena_s);
       e.zero_copy_s.push_back(zero_copy_s);
     }
-    {
+    auto unregister = [&](const std::string& id) {
       grpc::ClientContext ctx;
       gcompute::v1::UnregisterSharedMemoryRequest unreg;
-      unreg.set_region_id(region.region().region_id());
+      unreg.set_region_id(id);
       gcompute::v1::UnregisterSharedMemoryResponse done;
       (void)stub->UnregisterSharedMemory(&ctx, unreg, &done);
+    };
+    unregister(region.region().region_id());
+    const std::filesystem::path exporter_exe = gcompute::testing::ipc_exporter_path("");
+    if (opt.device == "cuda" && std::filesystem::exists(exporter_exe)) {
+      // The operand in GPU memory of another process, the result written next to it.
+      std::vector<std::byte> in(m.data.size());
+      std::memcpy(in.data(), m.data.data(), m.data.size());
+      const std::uint64_t out_at = (m.data.size() + 255) / 256 * 256;
+      gcompute::testing::IpcExporter exporter(exporter_exe, in, out_at + m.data.size());
+      gcompute::v1::RegisterSharedMemoryRequest dev;
+      dev.set_cuda_ipc_handle(exporter.handle());
+      gcompute::v1::RegisterSharedMemoryResponse dev_region;
+      {
+        grpc::ClientContext ctx;
+        const grpc::Status st = stub->RegisterSharedMemory(&ctx, dev, &dev_region);
+        if (!st.ok()) fail("RegisterSharedMemory (CUDA IPC): " + st.error_message());
+      }
+      gcompute::v1::TransposeRequest on_device = zero_copy;
+      on_device.mutable_a()->mutable_shared_memory()->set_region_id(
+          dev_region.region().region_id());
+      on_device.mutable_output()->mutable_shared_memory()->set_region_id(
+          dev_region.region().region_id());
+      on_device.mutable_output()->mutable_shared_memory()->set_offset(out_at);
+      for (int rep = 0; rep <= opt.reps; ++rep) {
+        const auto t0 = Clock::now();
+        gcompute::v1::TransposeResponse response;
+        grpc::ClientContext ctx;
+        const grpc::Status st = stub->Transpose(&ctx, on_device, &response);
+        const double s = seconds_since(t0);
+        if (!st.ok()) fail("CUDA IPC Transpose: " + st.error_message());
+        if (rep > 0) e.cuda_ipc_s.push_back(s);
+      }
+      unregister(dev_region.region().region_id());
+      const std::string after = exporter.finish();
+      if (after.size() < out_at + m.data.size() ||
+          std::memcmp(after.data() + out_at, shm.data() + m.data.size(), m.data.size()) != 0) {
+        fail("the CUDA IPC transpose differs from the zero-copy one");
+      }
     }
     end_to_end.push_back(std::move(e));
   }
@@ -550,6 +592,13 @@ int main(int argc, char** argv) {
            std::to_string(bytes / arena_s / 1e9) + "," + std::to_string(wire_s / arena_s) + "\n";
     csv += "transpose,zero copy," + size + ",,," + std::to_string(zero_s) + "," +
            std::to_string(bytes / zero_s / 1e9) + "," + std::to_string(wire_s / zero_s) + "\n";
+    if (!e.cuda_ipc_s.empty()) {
+      const double ipc_s = percentile(e.cuda_ipc_s, 0.5);
+      std::printf("|   CUDA IPC (device to device) | | | | | | %.2f | %.1f | %.0fx |\n",
+                  ipc_s * 1e3, bytes / ipc_s / 1e9, wire_s / ipc_s);
+      csv += "transpose,cuda ipc," + size + ",,," + std::to_string(ipc_s) + "," +
+             std::to_string(bytes / ipc_s / 1e9) + "," + std::to_string(wire_s / ipc_s) + "\n";
+    }
   }
   if (!opt.csv.empty()) std::ofstream(opt.csv) << csv;
   raw_server->Shutdown();

@@ -19,6 +19,18 @@ absl::StatusOr<kernels::ScanResult> Backend::first_violation(const Matrix& m,
   return kernels::cpu::first_violation(host.bytes(), host.desc.elements(), host.desc.dtype, check);
 }
 
+absl::Status Backend::copy_to_device_memory(const Matrix& /*m*/, int /*device*/,
+                                            std::byte* /*dst*/) {
+  return absl::FailedPreconditionError(
+      "output.shared_memory: GPU memory regions need the CUDA backend");
+}
+
+absl::StatusOr<OpenedDeviceMemory> Backend::open_ipc_memory(const std::string& /*handle*/,
+                                                            int /*device*/) {
+  return absl::FailedPreconditionError(
+      "cuda_ipc_handle: GPU memory can be shared only with a server on the CUDA backend");
+}
+
 absl::Status Backend::copy_to_host_memory(const Matrix& m, std::byte* dst, bool /*dst_pinned*/) {
   Matrix host = m;
   GC_RETURN_IF_ERROR(ensure_on_host(host));

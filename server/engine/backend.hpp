@@ -25,6 +25,7 @@
 #include "gcompute/kernels/sssp_types.hpp"
 #include "gcompute/kernels/stop_token.hpp"
 #include "gcompute/kernels/svd_types.hpp"
+#include "store/regions/shared_region.hpp"
 
 namespace gcompute::server {
 
@@ -176,6 +177,13 @@ class Backend {
   virtual std::function<void()> pin_host_memory(void* /*ptr*/, std::uint64_t /*bytes*/) {
     return {};
   }
+  /// Copies m's bytes to `dst` in the memory of GPU `device` that the server does not own (a
+  /// client's CUDA IPC region). This default refuses: only a GPU backend has device memory.
+  virtual absl::Status copy_to_device_memory(const Matrix& m, int device, std::byte* dst);
+
+  /// Opens GPU memory another process exported (a CUDA IPC handle of 64 bytes) on `device`.
+  /// This default refuses (FAILED_PRECONDITION): only a GPU backend can.
+  virtual absl::StatusOr<OpenedDeviceMemory> open_ipc_memory(const std::string& handle, int device);
 
   /// The first element of `m` that fails `check`, if any, scanned where the data lives.
   /// This default scans host bytes, copying a device-only matrix back first.

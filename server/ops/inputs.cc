@@ -67,6 +67,21 @@ absl::StatusOr<Matrix> take_operand(OperandInput input, const std::string& field
                         find_region(env, caller, shm->region_id, where + ".region_id"));
     GC_ASSIGN_OR_RETURN(std::byte * start, region->span(shm->offset, desc.bytes(), where));
     Matrix m{desc, nullptr, nullptr};
+    if (region->cuda_device() >= 0) {
+      // GPU memory of the client: the backend reads it where it lies. The copy description
+      // keeps the region open while the operation runs, even once unregistered.
+      struct InRegion {
+        std::shared_ptr<const SharedRegion> region;
+        DeviceCopy copy;
+      };
+      auto held = std::make_shared<InRegion>();
+      held->copy.device = region->cuda_device();
+      held->copy.ptr = start;
+      held->copy.bytes = desc.bytes();
+      held->region = std::move(region);
+      m.device = std::shared_ptr<DeviceCopy>(held, &held->copy);
+      return m;
+    }
     m.view_pinned = region->pinned();
     // The view keeps the region mapped while the operation runs, even once unregistered.
     m.view = std::shared_ptr<const std::byte>(std::move(region), start);

@@ -116,11 +116,20 @@ std::string read_boot_id() {
 }  // namespace
 
 absl::StatusOr<SharedRegion::Description> Operations::register_shared_memory(
-    const Caller& caller, const std::string& name, std::uint64_t offset, std::uint64_t byte_size) {
+    const Caller& caller, const SharedMemorySource& source) {
   if (env_.regions == nullptr) return shared_memory_off();
-  GC_ASSIGN_OR_RETURN(std::shared_ptr<const SharedRegion> region,
-                      env_.regions->add(caller.tenant, name, offset, byte_size));
-  return region->description();
+  if (source.name.empty() == source.cuda_ipc_handle.empty()) {
+    return absl::InvalidArgumentError(
+        "set exactly one of name (a POSIX shared-memory object) and cuda_ipc_handle (GPU "
+        "memory)");
+  }
+  absl::StatusOr<std::shared_ptr<const SharedRegion>> region =
+      source.name.empty()
+          ? env_.regions->add_device(caller.tenant, source.cuda_ipc_handle, source.cuda_device,
+                                     source.offset, source.byte_size)
+          : env_.regions->add(caller.tenant, source.name, source.offset, source.byte_size);
+  if (!region.ok()) return region.status();
+  return (*region)->description();
 }
 
 absl::Status Operations::unregister_shared_memory(const Caller& caller,

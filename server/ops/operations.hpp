@@ -71,11 +71,18 @@ class Operations {
   }
 
   // ---- shared-memory regions of same-host clients (each tenant sees only its own) ---------
-  /// RegionRegistry::add for the caller; FAILED_PRECONDITION when shared memory is off.
-  absl::StatusOr<SharedRegion::Description> register_shared_memory(const Caller& caller,
-                                                                   const std::string& name,
-                                                                   std::uint64_t offset,
-                                                                   std::uint64_t byte_size);
+  /// What RegisterSharedMemory names: a shared-memory object, or GPU memory by CUDA IPC handle.
+  struct SharedMemorySource {
+    std::string name;
+    std::string cuda_ipc_handle;
+    int cuda_device = 0;
+    std::uint64_t offset = 0;
+    std::uint64_t byte_size = 0;
+  };
+  /// RegionRegistry::add or add_device for the caller (INVALID_ARGUMENT unless exactly one of
+  /// name and handle is given); FAILED_PRECONDITION when shared memory is off.
+  absl::StatusOr<SharedRegion::Description> register_shared_memory(
+      const Caller& caller, const SharedMemorySource& source);
   /// NOT_FOUND for an unknown id or another tenant's. Calls using the region finish first.
   absl::Status unregister_shared_memory(const Caller& caller, const std::string& region_id);
 

@@ -78,7 +78,11 @@ absl::StatusOr<ResultMatrix> ResultPlan::place(std::size_t index, Matrix m, Back
     // Checked again: the object may have shrunk since the plan was made.
     GC_ASSIGN_OR_RETURN(std::byte * dst,
                         slot.region->span(slot.region_offset, m.desc.bytes(), field));
-    GC_RETURN_IF_ERROR(backend.copy_to_host_memory(m, dst, slot.region->pinned()));
+    if (slot.region->cuda_device() >= 0) {
+      GC_RETURN_IF_ERROR(backend.copy_to_device_memory(m, slot.region->cuda_device(), dst));
+    } else {
+      GC_RETURN_IF_ERROR(backend.copy_to_host_memory(m, dst, slot.region->pinned()));
+    }
     return SharedMemoryResult{slot.region->id(), slot.region_offset, m.desc};
   }
   GC_RETURN_IF_ERROR(own_host_bytes(m));  // a view of the caller's memory cannot leave the call

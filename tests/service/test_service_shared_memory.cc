@@ -7,22 +7,32 @@
 // where regions are page-locked and copies go straight between them and the device.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "service_fixture.hpp"
 #include "support/gpu.hpp"
+#include "support/ipc_exporter.hpp"
 #include "support/random.hpp"
 #include "support/shm_object.hpp"
 
 namespace gcompute::service_test {
 namespace {
 
+using gcompute::testing::IpcExporter;
 using gcompute::testing::Rng;
 using gcompute::testing::ShmObject;
 constexpr std::byte kPoison{0xA5};
@@ -71,6 +81,22 @@ class ServiceSharedMemory : public ::testing::Test {
     EXPECT_EQ(region.name(), shm.name());
     EXPECT_EQ(region.device_registered(), kCuda);  // page-locked for the GPU's copies
     return region.region_id();
+  }
+  grpc::Status register_device(const std::string& handle, int device, std::uint64_t offset,
+                               std::uint64_t byte_size, v1::SharedMemoryRegion* out,
+                               const std::string& name = "") {
+    grpc::ClientContext ctx;
+    deadline(ctx);
+    v1::RegisterSharedMemoryRequest req;
+    req.set_name(name);
+    req.set_cuda_ipc_handle(handle);
+    req.set_cuda_device(device);
+    req.set_offset(offset);
+    req.set_byte_size(byte_size);
+    v1::RegisterSharedMemoryResponse resp;
+    grpc::Status st = stub().RegisterSharedMemory(&ctx, req, &resp);
+    if (out != nullptr) *out = resp.region();
+    return st;
   }
   grpc::Status unregister_region(const std::string& id) {
     grpc::ClientContext ctx;
@@ -278,11 +304,13 @@ TEST_F(ServiceSharedMemory, RegistrationRefusesWhatItCannotMapSafely) {
   EXPECT_TRUE(has_status(register_region("/gcompute-test-no-such-object", 0, 0, nullptr),
                          grpc::StatusCode::NOT_FOUND, {"no shared-memory object"}));
   for (const std::string& bad :
-       std::vector<std::string>{"", "noslash", "/a/b", "/", "/..", std::string(300, 'x')}) {
+       std::vector<std::string>{"noslash", "/a/b", "/", "/..", std::string(300, 'x')}) {
     EXPECT_TRUE(has_status(register_region(bad, 0, 0, nullptr), grpc::StatusCode::INVALID_ARGUMENT,
                            {"name = "}))
         << bad;
   }
+  EXPECT_TRUE(has_status(register_region("", 0, 0, nullptr), grpc::StatusCode::INVALID_ARGUMENT,
+                         {"set exactly one of name", "cuda_ipc_handle"}));
   EXPECT_TRUE(has_status(register_region(shm.name(), 1 << 17, 0, nullptr),
                          grpc::StatusCode::INVALID_ARGUMENT, {"offset = 131072", "65536 bytes"}));
   EXPECT_TRUE(has_status(register_region(shm.name(), 1, 1 << 16, nullptr),
@@ -394,6 +422,96 @@ TEST_F(ServiceSharedMemory, ServerInfoTellsClientsWhetherTheyShareTheHost) {
   ASSERT_FALSE(boot_id.empty());
   EXPECT_EQ(info.host_boot_id(), boot_id);
 }
+
+TEST_F(ServiceSharedMemory, CudaIpcHandlesAreCheckedBeforeUse) {
+  ShmObject shm(4096);
+  EXPECT_TRUE(has_status(register_device(std::string(64, '\1'), 0, 0, 0, nullptr, shm.name()),
+                         grpc::StatusCode::INVALID_ARGUMENT, {"set exactly one"}));
+  if (!kCuda) {
+    EXPECT_TRUE(has_status(register_device(std::string(64, '\1'), 0, 0, 0, nullptr),
+                           grpc::StatusCode::FAILED_PRECONDITION, {"CUDA backend"}));
+    return;
+  }
+  EXPECT_TRUE(has_status(register_device(std::string(63, '\1'), 0, 0, 0, nullptr),
+                         grpc::StatusCode::INVALID_ARGUMENT, {"cuda_ipc_handle has 63 bytes"}));
+  EXPECT_TRUE(has_status(register_device(std::string(64, '\1'), 99, 0, 0, nullptr),
+                         grpc::StatusCode::INVALID_ARGUMENT, {"cuda_device = 99"}));
+}
+
+#ifdef GCOMPUTE_SHM_TEST_CUDA
+TEST_F(ServiceSharedMemory, GpuMemoryOfAnotherProcessIsReadAndWrittenInPlace) {
+  Rng rng(gcompute::testing::test_seed());
+  const std::int64_t rows = 301, cols = 77;  // not multiples of any tile
+  std::vector<float> a(rows * cols);
+  for (float& x : a) x = static_cast<float>(rng.uniform(-1000, 1000));
+  std::vector<double> b(64 * 33), c(33 * 5);
+  for (double& x : b) x = rng.uniform(-1, 1);
+  for (double& x : c) x = rng.uniform(-1, 1);
+  const std::uint64_t b_at = 1 << 20, c_at = b_at + b.size() * 8, out_at = 2 << 20;
+  const std::uint64_t bytes = 4 << 20;
+  std::vector<std::byte> in(c_at + c.size() * 8);
+  std::memcpy(in.data(), a.data(), a.size() * 4);
+  std::memcpy(in.data() + b_at, b.data(), b.size() * 8);
+  std::memcpy(in.data() + c_at, c.data(), c.size() * 8);
+  IpcExporter exporter(gcompute::testing::ipc_exporter_path(GCOMPUTE_IPC_EXPORTER), in, bytes);
+  const std::string handle = exporter.handle();
+  ASSERT_EQ(handle.size(), 64u) << "the exporter gave no handle";
+
+  EXPECT_TRUE(has_status(register_device(handle, 0, bytes, 1, nullptr),
+                         grpc::StatusCode::INVALID_ARGUMENT, {"the device allocation has"}));
+  v1::SharedMemoryRegion region;
+  ASSERT_TRUE(is_ok(register_device(handle, 0, 0, 0, &region)));
+  EXPECT_TRUE(region.cuda_ipc());
+  EXPECT_GE(region.byte_size(), bytes);  // the allocation may be rounded up
+
+  v1::TransposeRequest t;
+  *t.mutable_a()->mutable_shared_memory() =
+      shm_ref(region.region_id(), 0, 0, rows, cols, v1::DTYPE_F32);
+  to_shared_memory(t.mutable_output(), region.region_id(), out_at);
+  v1::TransposeResponse tr;
+  ASSERT_TRUE(is_ok(transpose(t, &tr)));
+  EXPECT_EQ(tr.at().shared_memory().offset(), out_at);
+
+  v1::MatMulRequest m;
+  *m.mutable_a()->mutable_shared_memory() =
+      shm_ref(region.region_id(), b_at, 0, 64, 33, v1::DTYPE_F64);
+  *m.mutable_b()->mutable_shared_memory() =
+      shm_ref(region.region_id(), c_at, 0, 33, 5, v1::DTYPE_F64);
+  v1::MatMulResponse mr;
+  {
+    grpc::ClientContext ctx;
+    deadline(ctx);
+    ASSERT_TRUE(is_ok(stub().MatMul(&ctx, m, &mr)));
+  }
+  const std::vector<double> got = values_of<double>(mr.c().inline_());
+  ASSERT_EQ(got.size(), 64u * 5);
+  for (int i = 0; i < 64; ++i) {
+    for (int j = 0; j < 5; ++j) {
+      long double want = 0;
+      for (int p = 0; p < 33; ++p) want += static_cast<long double>(b[i * 33 + p]) * c[p * 5 + j];
+      EXPECT_NEAR(got[i * 5 + j], static_cast<double>(want), 1e-13);
+    }
+  }
+  // Bounds hold on the device as on the host.
+  *t.mutable_a()->mutable_shared_memory() =
+      shm_ref(region.region_id(), region.byte_size() - 8, 0, 1, 4, v1::DTYPE_F32);
+  EXPECT_TRUE(
+      has_status(transpose(t, &tr), grpc::StatusCode::INVALID_ARGUMENT, {"a.shared_memory"}));
+  ASSERT_TRUE(is_ok(unregister_region(region.region_id())));
+
+  const std::string after = exporter.finish();
+  ASSERT_EQ(after.size(), bytes);
+  const auto* at = reinterpret_cast<const float*>(after.data() + out_at);
+  for (std::int64_t i = 0; i < rows; ++i) {
+    for (std::int64_t j = 0; j < cols; ++j) {
+      ASSERT_EQ(at[j * rows + i], a[i * cols + j]) << i << "," << j;
+    }
+  }
+  // Nothing past the result was written (the exporter filled its memory with 0x5a).
+  const std::uint64_t end = out_at + static_cast<std::uint64_t>(rows * cols) * 4;
+  for (std::uint64_t k = end; k < end + 256; ++k) ASSERT_EQ(after[k], '\x5a') << k;
+}
+#endif
 
 TEST(ServiceSharedMemoryOff, RegistrationIsRefusedAndInfoSaysSo) {
   if (kCuda) GC_REQUIRE_GPU();

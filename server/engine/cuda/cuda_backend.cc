@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "engine/cuda/cuda_backend.hpp"
 
+#include <cuda.h>
+
 #include <algorithm>
 #include <bit>
 #include <chrono>
+#include <cstring>
 #include <functional>
 #include <mutex>
 #include <tuple>
@@ -392,6 +395,94 @@ absl::Status CudaBackend::copy_to_host_memory(const Matrix& m, std::byte* dst, b
   return check_device(d.index,
                       copy_to_host(*pinned_, d.aux_stream.view(), d.aux_events,
                                    reinterpret_cast<char*>(dst), m.device->ptr, m.desc.bytes()));
+}
+
+absl::Status CudaBackend::copy_to_device_memory(const Matrix& m, int device, std::byte* dst) {
+  if (device < 0 || static_cast<std::size_t>(device) >= devices_.size()) {
+    return absl::InternalError(absl::StrCat("no device ", device, " for a device region"));
+  }
+  Device& d = *devices_[static_cast<std::size_t>(device)];
+  std::lock_guard lock(d.aux_mu);
+  GC_CUDA_TRY(cudaSetDevice(d.index));
+  const cudaStream_t stream = d.aux_stream.value();
+  if (m.device) {
+    GC_RETURN_IF_ERROR(
+        check_device(d.index, kernels::cuda::cuda_status(
+                                  cudaMemcpyPeerAsync(dst, d.index, m.device->ptr, m.device->device,
+                                                      m.desc.bytes(), stream),
+                                  "cudaMemcpyPeerAsync (to a device region)", __FILE__, __LINE__)));
+  } else if (m.view_pinned) {
+    GC_RETURN_IF_ERROR(check_device(
+        d.index,
+        kernels::cuda::cuda_status(
+            cudaMemcpyAsync(dst, m.bytes(), m.desc.bytes(), cudaMemcpyHostToDevice, stream),
+            "cudaMemcpyAsync (to a device region)", __FILE__, __LINE__)));
+  } else if (m.on_host()) {
+    return check_device(d.index,
+                        copy_to_device(*pinned_, d.aux_stream.view(), d.aux_events, dst,
+                                       reinterpret_cast<const char*>(m.bytes()), m.desc.bytes()));
+  } else {
+    return absl::InternalError("matrix has neither host bytes nor a device copy");
+  }
+  return check_device(
+      d.index, kernels::cuda::cuda_status(cudaStreamSynchronize(stream), "cudaStreamSynchronize",
+                                          __FILE__, __LINE__));
+}
+
+absl::StatusOr<OpenedDeviceMemory> CudaBackend::open_ipc_memory(const std::string& handle,
+                                                                int device) {
+  if (handle.size() != sizeof(cudaIpcMemHandle_t)) {
+    return absl::InvalidArgumentError(absl::StrCat("cuda_ipc_handle has ", handle.size(),
+                                                   " bytes; cudaIpcGetMemHandle gives ",
+                                                   sizeof(cudaIpcMemHandle_t)));
+  }
+  if (device < 0 || static_cast<std::size_t>(device) >= devices_.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cuda_device = ", device, ": the server has ", devices_.size(), " device(s)"));
+  }
+  // The allocation's extent bounds every access; the driver knows it, the runtime does not say.
+  using GetAddressRange = CUresult (*)(CUdeviceptr*, std::size_t*, CUdeviceptr);
+  static const GetAddressRange get_range = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &fn, 12000, cudaEnableDefault,
+                                         &found) != cudaSuccess ||
+        found != cudaDriverEntryPointSuccess) {
+      fn = nullptr;
+    }
+    return reinterpret_cast<GetAddressRange>(fn);
+  }();
+  if (get_range == nullptr) {
+    return absl::FailedPreconditionError(
+        "cuda_ipc_handle: the driver does not provide cuMemGetAddressRange");
+  }
+  cudaIpcMemHandle_t h;
+  std::memcpy(&h, handle.data(), sizeof h);
+  Device& d = *devices_[static_cast<std::size_t>(device)];
+  GC_CUDA_TRY(cudaSetDevice(d.index));
+  void* ptr = nullptr;
+  if (const cudaError_t err = cudaIpcOpenMemHandle(&ptr, h, cudaIpcMemLazyEnablePeerAccess);
+      err != cudaSuccess) {
+    (void)cudaGetLastError();  // a bad handle does not break the device
+    return absl::InvalidArgumentError(
+        absl::StrCat("cuda_ipc_handle could not be opened on device ", device, ": ",
+                     cudaGetErrorName(err), " (", cudaGetErrorString(err),
+                     "); it must come from cudaIpcGetMemHandle of a live allocation of another "
+                     "process on this host"));
+  }
+  CUdeviceptr base = 0;
+  std::size_t bytes = 0;
+  if (get_range(&base, &bytes, reinterpret_cast<CUdeviceptr>(ptr)) != CUDA_SUCCESS) {
+    (void)cudaIpcCloseMemHandle(ptr);
+    return absl::InternalError("cuMemGetAddressRange of an opened CUDA IPC handle failed");
+  }
+  // The handle names the allocation's start, so `ptr` is its base.
+  const std::uint64_t usable = bytes - (reinterpret_cast<CUdeviceptr>(ptr) - base);
+  const int index = d.index;
+  return OpenedDeviceMemory{static_cast<std::byte*>(ptr), usable, [ptr, index] {
+                              (void)cudaSetDevice(index);
+                              (void)cudaIpcCloseMemHandle(ptr);
+                            }};
 }
 
 std::function<void()> CudaBackend::pin_host_memory(void* ptr, std::uint64_t bytes) {

@@ -57,6 +57,13 @@ class CudaBackend final : public Backend {
   absl::Status copy_to_host_memory(const Matrix& m, std::byte* dst, bool dst_pinned) override;
   /// cudaHostRegister (portable: every device's copies use it); empty when the driver refuses.
   std::function<void()> pin_host_memory(void* ptr, std::uint64_t bytes) override;
+  /// Device to device (or host to device) into a client's CUDA IPC region, on the device's aux
+  /// stream, synchronised.
+  absl::Status copy_to_device_memory(const Matrix& m, int device, std::byte* dst) override;
+  /// cudaIpcOpenMemHandle, and the allocation's extent (cuMemGetAddressRange, reached through
+  /// the runtime's driver entry points so that the server does not link libcuda).
+  absl::StatusOr<OpenedDeviceMemory> open_ipc_memory(const std::string& handle,
+                                                     int device) override;
   /// Scans a matrix that is on a device there (on the device's aux stream), not on the host.
   absl::StatusOr<kernels::ScanResult> first_violation(const Matrix& m,
                                                       kernels::ValueCheck check) override;

@@ -42,16 +42,16 @@ std::int64_t object_bytes(int fd) {
 
 SharedRegion::SharedRegion(Description description, int fd, void* mapping,
                            std::uint64_t mapping_bytes, std::byte* start,
-                           std::function<void()> unpin)
+                           std::function<void()> release)
     : description_(std::move(description)),
       fd_(fd),
       mapping_(mapping),
       mapping_bytes_(mapping_bytes),
       start_(start),
-      unpin_(std::move(unpin)) {}
+      release_(std::move(release)) {}
 
 SharedRegion::~SharedRegion() {
-  if (unpin_) unpin_();
+  if (release_) release_();
   if (mapping_ != nullptr) munmap(mapping_, mapping_bytes_);
   if (fd_ >= 0) close(fd_);
 }
@@ -64,6 +64,7 @@ absl::StatusOr<std::byte*> SharedRegion::span(std::uint64_t offset, std::uint64_
         field, ": bytes [", offset, ", ", offset, " + ", bytes, ") do not lie inside region ",
         quote_id(description_.id), " of ", size, " bytes"));
   }
+  if (fd_ < 0) return start_ + offset;  // device memory: the allocation cannot shrink
   // A client that shrinks its object under a registered region would make the server fault on
   // the lost pages; only its owner can (add() checks the mode), and each use checks again.
   const std::int64_t now = object_bytes(fd_);
@@ -81,16 +82,7 @@ absl::StatusOr<std::shared_ptr<const SharedRegion>> RegionRegistry::add(const st
                                                                         std::uint64_t offset,
                                                                         std::uint64_t byte_size) {
   if (auto st = check_name(name); !st.ok()) return st;
-  {
-    std::lock_guard lock(mu_);
-    std::size_t held = 0;
-    for (const auto& [id, region] : regions_) held += region->description().owner == owner;
-    if (held >= options_.max_regions_per_owner) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("this caller already holds ", held, " shared-memory regions, the most ",
-                       "one tenant may hold; unregister one first"));
-    }
-  }
+  if (auto st = check_room(owner); !st.ok()) return st;
   const int fd = shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0);
   if (fd < 0) {
     const int err = errno;
@@ -153,10 +145,47 @@ absl::StatusOr<std::shared_ptr<const SharedRegion>> RegionRegistry::add(const st
   std::function<void()> unpin;
   if (options_.pin) unpin = options_.pin(start, size);
   SharedRegion::Description d{random_id("shm-"), owner, name, offset, size, bool(unpin)};
-  auto region =
-      std::make_shared<const SharedRegion>(d, fd, mapping, mapping_bytes, start, std::move(unpin));
+  return keep(
+      std::make_shared<const SharedRegion>(d, fd, mapping, mapping_bytes, start, std::move(unpin)));
+}
+
+absl::StatusOr<std::shared_ptr<const SharedRegion>> RegionRegistry::add_device(
+    const std::string& owner, const std::string& handle, int device, std::uint64_t offset,
+    std::uint64_t byte_size) {
+  if (!options_.open_device) {
+    return absl::FailedPreconditionError(
+        "cuda_ipc_handle: GPU memory can be shared only with a server on the CUDA backend");
+  }
+  if (auto st = check_room(owner); !st.ok()) return st;
+  absl::StatusOr<OpenedDeviceMemory> opened = options_.open_device(handle, device);
+  if (!opened.ok()) return opened.status();
+  if (offset > opened->bytes || (byte_size != 0 && byte_size > opened->bytes - offset) ||
+      (byte_size == 0 && offset == opened->bytes)) {
+    if (opened->close) opened->close();
+    return absl::InvalidArgumentError(absl::StrCat("offset = ", offset, ", byte_size = ", byte_size,
+                                                   ": the device allocation has ", opened->bytes,
+                                                   " bytes"));
+  }
+  const std::uint64_t size = byte_size != 0 ? byte_size : opened->bytes - offset;
+  SharedRegion::Description d{random_id("shm-"), owner, "", offset, size, false, device};
+  return keep(std::make_shared<const SharedRegion>(d, -1, nullptr, 0, opened->base + offset,
+                                                   std::move(opened->close)));
+}
+
+absl::Status RegionRegistry::check_room(const std::string& owner) const {
   std::lock_guard lock(mu_);
-  regions_.emplace(d.id, region);
+  std::size_t held = 0;
+  for (const auto& [id, region] : regions_) held += region->description().owner == owner;
+  if (held < options_.max_regions_per_owner) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat("this caller already holds ", held,
+                                                   " shared-memory regions, the most ",
+                                                   "one tenant may hold; unregister one first"));
+}
+
+std::shared_ptr<const SharedRegion> RegionRegistry::keep(
+    std::shared_ptr<const SharedRegion> region) {
+  std::lock_guard lock(mu_);
+  regions_.emplace(region->id(), region);
   return region;
 }
 

@@ -28,11 +28,12 @@ class SharedRegion {
     std::string name;   ///< the object's shm_open name
     std::uint64_t offset = 0;
     std::uint64_t size = 0;
-    bool pinned = false;  ///< page-locked for direct device copies
+    bool pinned = false;   ///< page-locked for direct device copies
+    int cuda_device = -1;  ///< >= 0: GPU memory of that device (a CUDA IPC region)
   };
 
   SharedRegion(Description description, int fd, void* mapping, std::uint64_t mapping_bytes,
-               std::byte* start, std::function<void()> unpin);
+               std::byte* start, std::function<void()> release);
   ~SharedRegion();
   SharedRegion(const SharedRegion&) = delete;
   SharedRegion& operator=(const SharedRegion&) = delete;
@@ -40,6 +41,8 @@ class SharedRegion {
   const Description& description() const { return description_; }
   const std::string& id() const { return description_.id; }
   bool pinned() const { return description_.pinned; }
+  /// The GPU whose memory the region is, or -1 for host memory.
+  int cuda_device() const { return description_.cuda_device; }
 
   /// Bytes [offset, offset + bytes) of the region. INVALID_ARGUMENT naming `field` and the
   /// bounds when they do not lie inside it; FAILED_PRECONDITION when the object was shrunk
@@ -53,7 +56,14 @@ class SharedRegion {
   void* mapping_;
   std::uint64_t mapping_bytes_;
   std::byte* start_;
-  std::function<void()> unpin_;
+  std::function<void()> release_;
+};
+
+/// GPU memory another process exported (cudaIpcGetMemHandle), opened in the server.
+struct OpenedDeviceMemory {
+  std::byte* base = nullptr;  ///< device pointer of the allocation's start
+  std::uint64_t bytes = 0;    ///< the allocation's size
+  std::function<void()> close;
 };
 
 /// The regions of every tenant, by id.
@@ -65,6 +75,9 @@ class RegionRegistry {
     /// Page-locks [ptr, ptr + bytes) for device copies and returns how to undo it, or an empty
     /// function when it did not (the region then works through staged copies). Optional.
     std::function<std::function<void()>(void* ptr, std::uint64_t bytes)> pin;
+    /// Opens a CUDA IPC handle on a device; empty: no GPU (FAILED_PRECONDITION).
+    std::function<absl::StatusOr<OpenedDeviceMemory>(const std::string& handle, int device)>
+        open_device;
   };
 
   explicit RegionRegistry(Options options) : options_(std::move(options)) {}
@@ -76,6 +89,12 @@ class RegionRegistry {
                                                           const std::string& name,
                                                           std::uint64_t offset,
                                                           std::uint64_t byte_size);
+  /// Opens bytes [offset, offset + byte_size) of the GPU allocation a CUDA IPC `handle` names
+  /// on `device` (byte_size 0: to its end) for `owner`.
+  absl::StatusOr<std::shared_ptr<const SharedRegion>> add_device(const std::string& owner,
+                                                                 const std::string& handle,
+                                                                 int device, std::uint64_t offset,
+                                                                 std::uint64_t byte_size);
   /// NOT_FOUND for an unknown id or another owner's.
   absl::Status remove(const std::string& owner, const std::string& id);
   /// `owner`'s region `id`; NOT_FOUND naming `field` otherwise.
@@ -87,6 +106,10 @@ class RegionRegistry {
   void clear();
 
  private:
+  /// RESOURCE_EXHAUSTED when `owner` holds the most regions allowed.
+  absl::Status check_room(const std::string& owner) const;
+  std::shared_ptr<const SharedRegion> keep(std::shared_ptr<const SharedRegion> region);
+
   Options options_;
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<const SharedRegion>> regions_;
