@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: Apache-2.0
-# Plots bench_data_plane's CSV: left, a Transpose from host memory to host memory per size over
-# the wire, through the client's shared-memory arena and zero copy (GB/s, log scale); right,
+# Plots bench_data_plane's CSV: left, a Transpose per size over the wire, through the client's
+# shared-memory arena, zero copy and (CUDA) from another process's GPU memory (GB/s, log
+# scale); right,
 # uploads and downloads against the raw gRPC streams of the same run.
 # usage: /usr/bin/python3 docs/img/data_plane_plot.py CSV PNG [TITLE]
 import sys
@@ -19,7 +20,8 @@ def series(kind, name):
     return [p[0] for p in pts], [p[1] for p in pts]
 
 
-paths = ["wire", "client arena", "zero copy"]
+paths = [p for p in ["wire", "client arena", "zero copy", "cuda ipc"]
+         if any(r["kind"] == "transpose" and r["name"] == p for r in rows)]
 sizes = series("transpose", "wire")[0]
 width = 0.8 / len(paths)
 for k, name in enumerate(paths):
@@ -34,7 +36,7 @@ a.text(len(sizes) - 0.5, 10.5, "goal 10 GB/s", ha="right", fontsize=8, color="gr
 a.set_xticks(range(len(sizes)))
 a.set_xticklabels([f"{s} MiB" for s in sizes])
 a.set_ylabel("GB/s (matrix bytes / end-to-end time)")
-a.set_title(f"Transpose, host to host {title}")
+a.set_title(f"Transpose end to end {title}")
 a.legend(fontsize=8, loc="upper left")
 
 for name, style in [("raw sink", "k--"), ("UploadMatrix", "C0-o"), ("raw source", "k:"),
