@@ -64,6 +64,9 @@ ABSL_FLAG(bool, device_graph_copies, true,
 ABSL_FLAG(bool, shared_memory, true,
           "Serve RegisterSharedMemory: clients on this host (same user) pass operands and "
           "receive results through POSIX shared memory instead of the wire");
+ABSL_FLAG(int64_t, shared_memory_idle_seconds, 600,
+          "Unregister a shared-memory region no call has named for this long (its client may "
+          "have died without unregistering)");
 ABSL_FLAG(int64_t, job_ttl_seconds, 3600,
           "How long finished jobs and their inline results stay (SubmitJob may ask otherwise)");
 ABSL_FLAG(int64_t, malloc_trim_seconds, 10,
@@ -143,6 +146,7 @@ int main(int argc, char** argv) {
   options.apsp_cache_bytes = absl::GetFlag(FLAGS_apsp_cache_bytes);
   options.device_graph_copies = absl::GetFlag(FLAGS_device_graph_copies);
   options.shared_memory = absl::GetFlag(FLAGS_shared_memory);
+  options.shared_memory_idle = absl::Seconds(absl::GetFlag(FLAGS_shared_memory_idle_seconds));
   options.job_ttl = absl::Seconds(absl::GetFlag(FLAGS_job_ttl_seconds));
   options.max_active_jobs_per_tenant = absl::GetFlag(FLAGS_max_jobs_per_tenant);
   options.security = gcompute::server::security_options_from_flags();

@@ -114,11 +114,27 @@ absl::StatusOr<std::unique_ptr<Server>> Server::create(const ServerOptions& opti
   mo.quota_bytes = options.stored_matrix_quota_bytes;
   mo.default_ttl = options.default_ttl;
   s->matrices_ = std::make_unique<MatrixStore>(std::move(mo));
-  // Expired matrices go within a second, not at the next upload that needs their quota.
+  if (options.shared_memory) {
+    RegionRegistry::Options ro;
+    ro.idle_ns = absl::ToInt64Nanoseconds(options.shared_memory_idle);
+    ro.pin = [backend](void* ptr, std::uint64_t bytes) {
+      return backend->pin_host_memory(ptr, bytes);
+    };
+    ro.open_device = [backend](const std::string& handle, int device) {
+      return backend->open_ipc_memory(handle, device);
+    };
+    s->regions_ = std::make_unique<RegionRegistry>(std::move(ro));
+  }
+  // Expired matrices go within a second, not at the next upload that needs their quota; so do
+  // shared-memory regions left idle by a client that died.
   s->matrix_sweeper_ = std::make_unique<ExpirySweeper>(
-      *s->matrices_, absl::Seconds(1), [metrics = s->metrics_.get(), store = s->matrices_.get()] {
+      *s->matrices_, absl::Seconds(1),
+      [metrics = s->metrics_.get(), store = s->matrices_.get()] {
         metrics->set_stored_matrix_bytes(store->used_bytes());
         metrics->tenants().set_stored_bytes(store->used_bytes_by_owner());
+      },
+      [regions = s->regions_.get()] {
+        if (regions != nullptr) regions->expire_idle();
       });
   GraphStore::Options go;
   go.limits = options.graph_limits;
@@ -171,16 +187,6 @@ absl::StatusOr<std::unique_ptr<Server>> Server::create(const ServerOptions& opti
   backend->set_fatal_handler([raw](const absl::Status& status) { raw->on_fatal(status); });
 
   s->backend_note_ = choice->note;
-  if (options.shared_memory) {
-    RegionRegistry::Options ro;
-    ro.pin = [backend](void* ptr, std::uint64_t bytes) {
-      return backend->pin_host_memory(ptr, bytes);
-    };
-    ro.open_device = [backend](const std::string& handle, int device) {
-      return backend->open_ipc_memory(handle, device);
-    };
-    s->regions_ = std::make_unique<RegionRegistry>(std::move(ro));
-  }
   s->ops_ = std::make_unique<ops::Operations>(
       *s->engine_,
       ops::OpEnv{*s->matrices_, *s->graphs_, s->apsp_cache_.get(), limits, tenant_quotas,

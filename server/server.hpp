@@ -51,6 +51,8 @@ struct ServerOptions {
   /// Serve RegisterSharedMemory: same-host clients name their own shared memory as operands
   /// and output destinations (docs/api.md, "Shared memory").
   bool shared_memory = true;
+  /// A region no call has named for this long is unregistered (its client may have died).
+  absl::Duration shared_memory_idle = absl::Minutes(10);
   absl::Duration job_ttl = absl::Hours(1);  ///< finished jobs and their inline results
   int max_active_jobs_per_tenant = 1024;    ///< queued or running jobs of one tenant
   /// docs/security.md: TLS, authentication, reflection and per-tenant quotas.
@@ -109,14 +111,16 @@ class Server {
   std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<TokenRegistry> tokens_;  ///< null without --auth-tokens
   std::unique_ptr<MatrixStore> matrices_;
-  std::unique_ptr<ExpirySweeper> matrix_sweeper_;  ///< uses matrices_ and metrics_
+  /// Clients' regions; null with --shared-memory=false. After the engine (the backend unpins
+  /// them), before the sweeper that expires idle ones.
+  std::unique_ptr<RegionRegistry> regions_;
+  std::unique_ptr<ExpirySweeper> matrix_sweeper_;  ///< uses matrices_, regions_ and metrics_
   // The store's journal and subscribers outlive it; the copies' factory outlives the mirror.
   std::unique_ptr<GraphWal> graph_wal_;
   std::unique_ptr<MirrorTargetFactory> graph_copies_;
   std::unique_ptr<DeviceGraphMirror> graph_mirror_;
   std::unique_ptr<ApspCache> apsp_cache_;
   std::unique_ptr<GraphStore> graphs_;
-  std::unique_ptr<RegionRegistry> regions_;  ///< null with --shared-memory=false
   std::unique_ptr<ops::Operations> ops_;
   std::unique_ptr<FileJobJournal> job_journal_;  ///< null without --data-dir; outlives jobs_
   std::unique_ptr<ops::JobManager> jobs_;        ///< its queued tasks use ops_ and the engine

@@ -74,6 +74,13 @@ inline bool refused_shared_memory(const absl::Status& s) {
          s.message().find("shared_memory") != absl::string_view::npos;
 }
 
+/// The call failed without an answer about its work: the server may still be running it.
+inline bool may_still_run(const absl::Status& s) {
+  return s.code() == absl::StatusCode::kDeadlineExceeded ||
+         s.code() == absl::StatusCode::kCancelled || s.code() == absl::StatusCode::kUnavailable ||
+         s.code() == absl::StatusCode::kUnknown;
+}
+
 template <typename Convert, typename Response>
 using ConvertedResult = typename WithStatus<std::decay_t<decltype(convert_response(
     std::declval<Convert&>(), std::declval<Response&>(), std::declval<const Attempt&>()))>>::type;
@@ -133,8 +140,16 @@ struct Client::Impl {
         transfer.arena = stager.arena();
         Result result =
             call_and_convert(Attempt{index, transfer}, method, request, convert, &stager);
-        if (stager.arena() == nullptr || !refused_shared_memory(status_of(result))) return result;
-        stager.discard_arena();
+        if (stager.arena() == nullptr) return result;
+        const absl::Status& status = status_of(result);
+        if (refused_shared_memory(status)) {
+          stager.discard_arena();
+          continue;
+        }
+        // A call that may still run on the server (cancelled, timed out, cut off) could yet
+        // write into the arena: it must not serve the next call.
+        if (may_still_run(status)) stager.discard_arena();
+        return result;
       }
     });
   }

@@ -6,12 +6,30 @@
 #include "api/compute_service.hpp"
 
 namespace gcompute::server {
+namespace {
+
+/// Whether the call came over loopback or a Unix socket: only a process on the server's host
+/// can own the memory it names, and a remote caller must not reach the host's shared memory.
+bool from_this_host(const grpc::CallbackServerContext& ctx) {
+  const std::string peer = ctx.peer();
+  for (const char* local : {"unix:", "unix-abstract:", "ipv4:127.", "ipv6:[::1]", "ipv6:%5B::1%5D",
+                            "ipv6:[::ffff:127.", "ipv6:%5B::ffff:127."}) {
+    if (peer.rfind(local, 0) == 0) return true;
+  }
+  return false;
+}
+
+}  // namespace
 
 grpc::ServerUnaryReactor* ComputeService::RegisterSharedMemory(
     grpc::CallbackServerContext* ctx, const v1::RegisterSharedMemoryRequest* request,
     v1::RegisterSharedMemoryResponse* response) {
   return UnaryCall::start(
       svc_, "RegisterSharedMemory", ctx, *request, response, [&](UnaryCall& call) {
+        if (!from_this_host(*ctx)) {
+          return call.complete(absl::PermissionDeniedError(
+              "shared memory is for clients on the server's host (loopback or a Unix socket)"));
+        }
         call.run_on_store([this, &call, request, response]() -> absl::Status {
           auto region = svc_.ops.register_shared_memory(
               call.caller(), {request->name(), request->cuda_ipc_handle(), request->cuda_device(),

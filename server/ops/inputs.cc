@@ -63,6 +63,14 @@ absl::StatusOr<Matrix> take_operand(OperandInput input, const std::string& field
     const std::string where = field + ".shared_memory";
     GC_ASSIGN_OR_RETURN(const MatrixDesc desc, check_desc(shm->batch, shm->rows, shm->cols,
                                                           shm->dtype, where, env.limits));
+    // Regions start at multiples of 256 bytes: an operand at a multiple of its element size is
+    // aligned for every kernel (a misaligned one would be a device fault on the GPU).
+    const std::uint64_t element = kernels::dtype_size(desc.dtype);
+    if (shm->offset % element != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ".offset = ", shm->offset, " is not a multiple of ", element,
+                       ", the size of one ", kernels::dtype_name(desc.dtype)));
+    }
     GC_ASSIGN_OR_RETURN(std::shared_ptr<const SharedRegion> region,
                         find_region(env, caller, shm->region_id, where + ".region_id"));
     GC_ASSIGN_OR_RETURN(std::byte * start, region->span(shm->offset, desc.bytes(), where));

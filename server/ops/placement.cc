@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "ops/placement.hpp"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
+#include "common/quote.hpp"
 #include "gcompute/kernels/status_macros.hpp"
 #include "ops/inputs.hpp"
 
@@ -24,9 +27,16 @@ absl::StatusOr<ResultPlan> ResultPlan::make(const OutputOptions& options,
         std::shared_ptr<const SharedRegion> region,
         find_region(env, caller, options.region_id.value_or(""), "output.shared_memory.region_id"));
     std::uint64_t at = options.region_offset;
+    const std::uint64_t size = region->description().size;
+    if (at > size) {  // before any rounding, which could wrap
+      return absl::InvalidArgumentError(
+          absl::StrCat("output.shared_memory.offset = ", at, " lies past the end of region ",
+                       quote_id(region->id()), " of ", size, " bytes"));
+    }
     for (Output& out : outputs) {
-      at = (at + kSharedMemoryAlignment - 1) / kSharedMemoryAlignment * kSharedMemoryAlignment;
       const std::uint64_t bytes = out.desc.bytes();
+      at = (at + kSharedMemoryAlignment - 1) / kSharedMemoryAlignment * kSharedMemoryAlignment;
+      if (bytes == 0) at = std::min(at, size);  // an empty result fits anywhere
       GC_RETURN_IF_ERROR(region
                              ->span(at, bytes,
                                     absl::StrCat("output.shared_memory (result ", out.field, ", ",

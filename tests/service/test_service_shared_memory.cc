@@ -303,8 +303,9 @@ TEST_F(ServiceSharedMemory, RegistrationRefusesWhatItCannotMapSafely) {
   ShmObject shm(1 << 16);
   EXPECT_TRUE(has_status(register_region("/gcompute-test-no-such-object", 0, 0, nullptr),
                          grpc::StatusCode::NOT_FOUND, {"no shared-memory object"}));
-  for (const std::string& bad :
-       std::vector<std::string>{"noslash", "/a/b", "/", "/..", std::string(300, 'x')}) {
+  for (const std::string& bad : std::vector<std::string>{
+           "noslash", "/a/b", "/", "/..", "/gcompute-", "/gcompute-a/b", "/other-service-segment",
+           "/sem.gcompute-x", "/gcompute-" + std::string(300, 'x')}) {
     EXPECT_TRUE(has_status(register_region(bad, 0, 0, nullptr), grpc::StatusCode::INVALID_ARGUMENT,
                            {"name = "}))
         << bad;
@@ -313,7 +314,7 @@ TEST_F(ServiceSharedMemory, RegistrationRefusesWhatItCannotMapSafely) {
                          {"set exactly one of name", "cuda_ipc_handle"}));
   EXPECT_TRUE(has_status(register_region(shm.name(), 1 << 17, 0, nullptr),
                          grpc::StatusCode::INVALID_ARGUMENT, {"offset = 131072", "65536 bytes"}));
-  EXPECT_TRUE(has_status(register_region(shm.name(), 1, 1 << 16, nullptr),
+  EXPECT_TRUE(has_status(register_region(shm.name(), 256, 1 << 16, nullptr),
                          grpc::StatusCode::INVALID_ARGUMENT, {"byte_size = 65536"}));
   EXPECT_TRUE(has_status(register_region(shm.name(), 1 << 16, 0, nullptr),
                          grpc::StatusCode::INVALID_ARGUMENT, {"would be empty"}));
@@ -324,8 +325,11 @@ TEST_F(ServiceSharedMemory, RegistrationRefusesWhatItCannotMapSafely) {
   // A region inside the object, at an offset that is not a page boundary.
   ShmObject big(3 << 20);
   v1::SharedMemoryRegion part;
-  ASSERT_TRUE(is_ok(register_region(big.name(), 4096 * 3 + 100, 5000, &part)));
-  EXPECT_EQ(part.offset(), 4096u * 3 + 100);
+  EXPECT_TRUE(has_status(register_region(big.name(), 4096 * 3 + 100, 5000, nullptr),
+                         grpc::StatusCode::INVALID_ARGUMENT,
+                         {"offset = 12388", "multiple of 256"}));
+  ASSERT_TRUE(is_ok(register_region(big.name(), 4096 * 3 + 256, 5000, &part)));
+  EXPECT_EQ(part.offset(), 4096u * 3 + 256);
   EXPECT_EQ(part.byte_size(), 5000u);
   EXPECT_EQ(part.device_registered(), kCuda);  // the CPU backend pins nothing
   const std::vector<float> a = random_floats(10 * 12, gcompute::testing::test_seed());
@@ -362,6 +366,9 @@ TEST_F(ServiceSharedMemory, EveryMistakeInAnOperandOrOutputIsNamed) {
       shm_ref(region, ~std::uint64_t{0} - 2, 0, 1, 1, v1::DTYPE_F32);
   EXPECT_TRUE(
       has_status(transpose(req, &resp), grpc::StatusCode::INVALID_ARGUMENT, {"a.shared_memory"}));
+  *req.mutable_a()->mutable_shared_memory() = shm_ref(region, 4, 0, 2, 2, v1::DTYPE_F64);
+  EXPECT_TRUE(has_status(transpose(req, &resp), grpc::StatusCode::INVALID_ARGUMENT,
+                         {"a.shared_memory.offset = 4 is not a multiple of 8"}));
   *req.mutable_a()->mutable_shared_memory() = shm_ref(region, 0, 0, -1, 4, v1::DTYPE_F32);
   EXPECT_TRUE(has_status(transpose(req, &resp), grpc::StatusCode::INVALID_ARGUMENT,
                          {"a.shared_memory has a negative dimension"}));
@@ -381,6 +388,11 @@ TEST_F(ServiceSharedMemory, EveryMistakeInAnOperandOrOutputIsNamed) {
   to_shared_memory(req.mutable_output(), region, 50000);
   EXPECT_TRUE(has_status(transpose(req, &resp), grpc::StatusCode::INVALID_ARGUMENT,
                          {"output.shared_memory (result at, 64x64 f32)", "65536 bytes"}));
+  for (std::uint64_t past : {std::uint64_t{65537}, ~std::uint64_t{0}}) {  // no wrap to 0
+    to_shared_memory(req.mutable_output(), region, past);
+    EXPECT_TRUE(has_status(transpose(req, &resp), grpc::StatusCode::INVALID_ARGUMENT,
+                           {"output.shared_memory.offset = ", "lies past the end"}));
+  }
   to_shared_memory(req.mutable_output(), "shm-other", 0);
   EXPECT_TRUE(has_status(transpose(req, &resp), grpc::StatusCode::NOT_FOUND,
                          {"output.shared_memory.region_id"}));
@@ -408,6 +420,37 @@ TEST_F(ServiceSharedMemory, AShrunkObjectIsRefusedNotFaultedOn) {
   v1::TransposeResponse resp;
   EXPECT_TRUE(has_status(transpose(req, &resp), grpc::StatusCode::FAILED_PRECONDITION,
                          {"now has 4096 bytes", "register it again"}));
+}
+
+TEST(ServiceSharedMemoryIdle, ARegionNoCallNamesIsDroppedAfterItsIdleTime) {
+  if (kCuda) GC_REQUIRE_GPU();
+  ServerOptions o = backend_options();
+  o.shared_memory_idle = absl::Milliseconds(300);
+  auto ts = start_server(o);
+  ASSERT_NE(ts, nullptr);
+  ShmObject shm(1 << 16);
+  grpc::ClientContext ctx;
+  deadline(ctx);
+  v1::RegisterSharedMemoryRequest req;
+  req.set_name(shm.name());
+  v1::RegisterSharedMemoryResponse resp;
+  ASSERT_TRUE(is_ok(ts->stub->RegisterSharedMemory(&ctx, req, &resp)));
+  server::RegionRegistry& regions = *ts->server->shared_memory_regions();
+  EXPECT_EQ(regions.size(), 1u);
+  // The sweeper runs every second: within three the idle region is gone.
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  while (regions.size() != 0 && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(regions.size(), 0u);
+  grpc::ClientContext ctx2;
+  deadline(ctx2);
+  v1::TransposeRequest t;
+  *t.mutable_a()->mutable_shared_memory() =
+      shm_ref(resp.region().region_id(), 0, 0, 1, 1, v1::DTYPE_F32);
+  v1::TransposeResponse tr;
+  EXPECT_TRUE(has_status(ts->stub->Transpose(&ctx2, t, &tr), grpc::StatusCode::NOT_FOUND,
+                         {"a.shared_memory.region_id"}));
 }
 
 TEST_F(ServiceSharedMemory, ServerInfoTellsClientsWhetherTheyShareTheHost) {

@@ -4,8 +4,11 @@
 namespace gcompute::server {
 
 ExpirySweeper::ExpirySweeper(MatrixStore& store, absl::Duration interval,
-                             std::function<void()> on_evicted)
-    : store_(store), interval_(interval), on_evicted_(std::move(on_evicted)) {
+                             std::function<void()> on_evicted, std::function<void()> each_interval)
+    : store_(store),
+      interval_(interval),
+      on_evicted_(std::move(on_evicted)),
+      each_interval_(std::move(each_interval)) {
   thread_ = std::thread([this] { run(); });
 }
 
@@ -23,6 +26,7 @@ void ExpirySweeper::run() {
   while (!wake_.wait_for(lock, absl::ToChronoNanoseconds(interval_), [this] { return stop_; })) {
     lock.unlock();
     if (store_.evict_expired() > 0 && on_evicted_) on_evicted_();
+    if (each_interval_) each_interval_();
     lock.lock();
   }
 }

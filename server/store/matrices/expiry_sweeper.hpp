@@ -16,8 +16,10 @@ namespace gcompute::server {
 class ExpirySweeper {
  public:
   /// Every `interval`, evicts the store's expired entries and, when any went, calls
-  /// `on_evicted` (the server updates its stored-bytes gauge there).
-  ExpirySweeper(MatrixStore& store, absl::Duration interval, std::function<void()> on_evicted);
+  /// `on_evicted` (the server updates its stored-bytes gauge there); then calls `each_interval`
+  /// (other expiries that share the timer: idle shared-memory regions).
+  ExpirySweeper(MatrixStore& store, absl::Duration interval, std::function<void()> on_evicted,
+                std::function<void()> each_interval = {});
   /// Stops the timer thread and waits for it.
   ~ExpirySweeper();
   ExpirySweeper(const ExpirySweeper&) = delete;
@@ -29,6 +31,7 @@ class ExpirySweeper {
   MatrixStore& store_;
   const absl::Duration interval_;
   const std::function<void()> on_evicted_;
+  const std::function<void()> each_interval_;
   std::mutex mu_;
   std::condition_variable wake_;
   bool stop_ = false;

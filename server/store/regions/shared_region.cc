@@ -7,7 +7,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <string_view>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -18,18 +21,38 @@ namespace gcompute::server {
 namespace {
 
 constexpr std::size_t kMaxNameCharacters = 250;
+/// Only objects made for gcompute: the server runs as a user whose other shared memory (other
+/// services' segments, semaphores) a caller must not reach through it.
+constexpr char kNamePrefix[] = "/gcompute-";
+constexpr std::size_t kNamePrefixLength = sizeof(kNamePrefix) - 1;
+/// Where a region may start within its object or allocation: every operand whose offset is a
+/// multiple of its element size is then aligned for any kernel.
+constexpr std::uint64_t kRegionAlignment = 256;
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 absl::Status check_name(const std::string& name) {
-  bool ok = name.size() >= 2 && name.size() <= kMaxNameCharacters + 1 && name[0] == '/';
+  bool ok = name.size() > kNamePrefixLength && name.size() <= kMaxNameCharacters + 1 &&
+            name.compare(0, kNamePrefixLength, kNamePrefix) == 0;
   for (std::size_t i = 1; ok && i < name.size(); ++i) {
     const char c = name[i];
     ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
          c == '_' || c == '-';
   }
-  if (ok && name != "/." && name != "/..") return absl::OkStatus();
+  if (ok) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(
-      "name = ", quote_id(name), " is not a shared-memory object name: \"/\" then 1 to ",
-      kMaxNameCharacters, " of [A-Za-z0-9._-]"));
+      "name = ", quote_id(name), " is not a name this server maps: \"", kNamePrefix,
+      "\" then up to ", kMaxNameCharacters + 1 - kNamePrefixLength, " of [A-Za-z0-9._-]"));
+}
+
+absl::Status check_region_offset(std::uint64_t offset) {
+  if (offset % kRegionAlignment == 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("offset = ", offset, " is not a multiple of ", kRegionAlignment, " bytes"));
 }
 
 /// The object's size now (fstat), or -1 when it cannot be read.
@@ -48,7 +71,8 @@ SharedRegion::SharedRegion(Description description, int fd, void* mapping,
       mapping_(mapping),
       mapping_bytes_(mapping_bytes),
       start_(start),
-      release_(std::move(release)) {}
+      release_(std::move(release)),
+      last_used_ns_(now_ns()) {}
 
 SharedRegion::~SharedRegion() {
   if (release_) release_();
@@ -64,6 +88,7 @@ absl::StatusOr<std::byte*> SharedRegion::span(std::uint64_t offset, std::uint64_
         field, ": bytes [", offset, ", ", offset, " + ", bytes, ") do not lie inside region ",
         quote_id(description_.id), " of ", size, " bytes"));
   }
+  last_used_ns_.store(now_ns(), std::memory_order_relaxed);
   if (fd_ < 0) return start_ + offset;  // device memory: the allocation cannot shrink
   // A client that shrinks its object under a registered region would make the server fault on
   // the lost pages; only its owner can (add() checks the mode), and each use checks again.
@@ -82,6 +107,7 @@ absl::StatusOr<std::shared_ptr<const SharedRegion>> RegionRegistry::add(const st
                                                                         std::uint64_t offset,
                                                                         std::uint64_t byte_size) {
   if (auto st = check_name(name); !st.ok()) return st;
+  if (auto st = check_region_offset(offset); !st.ok()) return st;
   if (auto st = check_room(owner); !st.ok()) return st;
   const int fd = shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0);
   if (fd < 0) {
@@ -156,6 +182,7 @@ absl::StatusOr<std::shared_ptr<const SharedRegion>> RegionRegistry::add_device(
     return absl::FailedPreconditionError(
         "cuda_ipc_handle: GPU memory can be shared only with a server on the CUDA backend");
   }
+  if (auto st = check_region_offset(offset); !st.ok()) return st;
   if (auto st = check_room(owner); !st.ok()) return st;
   absl::StatusOr<OpenedDeviceMemory> opened = options_.open_device(handle, device);
   if (!opened.ok()) return opened.status();
@@ -174,6 +201,10 @@ absl::StatusOr<std::shared_ptr<const SharedRegion>> RegionRegistry::add_device(
 
 absl::Status RegionRegistry::check_room(const std::string& owner) const {
   std::lock_guard lock(mu_);
+  return check_room_locked(owner);
+}
+
+absl::Status RegionRegistry::check_room_locked(const std::string& owner) const {
   std::size_t held = 0;
   for (const auto& [id, region] : regions_) held += region->description().owner == owner;
   if (held < options_.max_regions_per_owner) return absl::OkStatus();
@@ -182,11 +213,19 @@ absl::Status RegionRegistry::check_room(const std::string& owner) const {
                                                    "one tenant may hold; unregister one first"));
 }
 
-std::shared_ptr<const SharedRegion> RegionRegistry::keep(
+absl::StatusOr<std::shared_ptr<const SharedRegion>> RegionRegistry::keep(
     std::shared_ptr<const SharedRegion> region) {
-  std::lock_guard lock(mu_);
-  regions_.emplace(region->id(), region);
-  return region;
+  absl::Status room;
+  {
+    std::lock_guard lock(mu_);
+    // Checked again: another registration of the same owner may have taken the last place.
+    room = check_room_locked(region->description().owner);
+    if (room.ok()) {
+      regions_.emplace(region->id(), region);
+      return region;
+    }
+  }
+  return room;  // `region` is released here, outside the lock
 }
 
 absl::Status RegionRegistry::remove(const std::string& owner, const std::string& id) {
@@ -218,6 +257,21 @@ void RegionRegistry::clear() {
   std::map<std::string, std::shared_ptr<const SharedRegion>> gone;  // unmapped outside the lock
   std::lock_guard lock(mu_);
   gone.swap(regions_);
+}
+
+std::size_t RegionRegistry::expire_idle() {
+  std::vector<std::shared_ptr<const SharedRegion>> gone;  // released outside the lock
+  const std::int64_t cutoff = now_ns() - options_.idle_ns;
+  std::lock_guard lock(mu_);
+  for (auto it = regions_.begin(); it != regions_.end();) {
+    if (it->second->last_used_ns() < cutoff) {
+      gone.push_back(std::move(it->second));
+      it = regions_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return gone.size();
 }
 
 std::size_t RegionRegistry::size() const {

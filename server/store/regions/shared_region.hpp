@@ -5,6 +5,7 @@
 // device copies does so through RegionRegistry::Options::pin.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -40,6 +41,8 @@ class SharedRegion {
 
   const Description& description() const { return description_; }
   const std::string& id() const { return description_.id; }
+  /// When a call last named the region (steady clock, nanoseconds); RegionRegistry::expire_idle.
+  std::int64_t last_used_ns() const { return last_used_ns_.load(std::memory_order_relaxed); }
   bool pinned() const { return description_.pinned; }
   /// The GPU whose memory the region is, or -1 for host memory.
   int cuda_device() const { return description_.cuda_device; }
@@ -57,6 +60,7 @@ class SharedRegion {
   std::uint64_t mapping_bytes_;
   std::byte* start_;
   std::function<void()> release_;
+  mutable std::atomic<std::int64_t> last_used_ns_;
 };
 
 /// GPU memory another process exported (cudaIpcGetMemHandle), opened in the server.
@@ -72,6 +76,9 @@ class RegionRegistry {
   struct Options {
     /// Regions one tenant may hold at once (RESOURCE_EXHAUSTED beyond).
     std::size_t max_regions_per_owner = 64;
+    /// expire_idle() drops regions no call has named for this long (a client that died without
+    /// unregistering would otherwise keep its memory mapped, and pinned, until a restart).
+    std::int64_t idle_ns = 600'000'000'000;
     /// Page-locks [ptr, ptr + bytes) for device copies and returns how to undo it, or an empty
     /// function when it did not (the region then works through staged copies). Optional.
     std::function<std::function<void()>(void* ptr, std::uint64_t bytes)> pin;
@@ -104,11 +111,16 @@ class RegionRegistry {
   std::size_t size() const;
   /// Forgets every region, as a restart does (calls using one finish first).
   void clear();
+  /// Forgets the regions idle for longer than Options::idle_ns; returns how many.
+  std::size_t expire_idle();
 
  private:
-  /// RESOURCE_EXHAUSTED when `owner` holds the most regions allowed.
+  /// RESOURCE_EXHAUSTED when `owner` holds the most regions allowed (call with mu_ held).
+  absl::Status check_room_locked(const std::string& owner) const;
   absl::Status check_room(const std::string& owner) const;
-  std::shared_ptr<const SharedRegion> keep(std::shared_ptr<const SharedRegion> region);
+  /// Adds `region` unless its owner filled its room meanwhile (the region is then released).
+  absl::StatusOr<std::shared_ptr<const SharedRegion>> keep(
+      std::shared_ptr<const SharedRegion> region);
 
   Options options_;
   mutable std::mutex mu_;
