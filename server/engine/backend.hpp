@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/device_memory.hpp"
 #include "common/matrix.hpp"
 #include "engine/fair_queue.hpp"
 #include "engine/graph_copies.hpp"
@@ -25,7 +26,6 @@
 #include "gcompute/kernels/sssp_types.hpp"
 #include "gcompute/kernels/stop_token.hpp"
 #include "gcompute/kernels/svd_types.hpp"
-#include "store/regions/shared_region.hpp"
 
 namespace gcompute::server {
 

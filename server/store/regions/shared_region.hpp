@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "common/device_memory.hpp"
 
 namespace gcompute::server {
 
@@ -61,13 +62,6 @@ class SharedRegion {
   std::byte* start_;
   std::function<void()> release_;
   mutable std::atomic<std::int64_t> last_used_ns_;
-};
-
-/// GPU memory another process exported (cudaIpcGetMemHandle), opened in the server.
-struct OpenedDeviceMemory {
-  std::byte* base = nullptr;  ///< device pointer of the allocation's start
-  std::uint64_t bytes = 0;    ///< the allocation's size
-  std::function<void()> close;
 };
 
 /// The regions of every tenant, by id.
