@@ -144,8 +144,9 @@ void check_transpose_in_place_of(ServiceSharedMemory& t, const ShmObject& shm,
   const std::uint64_t n = static_cast<std::uint64_t>(b * rows * cols);
   std::vector<T> in(n);
   for (T& x : in) x = static_cast<T>(rng.uniform(-1000, 1000));
-  std::memcpy(shm.data() + in_offset, in.data(), n * sizeof(T));
-  const std::uint64_t out_at = in_offset + n * sizeof(T) + 8;  // not a multiple of 256
+  if (n > 0)
+    std::memcpy(shm.data() + in_offset, in.data(), n * sizeof(T));  // in.data() may be null
+  const std::uint64_t out_at = in_offset + n * sizeof(T) + 8;       // not a multiple of 256
   ASSERT_LE(out_at + n * sizeof(T) + 256, shm.bytes());
   std::memset(shm.data() + out_at, static_cast<int>(kPoison), shm.bytes() - out_at);
 
