@@ -132,12 +132,12 @@ struct Client::Impl {
       for (bool shared = use_shared_memory && options.shared_memory;; shared = false) {
         SharedMemoryUse use;
         if (shared) use = {&shared_memory, index, options.shared_memory_min_bytes};
-        OperandStager stager(transfer_on(replica, scope), effective_inline_limit(options), use);
+        TransferTarget transfer = transfer_on(replica, scope);
+        OperandStager stager(transfer, effective_inline_limit(options), use);
         Request request;
         fill(stager, request);
         if (absl::Status s = stager.place(); !s.ok()) return s;
-        TransferTarget transfer = transfer_on(replica, scope);
-        transfer.arena = stager.arena();
+        transfer.arena = stager.arena();  // the results may lie there
         Result result =
             call_and_convert(Attempt{index, transfer}, method, request, convert, &stager);
         if (stager.arena() == nullptr) return result;

@@ -61,7 +61,7 @@ class OperandStager {
   const SharedArena* arena() const { return arena_.get(); }
   /// The server refused the arena (it restarted, or the results did not fit): drop it rather
   /// than keep it for later calls.
-  void discard_arena() { shared_.pool->discard(std::move(arena_)); }
+  void discard_arena() { arena_.reset(); }
 
  private:
   struct Slot {

@@ -58,8 +58,6 @@ class SharedMemoryPool {
                                        absl::Time deadline);
   /// Keeps `arena` for a later call (a few per replica; others are released).
   void release(std::size_t index, std::unique_ptr<SharedArena> arena);
-  /// The server no longer knows the arena's region (it restarted): drop it.
-  void discard(std::unique_ptr<SharedArena> arena) { arena.reset(); }
 
  private:
   struct PerReplica {

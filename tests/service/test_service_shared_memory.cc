@@ -63,16 +63,7 @@ class ServiceSharedMemory : public ::testing::Test {
 
   grpc::Status register_region(const std::string& name, std::uint64_t offset,
                                std::uint64_t byte_size, v1::SharedMemoryRegion* out) {
-    grpc::ClientContext ctx;
-    deadline(ctx);
-    v1::RegisterSharedMemoryRequest req;
-    req.set_name(name);
-    req.set_offset(offset);
-    req.set_byte_size(byte_size);
-    v1::RegisterSharedMemoryResponse resp;
-    grpc::Status st = stub().RegisterSharedMemory(&ctx, req, &resp);
-    if (out != nullptr) *out = resp.region();
-    return st;
+    return register_device("", 0, offset, byte_size, out, name);
   }
   std::string must_register(const ShmObject& shm) {
     v1::SharedMemoryRegion region;
