@@ -58,6 +58,6 @@ tar -C "$work" -czf "$out/results.tar.gz" csv $(cd "$work" && ls ./*.log)
   printf '%s\n' "${rows[@]}"
   for f in "$work"/bench_data_plane_*.log; do
     echo "-- $(basename "$f" .log)"
-    sed -n '/^Transpose of an f32 matrix/,$p' "$f"
+    sed -n '/^| call |/,$p' "$f"
   done
 } | tee -a "$log" | tee "$out/summary.txt"

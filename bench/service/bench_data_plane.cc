@@ -367,12 +367,13 @@ int main(int argc, char** argv) {
   // ---- Bulk.
   struct Bulk {
     std::uint64_t mib;
-    std::vector<double> sink_s, upload_s, source_s, download_s;
+    std::vector<double> sink_s, upload_s, source_s, download_s, download_into_s;
   };
   std::vector<Bulk> bulk;
   std::string received;
   for (const std::uint64_t mib : opt.sizes_mib) {
-    Bulk b{mib, {}, {}, {}, {}};
+    Bulk b{mib, {}, {}, {}, {}, {}};
+    gcompute::client::HostMatrix reused;  // the raw source's buffer is reused too
     gcompute::client::HostMatrix m;
     m.rows = static_cast<std::int64_t>(mib * kMiB / 8 / 1024);
     m.cols = 1024;
@@ -392,12 +393,17 @@ int main(int argc, char** argv) {
       const auto back = ok_or_fail(client.download_matrix(stored.ref), "DownloadMatrix");
       const double download = seconds_since(t0);
       if (back.data != m.data) fail("DownloadMatrix returned other bytes");
+      t0 = Clock::now();
+      if (!client.download_matrix_into(stored.ref, reused).ok()) fail("DownloadMatrix into");
+      const double download_into = seconds_since(t0);
+      if (reused.data != m.data) fail("DownloadMatrix into a matrix returned other bytes");
       if (auto st = client.delete_matrix(stored.ref); !st.ok()) fail("DeleteMatrix");
       if (rep == 0) continue;
       b.sink_s.push_back(sink);
       b.upload_s.push_back(upload);
       b.source_s.push_back(source);
       b.download_s.push_back(download);
+      b.download_into_s.push_back(download_into);
     }
     bulk.push_back(std::move(b));
   }
@@ -553,16 +559,18 @@ int main(int argc, char** argv) {
       percentile(server_side.outside_us, 0.5));
   std::printf(
       "\n| size | raw stream in GB/s | UploadMatrix GB/s | ratio | raw stream out GB/s | "
-      "DownloadMatrix GB/s | ratio |\n|---:|---:|---:|---:|---:|---:|---:|\n");
+      "DownloadMatrix GB/s | ratio | into a reused matrix GB/s | ratio |\n"
+      "|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   for (const Bulk& b : bulk) {
     const double bytes = static_cast<double>(b.mib * kMiB);
     const double sink = bytes / percentile(b.sink_s, 0.5) / 1e9;
     const double up = bytes / percentile(b.upload_s, 0.5) / 1e9;
     const double source = bytes / percentile(b.source_s, 0.5) / 1e9;
     const double down = bytes / percentile(b.download_s, 0.5) / 1e9;
-    std::printf("| %llu MiB | %.2f | %.2f | %.2fx | %.2f | %.2f | %.2fx |\n",
+    const double down_into = bytes / percentile(b.download_into_s, 0.5) / 1e9;
+    std::printf("| %llu MiB | %.2f | %.2f | %.2fx | %.2f | %.2f | %.2fx | %.2f | %.2fx |\n",
                 static_cast<unsigned long long>(b.mib), sink, up, up / sink, source, down,
-                down / source);
+                down / source, down_into, down_into / source);
     const std::string size = std::to_string(b.mib);
     csv += "bulk,raw sink," + size + ",,," + std::to_string(percentile(b.sink_s, 0.5)) + "," +
            std::to_string(sink) + ",1\n";
@@ -572,6 +580,9 @@ int main(int argc, char** argv) {
            std::to_string(source) + ",1\n";
     csv += "bulk,DownloadMatrix," + size + ",,," + std::to_string(percentile(b.download_s, 0.5)) +
            "," + std::to_string(down) + "," + std::to_string(down / source) + "\n";
+    csv += "bulk,DownloadMatrix into a reused matrix," + size + ",,," +
+           std::to_string(percentile(b.download_into_s, 0.5)) + "," + std::to_string(down_into) +
+           "," + std::to_string(down_into / source) + "\n";
   }
   std::printf(
       "\nTranspose of an f32 matrix, host memory to host memory (GB/s = matrix bytes / time):\n"

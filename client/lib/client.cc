@@ -427,6 +427,16 @@ absl::StatusOr<HostMatrix> Client::download_matrix(const MatrixRef& ref, const C
   });
 }
 
+absl::Status Client::download_matrix_into(const MatrixRef& ref, HostMatrix& out,
+                                          const CallOptions& call) {
+  const CallScope scope = impl_->call_scope(call);
+  absl::StatusOr<Route> route = impl_->replicas.route_for_refs({&ref});
+  if (!route.ok()) return route.status();
+  return impl_->replicas.run(*route, scope.deadline, [&](Replica& replica, std::size_t) {
+    return download_in_chunks(impl_->transfer_on(replica, scope), ref, out);
+  });
+}
+
 absl::Status Client::delete_matrix(const MatrixRef& ref, const CallOptions& call) {
   const CallScope scope = impl_->call_scope(call);
   absl::StatusOr<Route> route = impl_->replicas.route_for_refs({&ref});

@@ -3,14 +3,25 @@
 
 #include <algorithm>
 #include <cstring>
+#include <span>
 
 #include "absl/strings/str_cat.h"
+#include "byte_stream_call.hpp"
 #include "gcompute/client/grpc_status.hpp"
 #include "proto_convert.hpp"
 #include "shared_memory.hpp"
 #include "unary_rpc.hpp"
+#include "wire/chunk_codec.hpp"
 
 namespace gcompute::client {
+
+namespace {
+
+std::string method_path(const char* name) {
+  return absl::StrCat("/", pb::Compute::service_full_name(), "/", name);
+}
+
+}  // namespace
 
 absl::StatusOr<StoredMatrix> upload_in_chunks(const TransferTarget& target, const HostMatrix& m,
                                               int64_t ttl_seconds) {
@@ -21,8 +32,7 @@ absl::StatusOr<StoredMatrix> upload_in_chunks(const TransferTarget& target, cons
   }
   grpc::ClientContext context;
   target.replica.prepare(context, target.deadline);
-  pb::UploadMatrixResponse response;
-  auto writer = target.replica.stub->UploadMatrix(&context, &response);
+  ByteStreamCall call(target.replica.channel, method_path("UploadMatrix"), context);
   pb::UploadMatrixRequest header;
   auto* shape = header.mutable_header()->mutable_shape();
   shape->set_batch(m.batch);
@@ -30,40 +40,73 @@ absl::StatusOr<StoredMatrix> upload_in_chunks(const TransferTarget& target, cons
   shape->set_cols(m.cols);
   shape->set_dtype(static_cast<pb::DType>(m.dtype));
   header.mutable_header()->set_ttl_seconds(ttl_seconds);
-  bool ok = writer->Write(header);
+  bool ok = call.write(wire::encode_message(header));
   const uint64_t total = m.data.size();
   const ProgressCallback& progress = target.progress;
   if (progress) progress(0, total);
   for (uint64_t offset = 0; ok && offset < total; offset += target.chunk_bytes) {
     const uint64_t n = std::min<uint64_t>(target.chunk_bytes, total - offset);
-    pb::UploadMatrixRequest chunk;
-    chunk.mutable_chunk()->set_offset(offset);
-    chunk.mutable_chunk()->set_data(m.data.data() + offset, n);
-    ok = writer->Write(chunk);
+    ok = call.write(wire::encode_chunk_copy(offset, m.data.data() + offset, n));
     if (ok && progress) progress(offset + n, total);
   }
-  if (ok) writer->WritesDone();
-  absl::Status status = from_grpc_status(writer->Finish());
+  if (ok) ok = call.writes_done();
+  grpc::ByteBuffer reply;
+  const bool have_reply = call.read(reply);
+  absl::Status status = from_grpc_status(call.finish());
   if (!status.ok()) return status;
   if (!ok) return absl::UnavailableError("upload stream closed before all chunks were sent");
+  pb::UploadMatrixResponse response;
+  if (!have_reply) return absl::InternalError("upload finished OK without a response");
+  if (absl::Status st = wire::decode_message(reply, response); !st.ok()) {
+    return absl::InternalError(absl::StrCat("upload response: ", st.message()));
+  }
   return from_proto(response.matrix());
 }
 
 absl::StatusOr<HostMatrix> download_in_chunks(const TransferTarget& target, const MatrixRef& ref) {
+  HostMatrix out;
+  if (absl::Status st = download_in_chunks(target, ref, out); !st.ok()) return st;
+  return out;
+}
+
+absl::Status download_in_chunks(const TransferTarget& target, const MatrixRef& ref,
+                                HostMatrix& out) {
   grpc::ClientContext context;
   target.replica.prepare(context, target.deadline);
+  ByteStreamCall call(target.replica.channel, method_path("DownloadMatrix"), context);
   pb::DownloadMatrixRequest request;
   request.mutable_ref()->set_id(ref.id);
   request.set_chunk_bytes(target.chunk_bytes);
-  auto reader = target.replica.stub->DownloadMatrix(&context, request);
+  if (call.write(wire::encode_message(request))) call.writes_done();
   const ProgressCallback& progress = target.progress;
+  grpc::ByteBuffer message;
   pb::DownloadMatrixResponse part;
-  HostMatrix out;
   bool have_header = false;
   uint64_t received = 0;
   absl::Status protocol_error;
-  while (reader->Read(&part)) {
-    if (part.has_header()) {
+  // A chunk goes from gRPC's buffers straight into `out`: the one copy any receiver makes.
+  auto take_chunk = [&](uint64_t offset, uint64_t size,
+                        std::span<const std::span<const char>> pieces) {
+    if (!have_header || offset != received || size > out.data.size() - received) {
+      protocol_error = absl::InternalError(absl::StrCat("download chunk at offset ", offset, " of ",
+                                                        size, " bytes does not follow byte ",
+                                                        received, " of ", out.data.size()));
+      return;
+    }
+    for (std::span<const char> piece : pieces) {
+      std::memcpy(out.data.data() + received, piece.data(), piece.size());
+      received += piece.size();
+    }
+    if (progress) progress(received, out.data.size());
+  };
+  while (protocol_error.ok() && call.read(message)) {
+    absl::StatusOr<std::optional<wire::ChunkView>> chunk = wire::decode_part(message, part);
+    if (!chunk.ok()) {
+      protocol_error =
+          absl::InternalError(absl::StrCat("download stream: ", chunk.status().message()));
+    } else if (*chunk) {
+      take_chunk((*chunk)->offset, (*chunk)->size, (*chunk)->pieces);
+    } else if (part.has_header()) {
       if (have_header) {
         protocol_error = absl::InternalError("download stream sent a second header");
         break;
@@ -79,36 +122,28 @@ absl::StatusOr<HostMatrix> download_in_chunks(const TransferTarget& target, cons
                          shape_string(out.batch, out.rows, out.cols, out.dtype)));
         break;
       }
-      out.data.resize(out.expected_bytes());
+      out.data.resize(out.expected_bytes());  // a buffer of this size already is reused as is
       have_header = true;
       if (progress) progress(0, out.data.size());
-    } else if (part.has_chunk()) {
-      const auto& chunk = part.chunk();
-      if (!have_header || chunk.offset() != received ||
-          chunk.data().size() > out.data.size() - received) {
-        protocol_error = absl::InternalError(
-            absl::StrCat("download chunk at offset ", chunk.offset(), " of ", chunk.data().size(),
-                         " bytes does not follow byte ", received, " of ", out.data.size()));
-        break;
-      }
-      std::memcpy(out.data.data() + received, chunk.data().data(), chunk.data().size());
-      received += chunk.data().size();
-      if (progress) progress(received, out.data.size());
+    } else if (part.has_chunk()) {  // a chunk laid out unlike protobuf's own: parsed whole
+      const std::span<const char> data(part.chunk().data());
+      take_chunk(part.chunk().offset(), data.size(), {&data, 1});
     }
+    message.Clear();
   }
   if (!protocol_error.ok()) {
     context.TryCancel();
-    reader->Finish();
+    call.finish();
     return protocol_error;
   }
-  absl::Status status = from_grpc_status(reader->Finish());
+  absl::Status status = from_grpc_status(call.finish());
   if (!status.ok()) return status;
   if (!have_header) return absl::InternalError("download stream ended without a header");
   if (received != out.data.size()) {
     return absl::InternalError(
         absl::StrCat("download stream ended after ", received, " of ", out.data.size(), " bytes"));
   }
-  return out;
+  return absl::OkStatus();
 }
 
 absl::Status delete_stored_matrix(Replica& replica, const MatrixRef& ref, absl::Time deadline) {

@@ -35,6 +35,9 @@ absl::StatusOr<StoredMatrix> upload_in_chunks(const TransferTarget& target, cons
                                               int64_t ttl_seconds);
 /// Downloads stored matrix `ref`, checking that the chunks add up to the header's shape.
 absl::StatusOr<HostMatrix> download_in_chunks(const TransferTarget& target, const MatrixRef& ref);
+/// The same into `out`, whose buffer is reused when it has the matrix's size already.
+absl::Status download_in_chunks(const TransferTarget& target, const MatrixRef& ref,
+                                HostMatrix& out);
 absl::Status delete_stored_matrix(Replica& replica, const MatrixRef& ref, absl::Time deadline);
 
 /// The host matrix of result field `what`: inline, stored (downloaded, then deleted), or in

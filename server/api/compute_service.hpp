@@ -8,7 +8,11 @@
 
 namespace gcompute::server {
 
-class ComputeService final : public v1::Compute::CallbackService {
+// UploadMatrix and DownloadMatrix are raw methods (their chunks are coded by wire/chunk_codec).
+using ComputeServiceBase = v1::Compute::WithRawCallbackMethod_UploadMatrix<
+    v1::Compute::WithRawCallbackMethod_DownloadMatrix<v1::Compute::CallbackService>>;
+
+class ComputeService final : public ComputeServiceBase {
  public:
   explicit ComputeService(ServiceContext& svc) : svc_(svc) {}
 
@@ -33,10 +37,10 @@ class ComputeService final : public v1::Compute::CallbackService {
   grpc::ServerUnaryReactor* Sssp(grpc::CallbackServerContext* ctx, const v1::SsspRequest* request,
                                  v1::SsspResponse* response) override;
 
-  grpc::ServerReadReactor<v1::UploadMatrixRequest>* UploadMatrix(
-      grpc::CallbackServerContext* ctx, v1::UploadMatrixResponse* response) override;
-  grpc::ServerWriteReactor<v1::DownloadMatrixResponse>* DownloadMatrix(
-      grpc::CallbackServerContext* ctx, const v1::DownloadMatrixRequest* request) override;
+  grpc::ServerReadReactor<grpc::ByteBuffer>* UploadMatrix(grpc::CallbackServerContext* ctx,
+                                                          grpc::ByteBuffer* response) override;
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* DownloadMatrix(
+      grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request) override;
   grpc::ServerUnaryReactor* DeleteMatrix(grpc::CallbackServerContext* ctx,
                                          const v1::DeleteMatrixRequest* request,
                                          v1::DeleteMatrixResponse* response) override;

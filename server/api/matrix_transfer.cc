@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // Server-resident matrices: chunked upload and download (streaming reactors), deletion.
+// Both streams are raw methods: their chunks are coded by wire/chunk_codec, so a received
+// chunk goes from gRPC's buffers straight to the upload's sink, and a sent chunk refers to the
+// stored matrix's host bytes instead of a copy in a protobuf message.
 #include <algorithm>
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
 #include "api/compute_service.hpp"
 #include "api/convert.hpp"
+#include "wire/chunk_codec.hpp"
 
 namespace gcompute::server {
 namespace {
@@ -18,10 +22,10 @@ void refresh_stored_bytes(ServiceContext& svc) {
 
 constexpr std::uint64_t kDefaultChunkBytes = 4ull << 20;
 
-class UploadReactor final : public CallReactor<grpc::ServerReadReactor<v1::UploadMatrixRequest>> {
+class UploadReactor final : public CallReactor<grpc::ServerReadReactor<grpc::ByteBuffer>> {
  public:
   UploadReactor(ServiceContext& svc, const grpc::CallbackServerContext& ctx,
-                v1::UploadMatrixResponse* response)
+                grpc::ByteBuffer* response)
       : CallReactor(svc, "UploadMatrix", ctx), response_(response) {
     if (!accept()) return;
     // A stream that sends nothing for the idle period is aborted; its reservation goes with it.
@@ -52,10 +56,23 @@ class UploadReactor final : public CallReactor<grpc::ServerReadReactor<v1::Uploa
   void handle_read(bool ok) {
     if (finished()) return;
     if (!ok) return on_end_of_stream();
-    received_bytes_ += message_.ByteSizeLong();
-    absl::Status st = message_.has_header() ? on_header() : on_chunk();
+    received_bytes_ += message_.Length();
+    absl::Status st = on_message();
+    message_.Clear();
     if (!st.ok()) return finish_call(st);
     StartRead(&message_);
+  }
+
+  absl::Status on_message() {
+    absl::StatusOr<std::optional<wire::ChunkView>> chunk = wire::decode_part(message_, parsed_);
+    if (!chunk.ok()) return chunk.status();
+    if (*chunk) return on_chunk(**chunk);
+    if (parsed_.has_header()) return on_header();
+    if (parsed_.has_chunk()) {  // a chunk laid out unlike protobuf's own: parsed whole
+      const auto& c = parsed_.chunk();
+      return on_chunk(wire::ChunkView{c.offset(), c.data().size(), {c.data()}});
+    }
+    return absl::InvalidArgumentError("upload message has neither header nor chunk");
   }
 
   /// False when a message is being handled: the stream is not idle.
@@ -76,7 +93,7 @@ class UploadReactor final : public CallReactor<grpc::ServerReadReactor<v1::Uploa
     if (session_) {
       return absl::InvalidArgumentError("header sent twice; it must be the first message only");
     }
-    auto header = decode(message_.header());
+    auto header = decode(parsed_.header());
     if (!header.ok()) return header.status();
     auto session = svc_.ops.begin_upload(caller_, *header);
     if (!session.ok()) return session.status();
@@ -85,30 +102,34 @@ class UploadReactor final : public CallReactor<grpc::ServerReadReactor<v1::Uploa
     return absl::OkStatus();
   }
 
-  absl::Status on_chunk() {
+  absl::Status on_chunk(const wire::ChunkView& chunk) {
     if (!session_) {
       return absl::InvalidArgumentError(
           "chunk before header: the first message must be the header");
     }
-    const auto& c = message_.chunk();
-    return session_->write(c.offset(), c.data().data(), c.data().size());
+    return session_->write(chunk.offset, chunk.size, chunk.pieces);
   }
 
   void on_end_of_stream() {
     if (!session_) return finish_call(absl::InvalidArgumentError("upload ended without a header"));
     auto info = session_->finish();
-    if (info.ok()) encode_stored(*info, response_->mutable_matrix());
+    if (info.ok()) {
+      v1::UploadMatrixResponse response;
+      encode_stored(*info, response.mutable_matrix());
+      *response_ = wire::encode_message(response);
+    }
     finish_call(info.status());
   }
 
   void on_finish(absl::Status& status) override {
-    if (status.ok()) sent_bytes_ = response_->ByteSizeLong();
+    if (status.ok()) sent_bytes_ = response_->Length();
     session_.reset();  // an unfinished upload gives its reservation back
     refresh_stored_bytes(svc_);
   }
 
-  v1::UploadMatrixResponse* response_;
-  v1::UploadMatrixRequest message_;
+  grpc::ByteBuffer* response_;
+  grpc::ByteBuffer message_;
+  v1::UploadMatrixRequest parsed_;  ///< a header (or a chunk not laid out as protobuf does)
   std::unique_ptr<ops::UploadSession> session_;
   std::shared_ptr<IdleWatch::Registration> idle_;
   std::mutex mu_;
@@ -116,23 +137,32 @@ class UploadReactor final : public CallReactor<grpc::ServerReadReactor<v1::Uploa
   bool expired_ = false;  ///< on_idle() finished the call
 };
 
-class DownloadReactor final
-    : public CallReactor<grpc::ServerWriteReactor<v1::DownloadMatrixResponse>> {
+class DownloadReactor final : public CallReactor<grpc::ServerWriteReactor<grpc::ByteBuffer>> {
  public:
   DownloadReactor(ServiceContext& svc, const grpc::CallbackServerContext& ctx,
-                  const v1::DownloadMatrixRequest* request)
-      : CallReactor(svc, "DownloadMatrix", ctx, *request) {
+                  const grpc::ByteBuffer* raw_request)
+      : CallReactor(svc, "DownloadMatrix", ctx) {
+    received_bytes_ = raw_request->Length();
     if (!accept()) return;
-    auto download = svc_.ops.open_download(caller_, request->ref().id(), "ref.id");
+    v1::DownloadMatrixRequest request;
+    grpc::ByteBuffer copy = *raw_request;  // shares the slices; the reader needs a mutable one
+    if (absl::Status parsed = wire::decode_message(copy, request); !parsed.ok()) {
+      svc_.metrics.count_unparsable(method_);
+      finish_call(parsed);
+      return;
+    }
+    auto download = svc_.ops.open_download(caller_, request.ref().id(), "ref.id");
     if (!download.ok()) {
       finish_call(download.status());
       return;
     }
     download_ = std::make_shared<ops::Download>(*std::move(download));
-    chunk_ = request->chunk_bytes() == 0 ? kDefaultChunkBytes : request->chunk_bytes();
+    chunk_ = request.chunk_bytes() == 0 ? kDefaultChunkBytes : request.chunk_bytes();
     chunk_ = std::min<std::uint64_t>(
         chunk_, svc_.limits.max_message_bytes - svc_.limits.response_overhead_bytes);
-    encode_stored(download_->info, message_.mutable_header());
+    v1::DownloadMatrixResponse header;
+    encode_stored(download_->info, header.mutable_header());
+    message_ = wire::encode_message(header);
     svc_.ops.fetch_host(download_, [this](absl::Status st) {
       if (!st.ok()) return finish_call(st);
       write();
@@ -143,37 +173,35 @@ class DownloadReactor final
     if (!ok) return finish_call(absl::CancelledError("client went away during the download"));
     const Matrix& m = download_->matrix;
     if (offset_ >= m.desc.bytes()) return finish_call(absl::OkStatus());
-    // No Clear(): that would free the chunk and its buffer, and each chunk would then allocate
-    // (and fault in) a fresh one. Switching the oneof from the header happens once.
+    // The chunk refers to the matrix's host bytes; gRPC may hold it past this write, so the
+    // slice keeps the download (and with it those bytes) alive until it lets go.
     const std::uint64_t n = std::min(chunk_, m.desc.bytes() - offset_);
-    auto* chunk = message_.mutable_chunk();
-    chunk->set_offset(offset_);
-    chunk->set_data(m.data->data() + offset_, n);
+    message_ = wire::encode_chunk(offset_, m.data->data() + offset_, n, [keep = download_] {});
     offset_ += n;
     write();
   }
 
  private:
   void write() {
-    sent_bytes_ += message_.ByteSizeLong();
+    sent_bytes_ += message_.Length();
     StartWrite(&message_);
   }
 
   std::shared_ptr<ops::Download> download_;
-  v1::DownloadMatrixResponse message_;
+  grpc::ByteBuffer message_;
   std::uint64_t chunk_ = kDefaultChunkBytes;
   std::uint64_t offset_ = 0;
 };
 
 }  // namespace
 
-grpc::ServerReadReactor<v1::UploadMatrixRequest>* ComputeService::UploadMatrix(
-    grpc::CallbackServerContext* ctx, v1::UploadMatrixResponse* response) {
+grpc::ServerReadReactor<grpc::ByteBuffer>* ComputeService::UploadMatrix(
+    grpc::CallbackServerContext* ctx, grpc::ByteBuffer* response) {
   return new UploadReactor(svc_, *ctx, response);
 }
 
-grpc::ServerWriteReactor<v1::DownloadMatrixResponse>* ComputeService::DownloadMatrix(
-    grpc::CallbackServerContext* ctx, const v1::DownloadMatrixRequest* request) {
+grpc::ServerWriteReactor<grpc::ByteBuffer>* ComputeService::DownloadMatrix(
+    grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request) {
   return new DownloadReactor(svc_, *ctx, request);
 }
 

@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/byte_pieces.hpp"
 #include "common/device_memory.hpp"
 #include "common/matrix.hpp"
 #include "engine/fair_queue.hpp"
@@ -120,8 +121,13 @@ struct ResourceStats {
 class UploadSink {
  public:
   virtual ~UploadSink() = default;
-  /// Bytes [offset, offset + size) of the matrix; ranges never overlap (checked by the caller).
-  virtual absl::Status write(std::uint64_t offset, const char* data, std::uint64_t size) = 0;
+  /// Bytes [offset, offset + size) of the matrix, `size` being the pieces' total; ranges never
+  /// overlap (checked by the caller).
+  virtual absl::Status write(std::uint64_t offset, BytePieces pieces, std::uint64_t size) = 0;
+  absl::Status write(std::uint64_t offset, const char* data, std::uint64_t size) {
+    const std::span<const char> whole(data, size);
+    return write(offset, BytePieces(&whole, 1), size);
+  }
   /// Every byte has been written.
   virtual absl::StatusOr<Matrix> finish() = 0;
 };

@@ -50,19 +50,26 @@ class HostUploadSink final : public UploadSink {
  public:
   explicit HostUploadSink(const MatrixDesc& desc)
       : m_{desc, std::make_shared<std::string>(), nullptr} {}
-  absl::Status write(std::uint64_t offset, const char* data, std::uint64_t size) override {
+  absl::Status write(std::uint64_t offset, BytePieces pieces, std::uint64_t size) override {
     std::string& bytes = *m_.data;
     try {
       if (bytes.capacity() < m_.desc.bytes()) {
         bytes.reserve(m_.desc.bytes());
         advise_huge_pages(bytes.data(), bytes.capacity());
       }
-      if (bytes.size() < offset + size) bytes.resize(offset + size);
+      if (offset == bytes.size()) {  // in order, as chunks come: appended, each byte written once
+        for (std::span<const char> piece : pieces) bytes.append(piece.data(), piece.size());
+        return absl::OkStatus();
+      }
+      if (bytes.size() < offset + size) bytes.resize(offset + size);  // zero-fills a gap first
     } catch (const std::bad_alloc&) {
       return absl::ResourceExhaustedError(
           absl::StrCat("out of host memory storing upload bytes up to offset ", offset + size));
     }
-    std::memcpy(bytes.data() + offset, data, size);
+    for (std::span<const char> piece : pieces) {
+      std::memcpy(bytes.data() + offset, piece.data(), piece.size());
+      offset += piece.size();
+    }
     return absl::OkStatus();
   }
   absl::StatusOr<Matrix> finish() override {

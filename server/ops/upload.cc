@@ -53,7 +53,7 @@ absl::StatusOr<std::unique_ptr<UploadSession>> UploadSession::begin(const Upload
   return s;
 }
 
-absl::Status UploadSession::write(std::uint64_t offset, const char* data, std::uint64_t size) {
+absl::Status UploadSession::write(std::uint64_t offset, std::uint64_t size, BytePieces pieces) {
   const std::uint64_t total = desc_.bytes();
   if (offset > total || size > total - offset) {
     return absl::InvalidArgumentError(absl::StrCat("chunk.offset = ", offset, " with ", size,
@@ -64,7 +64,7 @@ absl::Status UploadSession::write(std::uint64_t offset, const char* data, std::u
     return absl::InvalidArgumentError(absl::StrCat("chunk.offset = ", offset, " with ", size,
                                                    " bytes overlaps data already received"));
   }
-  return sink_->write(offset, data, size);
+  return sink_->write(offset, pieces, size);
 }
 
 absl::StatusOr<StoredMatrixInfo> UploadSession::finish() {

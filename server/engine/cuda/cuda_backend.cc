@@ -514,13 +514,13 @@ class DeviceUploadSink final : public UploadSink {
         events_(events),
         mu_(mu) {}
 
-  absl::Status write(std::uint64_t offset, const char* data, std::uint64_t size) override {
+  absl::Status write(std::uint64_t offset, BytePieces pieces, std::uint64_t size) override {
     std::lock_guard lock(mu_);
     GC_CUDA_TRY(cudaSetDevice(device_));
     if (auto st = reserve(offset + size); !st.ok()) return st;
     written_end_ = std::max(written_end_, offset + size);
-    return copy_to_device(pool_, stream_, events_, static_cast<char*>(buffer_->ptr) + offset, data,
-                          size);
+    return copy_to_device(pool_, stream_, events_, static_cast<char*>(buffer_->ptr) + offset,
+                          pieces, size);
   }
   absl::StatusOr<Matrix> finish() override {
     std::lock_guard lock(mu_);

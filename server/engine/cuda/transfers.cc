@@ -54,14 +54,33 @@ class StagingPair {
 absl::Status copy_to_device(PinnedPool& pool, kernels::cuda::StreamView stream,
                             const StagingEvents& events, void* dst, const char* src,
                             std::uint64_t bytes) {
+  const std::span<const char> whole(src, bytes);
+  return copy_to_device(pool, stream, events, dst, BytePieces(&whole, 1), bytes);
+}
+
+absl::Status copy_to_device(PinnedPool& pool, kernels::cuda::StreamView stream,
+                            const StagingEvents& events, void* dst, BytePieces src,
+                            std::uint64_t bytes) {
   if (bytes == 0) return absl::OkStatus();
+  std::size_t next_piece = 0;  // where the source bytes not yet staged begin
+  std::uint64_t piece_offset = 0;
   const StagingPair staging(pool, bytes);
   bool pending[2] = {false, false};
   for (std::uint64_t i = 0; i < staging.pieces(); ++i) {
     const StagingPair::Piece p = staging.piece(i);
     // The block may be reused once the copy that last read it has finished.
     if (pending[p.slot]) GC_CUDA_TRY(cudaEventSynchronize(events[p.slot].value()));
-    std::memcpy(p.staging, src + p.offset, p.bytes);
+    for (std::uint64_t staged = 0; staged < p.bytes;) {  // gather the next p.bytes source bytes
+      const std::span<const char> from = src[next_piece];
+      const std::uint64_t n = std::min<std::uint64_t>(p.bytes - staged, from.size() - piece_offset);
+      std::memcpy(p.staging + staged, from.data() + piece_offset, n);
+      staged += n;
+      piece_offset += n;
+      if (piece_offset == from.size()) {
+        ++next_piece;
+        piece_offset = 0;
+      }
+    }
     GC_CUDA_TRY(cudaMemcpyAsync(static_cast<char*>(dst) + p.offset, p.staging, p.bytes,
                                 cudaMemcpyHostToDevice, stream));
     GC_CUDA_TRY(cudaEventRecord(events[p.slot].value(), stream));

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
+#include "common/byte_pieces.hpp"
 #include "engine/cuda/lane.hpp"
 #include "engine/cuda/pinned_pool.hpp"
 #include "gcompute/kernels/cuda/stream.hpp"
@@ -16,6 +17,10 @@ namespace gcompute::server::cuda {
 /// (the caller's; one copy at a time per pair).
 absl::Status copy_to_device(PinnedPool& pool, kernels::cuda::StreamView stream,
                             const StagingEvents& events, void* dst, const char* src,
+                            std::uint64_t bytes);
+/// The same for bytes in pieces (their total is `bytes`): each is copied once, into staging.
+absl::Status copy_to_device(PinnedPool& pool, kernels::cuda::StreamView stream,
+                            const StagingEvents& events, void* dst, BytePieces src,
                             std::uint64_t bytes);
 /// Copies `bytes` from device `src` to host `dst` on `stream`, alternating between `events`.
 absl::Status copy_to_host(PinnedPool& pool, kernels::cuda::StreamView stream,

@@ -307,6 +307,11 @@ class Client {
   absl::StatusOr<StoredMatrix> upload_matrix(const HostMatrix& matrix, int64_t ttl_seconds = 0,
                                              const CallOptions& call = {});
   absl::StatusOr<HostMatrix> download_matrix(const MatrixRef& ref, const CallOptions& call = {});
+  /// Downloads into `out`, keeping its buffer when it has the matrix's size already: repeated
+  /// downloads of one shape then cost one copy of the bytes and no fresh pages. On an error
+  /// `out`'s shape and bytes are unspecified.
+  absl::Status download_matrix_into(const MatrixRef& ref, HostMatrix& out,
+                                    const CallOptions& call = {});
   absl::Status delete_matrix(const MatrixRef& ref, const CallOptions& call = {});
 
   /// graph_id empty: the server picks one (with several replicas the client picks a random
