@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Runs ON the GPU machine from a device bundle: the data plane of issue 16 in one call. Tests
-# first (shared memory and CUDA IPC regions on the CUDA backend, the backend contract, the CUDA
-# backend, jobs on the GPU), then
+# first (shared memory and CUDA IPC regions on the CUDA backend, uploads and downloads of
+# device-resident matrices, the backend contract, the CUDA backend, jobs on the GPU), then
 # bench_data_plane on the CUDA and the CPU backend, each against its raw gRPC baselines in the
 # same process: per-call p50/p99 against a raw echo, uploads/downloads against raw streams, and
 # Transpose end to end over the wire, through the client's shared-memory arena, zero copy and
@@ -41,6 +41,7 @@ step() {  # name limit command...
 }
 
 step test_service_shared_memory_gpu 240 "$bin/test_service_shared_memory_gpu"
+step test_service_transfers_gpu 240 "$bin/test_service_transfers_gpu"
 step test_cuda_backend 240 "$bin/test_cuda_backend"
 step test_backend_contract 400 "$bin/test_backend_contract"
 [[ $quick == quick ]] || step test_service_jobs_gpu 420 "$bin/test_service_jobs_gpu"

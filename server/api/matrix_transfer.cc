@@ -4,7 +4,11 @@
 // chunk goes from gRPC's buffers straight to the upload's sink, and a sent chunk refers to the
 // stored matrix's host bytes instead of a copy in a protobuf message.
 #include <algorithm>
+#include <functional>
+#include <memory>
 #include <mutex>
+#include <optional>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "api/compute_service.hpp"
@@ -137,6 +141,43 @@ class UploadReactor final : public CallReactor<grpc::ServerReadReactor<grpc::Byt
   bool expired_ = false;  ///< on_idle() finished the call
 };
 
+/// Host buffers for the chunks of one download of a device-resident matrix. A buffer comes back
+/// when gRPC lets go of the slice that refers to it, so a few serve the whole download.
+class ChunkBuffers : public std::enable_shared_from_this<ChunkBuffers> {
+ public:
+  explicit ChunkBuffers(std::uint64_t bytes) : bytes_(bytes) {}
+
+  std::unique_ptr<char[]> take() {
+    {
+      std::lock_guard lock(mu_);
+      if (!free_.empty()) {
+        std::unique_ptr<char[]> b = std::move(free_.back());
+        free_.pop_back();
+        return b;
+      }
+    }
+    return std::make_unique_for_overwrite<char[]>(bytes_);
+  }
+
+  /// The release callback of a slice over `buffer`.
+  std::function<void()> returner(char* buffer) {
+    return [self = shared_from_this(), buffer] {
+      std::lock_guard lock(self->mu_);
+      self->free_.emplace_back(buffer);
+    };
+  }
+
+ private:
+  const std::uint64_t bytes_;
+  std::mutex mu_;
+  std::vector<std::unique_ptr<char[]>> free_;
+};
+
+/// Sends the header, then the chunks in order. A chunk of a host matrix refers to its bytes; a
+/// chunk of a device-resident one is copied to a host buffer while the chunk before it is being
+/// sent. Only one thread drives the stream at a time: a write that completes while the next
+/// chunk is being prepared is handled by the preparing thread when it is done (so the call
+/// never finishes, and the reactor is never deleted, under a thread still using it).
 class DownloadReactor final : public CallReactor<grpc::ServerWriteReactor<grpc::ByteBuffer>> {
  public:
   DownloadReactor(ServiceContext& svc, const grpc::CallbackServerContext& ctx,
@@ -157,40 +198,101 @@ class DownloadReactor final : public CallReactor<grpc::ServerWriteReactor<grpc::
       return;
     }
     download_ = std::make_shared<ops::Download>(*std::move(download));
+    total_ = download_->matrix.desc.bytes();
     chunk_ = request.chunk_bytes() == 0 ? kDefaultChunkBytes : request.chunk_bytes();
     chunk_ = std::min<std::uint64_t>(
         chunk_, svc_.limits.max_message_bytes - svc_.limits.response_overhead_bytes);
+    if (!download_->matrix.on_host()) {
+      buffers_ = std::make_shared<ChunkBuffers>(std::min(chunk_, total_));
+    }
     v1::DownloadMatrixResponse header;
     encode_stored(download_->info, header.mutable_header());
     message_ = wire::encode_message(header);
-    svc_.ops.fetch_host(download_, [this](absl::Status st) {
-      if (!st.ok()) return finish_call(st);
-      write();
-    });
+    drive(/*write_ok=*/true, /*first=*/true);
   }
 
   void OnWriteDone(bool ok) override {
-    if (!ok) return finish_call(absl::CancelledError("client went away during the download"));
-    const Matrix& m = download_->matrix;
-    if (offset_ >= m.desc.bytes()) return finish_call(absl::OkStatus());
-    // The chunk refers to the matrix's host bytes; gRPC may hold it past this write, so the
-    // slice keeps the download (and with it those bytes) alive until it lets go.
-    const std::uint64_t n = std::min(chunk_, m.desc.bytes() - offset_);
-    message_ = wire::encode_chunk(offset_, m.data->data() + offset_, n, [keep = download_] {});
-    offset_ += n;
-    write();
+    {
+      std::lock_guard lock(mu_);
+      if (preparing_) {  // the preparing thread carries on from here when it is done
+        write_done_ = ok;
+        return;
+      }
+    }
+    drive(ok, /*first=*/false);
   }
 
  private:
-  void write() {
-    sent_bytes_ += message_.Length();
-    StartWrite(&message_);
+  /// Called with no write in flight: starts the next one and prepares the chunk after it, for
+  /// as long as writes keep completing during the preparation.
+  void drive(bool write_ok, bool first) {
+    for (;;) {
+      if (!write_ok)
+        return finish_call(absl::CancelledError("client went away during the download"));
+      if (!first) {
+        if (!prepare_error_.ok()) return finish_call(prepare_error_);
+        if (sent_ >= total_) return finish_call(absl::OkStatus());
+        if (!next_) {  // prepared in the last round, or else now
+          absl::StatusOr<grpc::ByteBuffer> chunk = make_chunk(sent_);
+          if (!chunk.ok()) return finish_call(chunk.status());
+          next_ = *std::move(chunk);
+        }
+        message_ = *std::move(next_);
+        next_.reset();
+        sent_ += std::min(chunk_, total_ - sent_);
+      }
+      first = false;
+      const bool more = sent_ < total_;
+      if (more) {
+        std::lock_guard lock(mu_);
+        preparing_ = true;
+      }
+      sent_bytes_ += message_.Length();
+      StartWrite(&message_);
+      if (!more) return;
+      absl::StatusOr<grpc::ByteBuffer> chunk = make_chunk(sent_);  // overlaps the write
+      if (chunk.ok()) {
+        next_ = *std::move(chunk);
+      } else {
+        prepare_error_ = chunk.status();
+      }
+      std::lock_guard lock(mu_);
+      preparing_ = false;
+      if (!write_done_) return;  // OnWriteDone will drive
+      write_ok = *write_done_;
+      write_done_.reset();
+    }
+  }
+
+  /// The chunk at `offset`. gRPC may hold it past its write, so the slice keeps what it refers
+  /// to alive until it lets go: the download (with the matrix's host bytes), or a chunk buffer.
+  absl::StatusOr<grpc::ByteBuffer> make_chunk(std::uint64_t offset) {
+    const std::uint64_t n = std::min(chunk_, total_ - offset);
+    const Matrix& m = download_->matrix;
+    if (!buffers_) {
+      return wire::encode_chunk(offset, reinterpret_cast<const char*>(m.bytes()) + offset, n,
+                                [keep = download_] {});
+    }
+    std::unique_ptr<char[]> buffer = buffers_->take();
+    if (absl::Status st = svc_.ops.copy_download_range(*download_, offset, n, buffer.get());
+        !st.ok()) {
+      return st;
+    }
+    char* data = buffer.release();
+    return wire::encode_chunk(offset, data, n, buffers_->returner(data));
   }
 
   std::shared_ptr<ops::Download> download_;
-  grpc::ByteBuffer message_;
+  std::shared_ptr<ChunkBuffers> buffers_;  ///< for a device-resident matrix only
+  grpc::ByteBuffer message_;               ///< the write in flight
+  std::optional<grpc::ByteBuffer> next_;   ///< the chunk after it, when prepared
+  absl::Status prepare_error_;
+  std::uint64_t total_ = 0;
   std::uint64_t chunk_ = kDefaultChunkBytes;
-  std::uint64_t offset_ = 0;
+  std::uint64_t sent_ = 0;  ///< bytes of the matrix handed to gRPC
+  std::mutex mu_;
+  bool preparing_ = false;          ///< a thread is preparing the next chunk
+  std::optional<bool> write_done_;  ///< a write completed while it was (its ok)
 };
 
 }  // namespace

@@ -31,6 +31,13 @@ absl::StatusOr<OpenedDeviceMemory> Backend::open_ipc_memory(const std::string& /
       "cuda_ipc_handle: GPU memory can be shared only with a server on the CUDA backend");
 }
 
+absl::Status Backend::copy_range_to_host(const Matrix& m, std::uint64_t offset, std::uint64_t bytes,
+                                         char* dst) {
+  if (!m.on_host()) return absl::InternalError("matrix has no host bytes to copy");
+  std::memcpy(dst, reinterpret_cast<const char*>(m.bytes()) + offset, bytes);
+  return absl::OkStatus();
+}
+
 absl::Status Backend::copy_to_host_memory(const Matrix& m, std::byte* dst, bool /*dst_pinned*/) {
   Matrix host = m;
   GC_RETURN_IF_ERROR(ensure_on_host(host));

@@ -174,6 +174,11 @@ class Backend {
   virtual absl::StatusOr<std::unique_ptr<UploadSink>> begin_upload(const MatrixDesc& desc) = 0;
   /// Makes sure m has host bytes (copies them from the device if needed).
   virtual absl::Status ensure_on_host(Matrix& m) = 0;
+  /// Copies bytes [offset, offset + bytes) of m to host memory `dst`, wherever m lives (a
+  /// download sends a device-resident matrix chunk by chunk, each copy overlapping the sending
+  /// of the one before). This default copies host bytes; a device-only matrix is INTERNAL.
+  virtual absl::Status copy_range_to_host(const Matrix& m, std::uint64_t offset,
+                                          std::uint64_t bytes, char* dst);
   /// Copies m's bytes to host memory `dst` that the server does not own (a client's shared
   /// memory). `dst_pinned`: page-locked through pin_host_memory. This default copies on the
   /// host, fetching a device-only matrix first.

@@ -80,20 +80,6 @@ absl::StatusOr<Download> Operations::open_download(const Caller& caller, const s
   return d;
 }
 
-void Operations::fetch_host(std::shared_ptr<Download> download,
-                            absl::AnyInvocable<void(absl::Status)> done) {
-  if (download->matrix.on_host()) return done(absl::OkStatus());
-  auto shared_done = std::make_shared<absl::AnyInvocable<void(absl::Status)>>(std::move(done));
-  absl::Status queued = engine_.submit("DownloadMatrix", std::make_shared<JobContext>(),
-                                       [this, download, shared_done](absl::Status start) {
-                                         if (start.ok())
-                                           start =
-                                               engine_.backend().ensure_on_host(download->matrix);
-                                         (*shared_done)(std::move(start));
-                                       });
-  if (!queued.ok()) (*shared_done)(std::move(queued));
-}
-
 absl::Status Operations::delete_matrix(const Caller& caller, const std::string& id) {
   return env_.matrices.remove(caller.tenant, id);
 }

@@ -37,7 +37,7 @@ struct ServerInfo {
 /// A stored matrix opened for download.
 struct Download {
   StoredMatrixInfo info;
-  Matrix matrix;  ///< host bytes once fetch_host() has run
+  Matrix matrix;  ///< on the host or only on a device
 };
 
 class Operations {
@@ -60,9 +60,12 @@ class Operations {
   /// NOT_FOUND naming `field` for an unknown or expired id, or another tenant's.
   absl::StatusOr<Download> open_download(const Caller& caller, const std::string& id,
                                          const char* field);
-  /// Makes the download's bytes available on the host: at once when they are there, else on
-  /// an engine worker (a device-resident result is copied back there, not in the caller).
-  void fetch_host(std::shared_ptr<Download> download, absl::AnyInvocable<void(absl::Status)> done);
+  /// Copies bytes [offset, offset + bytes) of the download's matrix to host memory `dst` (for a
+  /// matrix that lives only on a device; one on the host is sent from where it lies).
+  absl::Status copy_download_range(const Download& download, std::uint64_t offset,
+                                   std::uint64_t bytes, char* dst) {
+    return engine_.backend().copy_range_to_host(download.matrix, offset, bytes, dst);
+  }
   absl::Status delete_matrix(const Caller& caller, const std::string& id);
   std::uint64_t stored_matrix_bytes() const { return env_.matrices.used_bytes(); }
   /// Stored-matrix bytes per tenant that holds any.

@@ -216,6 +216,18 @@ TEST_F(ServiceClient, EveryCallHappyPath) {
     auto back = c.download_matrix(stored->ref);
     ASSERT_TRUE(back.ok()) << back.status();
     EXPECT_EQ(back->data, a.data);
+    // Into a matrix: a buffer of the right size is kept (no new allocation), any other is
+    // replaced, and the shape is the stored one's either way.
+    gc::HostMatrix into = host(3, 2, std::vector<double>{1, 2, 3, 4, 5, 6});
+    ASSERT_TRUE(c.download_matrix_into(stored->ref, into).ok());
+    EXPECT_EQ(into.rows, 100);
+    EXPECT_EQ(into.cols, 70);
+    EXPECT_EQ(into.data, a.data);
+    const char* kept = into.data.data();
+    std::memset(into.data.data(), 0x5a, into.data.size());  // poison before the second one
+    ASSERT_TRUE(c.download_matrix_into(stored->ref, into).ok());
+    EXPECT_EQ(into.data.data(), kept);
+    EXPECT_EQ(into.data, a.data);
     auto t = c.transpose(gc::Operand(stored->ref));
     ASSERT_TRUE(t.ok()) << t.status();
     const auto tv = elements<double>(t->matrix);

@@ -377,6 +377,17 @@ absl::Status CudaBackend::ensure_on_host(Matrix& m) {
   return absl::OkStatus();
 }
 
+absl::Status CudaBackend::copy_range_to_host(const Matrix& m, std::uint64_t offset,
+                                             std::uint64_t bytes, char* dst) {
+  if (m.on_host() || !m.device) return Backend::copy_range_to_host(m, offset, bytes, dst);
+  Device& d = *devices_[static_cast<std::size_t>(m.device->device)];
+  std::lock_guard lock(d.aux_mu);
+  GC_CUDA_TRY(cudaSetDevice(d.index));
+  return check_device(d.index,
+                      copy_to_host(*pinned_, d.aux_stream.view(), d.aux_events, dst,
+                                   static_cast<const char*>(m.device->ptr) + offset, bytes));
+}
+
 absl::Status CudaBackend::copy_to_host_memory(const Matrix& m, std::byte* dst, bool dst_pinned) {
   if (m.on_host() || !m.device) return Backend::copy_to_host_memory(m, dst, dst_pinned);
   Device& d = *devices_[static_cast<std::size_t>(m.device->device)];

@@ -53,6 +53,8 @@ class CudaBackend final : public Backend {
                                   JobContext& ctx) override;
   absl::StatusOr<std::unique_ptr<UploadSink>> begin_upload(const MatrixDesc& desc) override;
   absl::Status ensure_on_host(Matrix& m) override;
+  absl::Status copy_range_to_host(const Matrix& m, std::uint64_t offset, std::uint64_t bytes,
+                                  char* dst) override;
   /// A device-only matrix goes straight from the device into `dst` (one DMA when it is pinned).
   absl::Status copy_to_host_memory(const Matrix& m, std::byte* dst, bool dst_pinned) override;
   /// cudaHostRegister (portable: every device's copies use it); empty when the driver refuses.
