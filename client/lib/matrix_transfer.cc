@@ -189,7 +189,8 @@ absl::StatusOr<HostMatrix> from_shared_memory(const SharedArena* arena,
                                             " of region ", where.region_id(),
                                             ", which is not where this call's arena can hold it"));
   }
-  out.data.assign(reinterpret_cast<const char*>(arena->data() + where.offset()),
+  make_room(out.data, out.expected_bytes());
+  out.data.append(reinterpret_cast<const char*>(arena->data() + where.offset()),
                   out.expected_bytes());
   return out;
 }

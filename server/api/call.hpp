@@ -14,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "api/caller.hpp"
+#include "api/chunk_buffers.hpp"
 #include "api/idle_watch.hpp"
 #include "api/status.hpp"
 #include "engine/executor.hpp"
@@ -34,6 +35,8 @@ struct ServiceContext {
   std::atomic<bool> draining{false};
   /// Aborts uploads idle for limits.upload_idle_time.
   IdleWatch* upload_watch = nullptr;
+  /// Host buffers of the chunks downloads of device-resident matrices send.
+  std::shared_ptr<ChunkBufferPool> chunk_buffers = std::make_shared<ChunkBufferPool>();
 };
 
 /// The base of every reactor (unary, client-streaming, server-streaming).

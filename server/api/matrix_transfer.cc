@@ -141,38 +141,6 @@ class UploadReactor final : public CallReactor<grpc::ServerReadReactor<grpc::Byt
   bool expired_ = false;  ///< on_idle() finished the call
 };
 
-/// Host buffers for the chunks of one download of a device-resident matrix. A buffer comes back
-/// when gRPC lets go of the slice that refers to it, so a few serve the whole download.
-class ChunkBuffers : public std::enable_shared_from_this<ChunkBuffers> {
- public:
-  explicit ChunkBuffers(std::uint64_t bytes) : bytes_(bytes) {}
-
-  std::unique_ptr<char[]> take() {
-    {
-      std::lock_guard lock(mu_);
-      if (!free_.empty()) {
-        std::unique_ptr<char[]> b = std::move(free_.back());
-        free_.pop_back();
-        return b;
-      }
-    }
-    return std::make_unique_for_overwrite<char[]>(bytes_);
-  }
-
-  /// The release callback of a slice over `buffer`.
-  std::function<void()> returner(char* buffer) {
-    return [self = shared_from_this(), buffer] {
-      std::lock_guard lock(self->mu_);
-      self->free_.emplace_back(buffer);
-    };
-  }
-
- private:
-  const std::uint64_t bytes_;
-  std::mutex mu_;
-  std::vector<std::unique_ptr<char[]>> free_;
-};
-
 /// Sends the header, then the chunks in order. A chunk of a host matrix refers to its bytes; a
 /// chunk of a device-resident one is copied to a host buffer while the chunk before it is being
 /// sent. Only one thread drives the stream at a time: a write that completes while the next
@@ -202,9 +170,6 @@ class DownloadReactor final : public CallReactor<grpc::ServerWriteReactor<grpc::
     chunk_ = request.chunk_bytes() == 0 ? kDefaultChunkBytes : request.chunk_bytes();
     chunk_ = std::min<std::uint64_t>(
         chunk_, svc_.limits.max_message_bytes - svc_.limits.response_overhead_bytes);
-    if (!download_->matrix.on_host()) {
-      buffers_ = std::make_shared<ChunkBuffers>(std::min(chunk_, total_));
-    }
     v1::DownloadMatrixResponse header;
     encode_stored(download_->info, header.mutable_header());
     message_ = wire::encode_message(header);
@@ -269,23 +234,23 @@ class DownloadReactor final : public CallReactor<grpc::ServerWriteReactor<grpc::
   absl::StatusOr<grpc::ByteBuffer> make_chunk(std::uint64_t offset) {
     const std::uint64_t n = std::min(chunk_, total_ - offset);
     const Matrix& m = download_->matrix;
-    if (!buffers_) {
+    if (m.on_host()) {
       return wire::encode_chunk(offset, reinterpret_cast<const char*>(m.bytes()) + offset, n,
                                 [keep = download_] {});
     }
-    std::unique_ptr<char[]> buffer = buffers_->take();
-    if (absl::Status st = svc_.ops.copy_download_range(*download_, offset, n, buffer.get());
+    const ChunkBufferPool::Buffer buffer = svc_.chunk_buffers->take(n);
+    std::function<void()> give_back = svc_.chunk_buffers->returner(buffer);
+    if (absl::Status st = svc_.ops.copy_download_range(*download_, offset, n, buffer.data);
         !st.ok()) {
+      give_back();
       return st;
     }
-    char* data = buffer.release();
-    return wire::encode_chunk(offset, data, n, buffers_->returner(data));
+    return wire::encode_chunk(offset, buffer.data, n, std::move(give_back));
   }
 
   std::shared_ptr<ops::Download> download_;
-  std::shared_ptr<ChunkBuffers> buffers_;  ///< for a device-resident matrix only
-  grpc::ByteBuffer message_;               ///< the write in flight
-  std::optional<grpc::ByteBuffer> next_;   ///< the chunk after it, when prepared
+  grpc::ByteBuffer message_;              ///< the write in flight
+  std::optional<grpc::ByteBuffer> next_;  ///< the chunk after it, when prepared
   absl::Status prepare_error_;
   std::uint64_t total_ = 0;
   std::uint64_t chunk_ = kDefaultChunkBytes;
