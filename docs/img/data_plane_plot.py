@@ -40,7 +40,7 @@ a.set_title(f"Transpose end to end {title}")
 a.legend(fontsize=8, loc="upper left")
 
 for name, style in [("raw sink", "k--"), ("UploadMatrix", "C0-o"), ("raw source", "k:"),
-                    ("DownloadMatrix", "C1-s")]:
+                    ("DownloadMatrix", "C1-s"), ("DownloadMatrix into a reused matrix", "C2-^")]:
     xs, ys = series("bulk", name)
     b.plot(xs, ys, style, label=name)
 b.set_xscale("log", base=2)
