@@ -53,8 +53,8 @@ std::optional<ChunkView> read_chunk_in_place(grpc::ByteBuffer& buffer) {
   const std::uint64_t total = buffer.Length();
   google::protobuf::io::CodedInputStream in(&reader);
   if (in.ReadTag() != kChunkTag) return std::nullopt;
-  std::uint32_t chunk_len = 0;
-  if (!in.ReadVarint32(&chunk_len)) return std::nullopt;
+  std::uint64_t chunk_len = 0;  // 64 bits: an over-long varint is refused, not truncated
+  if (!in.ReadVarint64(&chunk_len) || chunk_len > total) return std::nullopt;
   const std::uint64_t chunk_end = static_cast<std::uint64_t>(in.CurrentPosition()) + chunk_len;
   if (chunk_end != total) return std::nullopt;  // something follows the chunk
   ChunkView view;
@@ -64,8 +64,8 @@ std::optional<ChunkView> read_chunk_in_place(grpc::ByteBuffer& buffer) {
     tag = in.ReadTag();
   }
   if (tag != kDataTag) return std::nullopt;
-  std::uint32_t remaining = 0;
-  if (!in.ReadVarint32(&remaining)) return std::nullopt;
+  std::uint64_t remaining = 0;
+  if (!in.ReadVarint64(&remaining) || remaining > total) return std::nullopt;
   // The data must end the chunk: a later offset or a second data field would change its meaning.
   if (static_cast<std::uint64_t>(in.CurrentPosition()) + remaining != chunk_end) {
     return std::nullopt;
@@ -75,8 +75,8 @@ std::optional<ChunkView> read_chunk_in_place(grpc::ByteBuffer& buffer) {
     const void* data = nullptr;
     int available = 0;
     if (!in.GetDirectBufferPointer(&data, &available) || available <= 0) return std::nullopt;
-    const std::uint32_t take =
-        std::min<std::uint32_t>(remaining, static_cast<std::uint32_t>(available));
+    const std::uint64_t take =
+        std::min<std::uint64_t>(remaining, static_cast<std::uint64_t>(available));
     view.pieces.emplace_back(static_cast<const char*>(data), take);
     if (!in.Skip(static_cast<int>(take))) return std::nullopt;
     remaining -= take;
@@ -85,7 +85,7 @@ std::optional<ChunkView> read_chunk_in_place(grpc::ByteBuffer& buffer) {
 }
 
 /// The bytes of a chunk message that precede its data; returns their count.
-std::size_t chunk_prefix(std::uint64_t offset, std::size_t size, std::array<char, 32>& prefix) {
+std::size_t chunk_prefix(std::uint64_t offset, std::size_t size, std::array<char, 40>& prefix) {
   // Protobuf leaves out a zero offset and empty data; so do we, so that both write the same
   // bytes.
   const std::size_t offset_bytes = offset == 0 ? 0 : 1 + varint_size(offset);
@@ -108,7 +108,7 @@ std::size_t chunk_prefix(std::uint64_t offset, std::size_t size, std::array<char
 
 grpc::ByteBuffer encode_chunk(std::uint64_t offset, const void* data, std::size_t size,
                               std::function<void()> release) {
-  std::array<char, 32> prefix{};
+  std::array<char, 40> prefix{};
   std::array<grpc::Slice, 2> slices = {
       grpc::Slice(prefix.data(), chunk_prefix(offset, size, prefix)), grpc::Slice()};
   if (size == 0) {
@@ -121,7 +121,7 @@ grpc::ByteBuffer encode_chunk(std::uint64_t offset, const void* data, std::size_
 }
 
 grpc::ByteBuffer encode_chunk_copy(std::uint64_t offset, const void* data, std::size_t size) {
-  std::array<char, 32> prefix{};
+  std::array<char, 40> prefix{};
   const std::size_t prefix_bytes = chunk_prefix(offset, size, prefix);
   grpc::Slice slice(prefix_bytes + size);
   std::memcpy(const_cast<std::uint8_t*>(slice.begin()), prefix.data(), prefix_bytes);

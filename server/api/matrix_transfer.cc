@@ -235,8 +235,12 @@ class DownloadReactor final : public CallReactor<grpc::ServerWriteReactor<grpc::
     const std::uint64_t n = std::min(chunk_, total_ - offset);
     const Matrix& m = download_->matrix;
     if (m.on_host()) {
+      // Only the host bytes are kept, not a device copy: the slice may be let go late, on one of
+      // gRPC's threads, even after the server's engine is gone.
+      std::shared_ptr<const void> bytes =
+          m.data ? std::shared_ptr<const void>(m.data) : std::shared_ptr<const void>(m.view);
       return wire::encode_chunk(offset, reinterpret_cast<const char*>(m.bytes()) + offset, n,
-                                [keep = download_] {});
+                                [keep = std::move(bytes)] {});
     }
     const ChunkBufferPool::Buffer buffer = svc_.chunk_buffers->take(n);
     std::function<void()> give_back = svc_.chunk_buffers->returner(buffer);

@@ -54,6 +54,12 @@ absl::StatusOr<std::unique_ptr<UploadSession>> UploadSession::begin(const Upload
 }
 
 absl::Status UploadSession::write(std::uint64_t offset, std::uint64_t size, BytePieces pieces) {
+  std::uint64_t in_pieces = 0;
+  for (std::span<const char> piece : pieces) in_pieces += piece.size();
+  if (in_pieces != size) {  // the sinks copy `size` bytes from the pieces: never past them
+    return absl::InternalError(
+        absl::StrCat("chunk of ", size, " bytes came in pieces of ", in_pieces, " bytes"));
+  }
   const std::uint64_t total = desc_.bytes();
   if (offset > total || size > total - offset) {
     return absl::InvalidArgumentError(absl::StrCat("chunk.offset = ", offset, " with ", size,
