@@ -44,7 +44,8 @@ ABSL_FLAG(uint64_t, max_request_device_bytes, 0,
 ABSL_FLAG(int64_t, max_request_seconds, 3600,
           "Bound of every request that carries no deadline (0: none)");
 ABSL_FLAG(int64_t, upload_idle_seconds, 30,
-          "An upload stream with no message for this long is aborted and its quota freed");
+          "An upload stream with no message for this long is aborted and its quota freed; a "
+          "download whose client reads nothing for this long is cancelled");
 // docs/graphs.md, docs/jobs.md
 ABSL_FLAG(std::string, data_dir, "",
           "Directory for the graph store's write-ahead log and snapshots and for job records "

@@ -143,14 +143,16 @@ class UploadReactor final : public CallReactor<grpc::ServerReadReactor<grpc::Byt
 
 /// Sends the header, then the chunks in order. A chunk of a host matrix refers to its bytes; a
 /// chunk of a device-resident one is copied to a host buffer while the chunk before it is being
-/// sent. Only one thread drives the stream at a time: a write that completes while the next
-/// chunk is being prepared is handled by the preparing thread when it is done (so the call
-/// never finishes, and the reactor is never deleted, under a thread still using it).
+/// sent. One thread at a time drives the stream (busy_): a write that completes while the next
+/// chunk is being prepared is handed to the preparing thread, so the call never finishes, and
+/// the reactor is never deleted, under a thread still using it. A client that reads nothing for
+/// the stream idle period (--upload-idle-seconds) has its call cancelled, which lets go of the
+/// matrix even when the client set no deadline.
 class DownloadReactor final : public CallReactor<grpc::ServerWriteReactor<grpc::ByteBuffer>> {
  public:
-  DownloadReactor(ServiceContext& svc, const grpc::CallbackServerContext& ctx,
+  DownloadReactor(ServiceContext& svc, grpc::CallbackServerContext& ctx,
                   const grpc::ByteBuffer* raw_request)
-      : CallReactor(svc, "DownloadMatrix", ctx) {
+      : CallReactor(svc, "DownloadMatrix", ctx), ctx_(ctx) {
     received_bytes_ = raw_request->Length();
     if (!accept()) return;
     v1::DownloadMatrixRequest request;
@@ -173,27 +175,38 @@ class DownloadReactor final : public CallReactor<grpc::ServerWriteReactor<grpc::
     v1::DownloadMatrixResponse header;
     encode_stored(download_->info, header.mutable_header());
     message_ = wire::encode_message(header);
+    busy_ = true;  // this thread drives first
+    idle_ = svc_.upload_watch->watch([this] { return on_idle(); });
     drive(/*write_ok=*/true, /*first=*/true);
   }
 
   void OnWriteDone(bool ok) override {
+    if (idle_) idle_->touch();
     {
       std::lock_guard lock(mu_);
-      if (preparing_) {  // the preparing thread carries on from here when it is done
+      if (expired_) return;  // on_idle() finished the call
+      if (busy_) {           // the preparing thread carries on from here when it is done
         write_done_ = ok;
         return;
       }
+      busy_ = true;
     }
     drive(ok, /*first=*/false);
   }
 
+  void OnDone() override {
+    if (idle_) idle_->close();  // waits for an on_idle() in progress
+    CallReactor::OnDone();
+  }
+
  private:
-  /// Called with no write in flight: starts the next one and prepares the chunk after it, for
-  /// as long as writes keep completing during the preparation.
+  /// Runs with busy_ set and no write in flight: starts the next write and prepares the chunk
+  /// after it, for as long as writes keep completing during the preparation.
   void drive(bool write_ok, bool first) {
     for (;;) {
-      if (!write_ok)
+      if (!write_ok) {
         return finish_call(absl::CancelledError("client went away during the download"));
+      }
       if (!first) {
         if (!prepare_error_.ok()) return finish_call(prepare_error_);
         if (sent_ >= total_) return finish_call(absl::OkStatus());
@@ -207,26 +220,42 @@ class DownloadReactor final : public CallReactor<grpc::ServerWriteReactor<grpc::
         sent_ += std::min(chunk_, total_ - sent_);
       }
       first = false;
-      const bool more = sent_ < total_;
-      if (more) {
-        std::lock_guard lock(mu_);
-        preparing_ = true;
-      }
       sent_bytes_ += message_.Length();
       StartWrite(&message_);
-      if (!more) return;
-      absl::StatusOr<grpc::ByteBuffer> chunk = make_chunk(sent_);  // overlaps the write
-      if (chunk.ok()) {
-        next_ = *std::move(chunk);
-      } else {
-        prepare_error_ = chunk.status();
+      if (sent_ < total_) {
+        absl::StatusOr<grpc::ByteBuffer> chunk = make_chunk(sent_);  // overlaps the write
+        if (chunk.ok()) {
+          next_ = *std::move(chunk);
+        } else {
+          prepare_error_ = chunk.status();
+        }
       }
       std::lock_guard lock(mu_);
-      preparing_ = false;
-      if (!write_done_) return;  // OnWriteDone will drive
+      if (!write_done_) {  // OnWriteDone (or on_idle) takes over
+        busy_ = false;
+        return;
+      }
       write_ok = *write_done_;
       write_done_.reset();
     }
+  }
+
+  /// On the idle watch's thread, when no write completed for the idle period. False while a
+  /// thread is driving the stream (it is not idle then).
+  bool on_idle() {
+    {
+      std::lock_guard lock(mu_);
+      if (busy_ || expired_) return false;
+      expired_ = true;
+    }
+    // The write in flight waits on a client that reads nothing: cancelling the call completes
+    // it, so that the call can end and let go of the matrix.
+    ctx_.TryCancel();
+    finish_call(absl::DeadlineExceededError(absl::StrCat(
+        "download idle: the client read nothing for ",
+        absl::FormatDuration(svc_.upload_watch->idle()),
+        " (--upload-idle-seconds, the bound of both matrix streams); the download was cancelled")));
+    return true;
   }
 
   /// The chunk at `offset`. gRPC may hold it past its write, so the slice keeps what it refers
@@ -259,9 +288,12 @@ class DownloadReactor final : public CallReactor<grpc::ServerWriteReactor<grpc::
   std::uint64_t total_ = 0;
   std::uint64_t chunk_ = kDefaultChunkBytes;
   std::uint64_t sent_ = 0;  ///< bytes of the matrix handed to gRPC
+  grpc::CallbackServerContext& ctx_;
+  std::shared_ptr<IdleWatch::Registration> idle_;
   std::mutex mu_;
-  bool preparing_ = false;          ///< a thread is preparing the next chunk
-  std::optional<bool> write_done_;  ///< a write completed while it was (its ok)
+  bool busy_ = false;               ///< a thread is driving the stream
+  bool expired_ = false;            ///< on_idle() finished the call
+  std::optional<bool> write_done_;  ///< a write completed while busy_ (its ok)
 };
 
 }  // namespace

@@ -271,6 +271,53 @@ TEST(ServiceUploads, IdleUploadIsAbortedAndItsQuotaFreed) {
   EXPECT_TRUE(is_ok(slow->Finish()));
 }
 
+TEST(ServiceDownloads, AClientThatStopsReadingIsCancelledAfterTheIdlePeriod) {
+  ServerOptions o = test_options();
+  o.limits.upload_idle_time = absl::Milliseconds(500);
+  auto ts = start_server(o);
+  ASSERT_NE(ts, nullptr);
+  // 128 MiB: far more than gRPC buffers for a client that does not read, so the server's
+  // writes stop completing.
+  const std::int64_t rows = 16384, cols = 2048;
+  const v1::Matrix big = make_matrix<float>(rows, cols, std::vector<float>(rows * cols, 3.0f));
+  std::string id;
+  ASSERT_TRUE(is_ok(upload(*ts->stub, big, &id)));
+  auto start_download = [&](grpc::ClientContext& ctx) {
+    deadline(ctx, 60);  // far beyond the idle period: the idle bound is what ends it
+    v1::DownloadMatrixRequest req;
+    req.mutable_ref()->set_id(id);
+    req.set_chunk_bytes(4u << 20);
+    return ts->stub->DownloadMatrix(&ctx, req);
+  };
+  {
+    grpc::ClientContext ctx;
+    auto stalled = start_download(ctx);
+    v1::DownloadMatrixResponse part;
+    ASSERT_TRUE(stalled->Read(&part));  // the header, then nothing read for a while
+    ASSERT_TRUE(part.has_header());
+    std::this_thread::sleep_for(std::chrono::milliseconds(2000));
+    std::uint64_t received = 0;
+    while (stalled->Read(&part)) received += part.chunk().data().size();
+    const grpc::Status st = stalled->Finish();
+    EXPECT_FALSE(st.ok()) << "the download of a client that read nothing for 2 s went on";
+    EXPECT_TRUE(st.error_code() == grpc::CANCELLED || st.error_code() == grpc::DEADLINE_EXCEEDED)
+        << st.error_code() << " " << st.error_message();
+    EXPECT_LT(received, big.data().size());
+  }
+  // A client that keeps reading, slowly, is not idle, even past the period.
+  grpc::ClientContext ctx;
+  auto slow = start_download(ctx);
+  v1::DownloadMatrixResponse part;
+  std::uint64_t received = 0;
+  int parts = 0;
+  while (slow->Read(&part)) {
+    received += part.chunk().data().size();
+    if (++parts % 8 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  }
+  EXPECT_TRUE(is_ok(slow->Finish()));
+  EXPECT_EQ(received, big.data().size());
+}
+
 TEST(ServiceUploads, ChunksOutOfOrderStillAssembleTheMatrix) {
   // The host sink grows with the chunks: the last chunk first must still land in place.
   auto ts = start_server();
