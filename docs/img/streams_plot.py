@@ -26,7 +26,7 @@ for col, (ax, backend) in enumerate(zip(axes, ["CUDA backend", "CPU backend"])):
             ax.plot(xs, ys, "--", color=color, marker="x", label=f"{name}, before")
         for run, paths in enumerate(after):
             xs, ys = ratios(paths[col], name)
-            ax.plot(xs, ys, "-", color=color, marker="o", alpha=1.0 - 0.35 * run,
+            ax.plot(xs, ys, "-", color=color, marker="o", alpha=max(0.3, 1.0 - 0.2 * run),
                     label=f"{name}, after (run {run + 1})")
     ax.axhline(0.9, color="gray", ls=":", lw=1)
     ax.text(16, 0.92, "goal 0.9x", fontsize=8, color="gray")
