@@ -48,10 +48,6 @@ class UploadSession {
   /// Bytes [offset, offset + size) of the matrix, in pieces whose sizes add up to `size`.
   /// INVALID_ARGUMENT past the end or over data already received.
   absl::Status write(std::uint64_t offset, std::uint64_t size, BytePieces pieces);
-  absl::Status write(std::uint64_t offset, const char* data, std::uint64_t size) {
-    const std::span<const char> whole(data, size);
-    return write(offset, size, BytePieces(&whole, 1));
-  }
 
   /// Stores the matrix once every byte arrived (INVALID_ARGUMENT naming the first gap).
   absl::StatusOr<StoredMatrixInfo> finish();
