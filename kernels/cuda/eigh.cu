@@ -1,15 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 // cuda::eigh: symmetric eigendecomposition on the GPU.
 //
-// n <= kEighJacobiMaxN: parallel cyclic Jacobi, every matrix of a launch in the shared memory of
-// its own thread group, all sweeps in one kernel (detail/eigh_kernels.cuh), launched in chunks
-// of the batch with a cancellation check between them. f32 computes in float, f64 in double;
-// the rotations of a sweep run until one sweep rotates nothing, at most kMaxSweeps.
+// n <= kEighJacobiMaxN: parallel cyclic Jacobi in registers, every matrix of a launch held by
+// its own group of lanes, all sweeps in one kernel (detail/eigh_kernels.cuh: one-sided Jacobi
+// on the matrix scaled and shifted to be positive definite), launched in chunks of the batch
+// with a cancellation check between them. f32 computes in float, f64 in double; the rotations
+// run until one sweep rotates nothing, at most kMaxSweeps.
 //
 // Larger n: cusolverDnXsyevd (divide and conquer) on one matrix at a time. A row-major matrix
 // whose lower triangle is read is the column-major matrix whose upper triangle is, so each
 // matrix is copied into the workspace (syevd overwrites its input with the vectors) and solved
-// with CUBLAS_FILL_MODE_UPPER; the column-major vectors are then transposed into row-major V.
+// with CUBLAS_FILL_MODE_UPPER; the eigenvalues are put in ascending order (syevd can leave equal
+// neighbours an ulp out of order) and the column-major vectors transposed into row-major V in
+// that order.
 #include <algorithm>
 #include <cstdint>
 #include <limits>
@@ -23,7 +26,6 @@
 #include "detail/workspace_carver.hpp"
 #include "gcompute/kernels/cuda/check.hpp"
 #include "gcompute/kernels/cuda/eigh.hpp"
-#include "gcompute/kernels/cuda/transpose.hpp"
 
 namespace gcompute::kernels::cuda {
 namespace {
@@ -42,11 +44,14 @@ bool uses_jacobi(const EighShape& s) {
 }
 
 /// The syevd driver's workspace: per-matrix info words, the working copy of one matrix (syevd
-/// overwrites its input with the vectors), then cuSOLVER's device workspace.
+/// overwrites its input with the vectors), its eigenvalues and their order, then cuSOLVER's
+/// device workspace.
 template <typename T>
 struct SyevdBuffers {
   int* info = nullptr;
   T* copy = nullptr;
+  T* values = nullptr;  ///< syevd's eigenvalues, before ascending_order_kernel
+  int* perm = nullptr;  ///< their ascending order
   void* work = nullptr;
   std::size_t work_bytes = 0;
   std::size_t host_bytes = 0;  ///< cuSOLVER's host workspace (usually none)
@@ -70,6 +75,8 @@ absl::StatusOr<SyevdBuffers<T>> carve_syevd(const Context& ctx, cusolverDnParams
       CUBLAS_FILL_MODE_UPPER, s.n, type, a, s.n, type, w, type, &b.work_bytes, &b.host_bytes));
   b.info = c.take<int>(s.batch);
   b.copy = c.take<T>(s.n * s.n);
+  b.values = c.take<T>(s.n);
+  b.perm = c.take<int>(s.n);
   b.work = c.take<char>(static_cast<std::int64_t>(std::max<std::size_t>(b.work_bytes, 1)));
   return b;
 }
@@ -109,18 +116,21 @@ absl::StatusOr<EighInfo> run_jacobi(const Context& ctx, const T* a, T* w, T* v, 
     const T* ac = a + c0 * s.n * s.n;
     T* wc = w + c0 * s.n;
     T* vc = s.compute_vectors ? v + c0 * s.n * s.n : nullptr;
-    if (n <= 16) {
-      constexpr int kPer = detail::EighJacobiGeometry<16>::kPerBlock;
-      detail::eigh_jacobi_kernel<T, 16>
-          <<<static_cast<unsigned>((cn + kPer - 1) / kPer), detail::kEighBlockThreads, 0, st>>>(
-              ac, wc, vc, n, cn, s.compute_vectors, kMaxSweeps, converged);
+    // A group of P lanes per matrix, 32 / P matrices a warp (detail/eigh_kernels.cuh).
+    const int lanes = n <= 8 ? 8 : (n <= 16 ? 16 : 32);
+    const std::int64_t per_block = detail::kEighWarpThreads / lanes;
+    const unsigned grid = static_cast<unsigned>((cn + per_block - 1) / per_block);
+    if (lanes == 8) {
+      detail::warp_eigh_kernel<T, 8><<<grid, detail::kEighWarpThreads, 0, st>>>(
+          ac, wc, vc, n, cn, s.compute_vectors, kMaxSweeps, converged);
+    } else if (lanes == 16) {
+      detail::warp_eigh_kernel<T, 16><<<grid, detail::kEighWarpThreads, 0, st>>>(
+          ac, wc, vc, n, cn, s.compute_vectors, kMaxSweeps, converged);
     } else {
-      constexpr int kPer = detail::EighJacobiGeometry<32>::kPerBlock;
-      detail::eigh_jacobi_kernel<T, 32>
-          <<<static_cast<unsigned>((cn + kPer - 1) / kPer), detail::kEighBlockThreads, 0, st>>>(
-              ac, wc, vc, n, cn, s.compute_vectors, kMaxSweeps, converged);
+      detail::warp_eigh_kernel<T, 32><<<grid, detail::kEighWarpThreads, 0, st>>>(
+          ac, wc, vc, n, cn, s.compute_vectors, kMaxSweeps, converged);
     }
-    GC_CUDA_CHECK_LAUNCH("eigh_jacobi_kernel");
+    GC_CUDA_CHECK_LAUNCH("warp_eigh_kernel");
     if (c0 + cn < s.batch) {
       const absl::StatusOr<bool> stopping = pacer.stop_after_step();
       if (!stopping.ok()) return stopping.status();
@@ -165,12 +175,21 @@ absl::StatusOr<EighInfo> run_syevd(const Context& ctx, const T* a, T* w, T* v, c
     GC_CUDA_TRY(cudaMemcpyAsync(l.copy, a + b * nn, static_cast<std::size_t>(nn) * sizeof(T),
                                 cudaMemcpyDeviceToDevice, st));
     GC_CUSOLVER_TRY(cusolverDnXsyevd(ctx.cusolver, params.value(), jobz, CUBLAS_FILL_MODE_UPPER, n,
-                                     type, l.copy, n, type, w + b * n, type, l.work, l.work_bytes,
+                                     type, l.copy, n, type, l.values, type, l.work, l.work_bytes,
                                      host_work.empty() ? nullptr : host_work.data(), l.host_bytes,
                                      l.info + b));
+    detail::ascending_order_kernel<T>
+        <<<1, detail::kOrderThreads, 0, st>>>(l.values, static_cast<int>(n), l.perm, w + b * n);
+    GC_CUDA_CHECK_LAUNCH("ascending_order_kernel");
     if (s.compute_vectors) {
-      // Column-major Z (vectors as columns) read as row-major is Z^T: its transpose is V.
-      GC_RETURN_IF_ERROR(transpose(ctx, l.copy, v + b * nn, TransposeShape{1, n, n, sizeof(T)}));
+      // Column-major Z (vectors as columns) read as row-major is Z^T: V is its transpose, with
+      // the columns in the eigenvalues' order.
+      const unsigned tiles =
+          static_cast<unsigned>((n + detail::kGatherTile - 1) / detail::kGatherTile);
+      detail::gather_transpose_kernel<T>
+          <<<dim3(tiles, tiles), dim3(detail::kGatherTile, detail::kGatherRows), 0, st>>>(
+              l.copy, l.perm, static_cast<int>(n), v + b * nn);
+      GC_CUDA_CHECK_LAUNCH("gather_transpose_kernel");
     }
     if (b + 1 < s.batch) {
       const absl::StatusOr<bool> stopping = pacer.stop_after_step();

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The angle of a Jacobi rotation, shared by the one-sided SVD and the two-sided eigensolver.
+// The angle of a Jacobi rotation, shared by the one-sided SVD drivers and the eigensolver.
 #pragma once
 
 #include <cuda_runtime.h>

@@ -77,6 +77,35 @@ __device__ inline bool jacobi_rotation(T alpha, T beta, T gamma, T tol, T neglig
   return true;
 }
 
+/// jacobi_rotation's rotation for the columns of a scaled, well-conditioned matrix (squares
+/// neither overflow nor underflow, no column is negligible: the eigensolver's shifted matrices)
+/// from one square root, one reciprocal square root and one division instead of four divisions
+/// and four square roots: they dominate a round in double precision. With d = (beta - alpha) / 2,
+/// h = sqrt(d^2 + gamma^2) and rho = 1 / sqrt(2 h (|d| + h)), Rutishauser's t = sign(d) gamma /
+/// (|d| + h) gives c = 1 / sqrt(1 + t^2) = (|d| + h) rho, s = c t = sign(d) gamma rho,
+/// c - 1 = -s^2 / (1 + c), and the change of the squared norms t gamma = sign(d) 2 h s^2
+/// (alpha' = alpha - t gamma, beta' = beta + t gamma), returned as *norm_change.
+template <typename T>
+__device__ inline bool jacobi_rotation_scaled(T alpha, T beta, T gamma, T tol, T* cm1, T* s,
+                                              T* norm_change) {
+  if (!(gamma * gamma > tol * tol * alpha * beta)) {
+    *cm1 = T(0);
+    *s = T(0);
+    *norm_change = T(0);
+    return false;
+  }
+  const T d = T(0.5) * (beta - alpha);
+  const T h = sqrt(fma(d, d, gamma * gamma));
+  const T dh = fabs(d) + h;
+  const T rho = rsqrt(T(2) * h * dh);
+  const T sin = (d >= T(0) ? gamma : -gamma) * rho;
+  const T c = dh * rho;
+  *cm1 = -(sin * sin) / (T(1) + c);
+  *s = sin;
+  *norm_change = (d >= T(0) ? T(2) : T(-2)) * h * (sin * sin);
+  return true;
+}
+
 /// (x, y) <- (c x - s y, s x + c y) with c = 1 + cm1, as x + (cm1 x - s y): exact identity for
 /// cm1 = s = 0, and no systematic growth of the norm (see jacobi_rotation).
 template <typename T>
@@ -304,11 +333,99 @@ __device__ inline int round_robin_partner(int r, int l) {
   return (2 * r - l + 2 * kRing) % kRing;
 }
 
-/// W (m x n, column-major, ld m; m <= P) and V (n x n) of matrices [0, count) are orthogonalised:
-/// lane l of a group holds column l of W and of V in registers (zero for l >= n; rows >= m or
-/// >= n zero). A round pairs every lane with its round-robin partner; the partner's column comes
-/// over shuffles, both lanes of a pair compute the same Gram entries in the same order (so the same
-/// rotation) and each keeps its own rotated column. V starts as the identity (not read).
+/// The sweeps of the register-resident one-sided Jacobi on one P-lane group's matrix: lane l holds
+/// column l in x and, when kWithV, column l of V in vc (vc is not touched otherwise). A round
+/// pairs every lane with its round-robin partner; the partner's column comes over shuffles, both
+/// lanes of a pair compute the same Gram entries in the same order (so the same rotation) and each
+/// keeps its own rotated column. Every lane of the warp calls this (the loop votes warp-wide);
+/// `active` is false in a group without a matrix. Returns the sweeps the group's matrix took,
+/// the last one rotating nothing; *converged is false when it still rotated at max_sweeps.
+///
+/// kTrackNorms (for scaled, well-conditioned matrices: the eigensolver's shifted ones) halves the
+/// arithmetic of a round: each lane keeps its squared norm, updated by the rotation
+/// (alpha' = alpha - t gamma, beta' = beta + t gamma) and recomputed at the start of every sweep,
+/// so that a round computes only the dot product, with the partner's norm coming as one more
+/// shuffle; the angle comes from jacobi_rotation_scaled; and the rotation is applied as
+/// fma(s, y, fma(c - 1, x, x)), two correctly rounded operations (c x rounded from the exact
+/// c - 1, so still without the upward bias of rounding c to 1), instead of three.
+template <typename T, int P, bool kWithV, bool kTrackNorms = false>
+__device__ inline int warp_jacobi_sweeps(T (&x)[P], T (&vc)[P], bool active, T tol, int max_sweeps,
+                                         bool* converged) {
+  const int lane = threadIdx.x & 31;
+  const int l = lane & (P - 1);
+  const int group = lane / P;
+  const unsigned group_mask = (P == 32 ? 0xffffffffu : ((1u << P) - 1u)) << (group * P);
+  int sweeps = 0;
+  bool done = !active;
+  for (int it = 0; it < max_sweeps && __any_sync(0xffffffffu, !done); ++it) {
+    bool rotated = false;
+    T norm = T(0);  // this lane's squared norm (kTrackNorms)
+    if constexpr (kTrackNorms) {
+#pragma unroll
+      for (int k = 0; k < P; ++k) norm = fma(x[k], x[k], norm);
+    }
+    for (int r = 0; r < P - 1; ++r) {
+      const int partner = round_robin_partner<P>(r, l);
+      const bool first = l < partner;  // plays i of the pair (i, j), i < j
+      T y[P];
+      T aa = T(0), bb = T(0), ab = T(0);
+      if constexpr (kTrackNorms) {
+        aa = norm;
+        bb = __shfl_sync(0xffffffffu, norm, partner, P);
+#pragma unroll
+        for (int k = 0; k < P; ++k) {
+          y[k] = __shfl_sync(0xffffffffu, x[k], partner, P);
+          ab = fma(x[k], y[k], ab);
+        }
+      } else {
+#pragma unroll
+        for (int k = 0; k < P; ++k) {
+          y[k] = __shfl_sync(0xffffffffu, x[k], partner, P);
+          aa = fma(x[k], x[k], aa);
+          bb = fma(y[k], y[k], bb);
+          ab = fma(x[k], y[k], ab);
+        }
+      }
+      // (alpha, beta) = norms of (i, j): the same numbers in both lanes of the pair.
+      const T alpha = first ? aa : bb;
+      const T beta = first ? bb : aa;
+      T cm1, s, norm_change;
+      if constexpr (kTrackNorms) {
+        rotated |= jacobi_rotation_scaled(alpha, beta, ab, tol, &cm1, &s, &norm_change);
+      } else {
+        rotated |= jacobi_rotation(alpha, beta, ab, tol, SvdLimits<T>::kNegligible, &cm1, &s);
+      }
+      // i: x' = x + (cm1 x - s y); j: x' = x + (cm1 x + s y) (its partner is i).
+      const T sm = first ? -s : s;
+      if constexpr (kTrackNorms) {
+        norm = first ? norm - norm_change : norm + norm_change;
+#pragma unroll
+        for (int k = 0; k < P; ++k) x[k] = fma(sm, y[k], fma(cm1, x[k], x[k]));
+      } else {
+#pragma unroll
+        for (int k = 0; k < P; ++k) x[k] = x[k] + fma(cm1, x[k], sm * y[k]);
+      }
+      if constexpr (kWithV) {
+#pragma unroll
+        for (int k = 0; k < P; ++k) {
+          const T vy = __shfl_sync(0xffffffffu, vc[k], partner, P);
+          vc[k] = vc[k] + fma(cm1, vc[k], sm * vy);
+        }
+      }
+    }
+    const unsigned any = __ballot_sync(0xffffffffu, rotated) & group_mask;
+    if (!done) {
+      ++sweeps;
+      done = any == 0;
+    }
+  }
+  *converged = done;
+  return sweeps;
+}
+
+/// W (m x n, column-major, ld m; m <= P) and V (n x n) of matrices [0, count) are orthogonalised
+/// by warp_jacobi_sweeps: lane l of a group holds column l of W and of V in registers (zero for
+/// l >= n; rows >= m or >= n zero). V starts as the identity (not read).
 template <typename T, int P>
 __global__ void __launch_bounds__(128)
     warp_jacobi_kernel(T* __restrict__ w, T* __restrict__ v, int m, int n, std::int64_t count,
@@ -334,46 +451,10 @@ __global__ void __launch_bounds__(128)
 #pragma unroll
   for (int k = 0; k < P; ++k) vc[k] = (with_v && k == l && l < n) ? T(1) : T(0);
 
-  const unsigned group_mask = (P == 32 ? 0xffffffffu : ((1u << P) - 1u)) << (group * P);
-  int sweeps = 0;
-  bool done = !active;
-  for (int it = 0; it < max_sweeps && __any_sync(0xffffffffu, !done); ++it) {
-    bool rotated = false;
-    for (int r = 0; r < P - 1; ++r) {
-      const int partner = round_robin_partner<P>(r, l);
-      const bool first = l < partner;  // plays i of the pair (i, j), i < j
-      T y[P];
-      T aa = T(0), bb = T(0), ab = T(0);
-#pragma unroll
-      for (int k = 0; k < P; ++k) {
-        y[k] = __shfl_sync(0xffffffffu, x[k], partner, P);
-        aa = fma(x[k], x[k], aa);
-        bb = fma(y[k], y[k], bb);
-        ab = fma(x[k], y[k], ab);
-      }
-      // (alpha, beta) = norms of (i, j): the same numbers in both lanes of the pair.
-      const T alpha = first ? aa : bb;
-      const T beta = first ? bb : aa;
-      T cm1, s;
-      rotated |= jacobi_rotation(alpha, beta, ab, tol, SvdLimits<T>::kNegligible, &cm1, &s);
-      // i: x' = x + (cm1 x - s y); j: x' = x + (cm1 x + s y) (its partner is i).
-      const T sm = first ? -s : s;
-#pragma unroll
-      for (int k = 0; k < P; ++k) x[k] = x[k] + fma(cm1, x[k], sm * y[k]);
-      if (with_v) {
-#pragma unroll
-        for (int k = 0; k < P; ++k) {
-          const T vy = __shfl_sync(0xffffffffu, vc[k], partner, P);
-          vc[k] = vc[k] + fma(cm1, vc[k], sm * vy);
-        }
-      }
-    }
-    const unsigned any = __ballot_sync(0xffffffffu, rotated) & group_mask;
-    if (!done) {
-      ++sweeps;
-      done = any == 0;
-    }
-  }
+  bool done = false;
+  const int sweeps = with_v
+                         ? warp_jacobi_sweeps<T, P, true>(x, vc, active, tol, max_sweeps, &done)
+                         : warp_jacobi_sweeps<T, P, false>(x, vc, active, tol, max_sweeps, &done);
   // One atomic pair per warp: the largest sweep count, and whether every matrix converged.
   const int warp_sweeps = __reduce_max_sync(0xffffffffu, active ? sweeps : 0);
   const bool warp_unconverged = __any_sync(0xffffffffu, active && !done);

@@ -2,8 +2,8 @@
 // cuda::eigh against LAPACK's dsyev (QR iteration, in double: a different driver from the
 // CPU backend's syevd and from both GPU paths) on fresh random symmetric inputs, plus the
 // residual |A V - V diag(w)|_F / |A|_F and |V^T V - I|_F, computed on the host in double.
-// Bounds, with c = 20 (measured on a host emulation of the Jacobi kernel: at most about 1.1 n
-// eps for every quantity, n <= 32; LAPACK-style solvers stay well below n eps):
+// Bounds, with c = 20 (the batched Jacobi kernel's eigenvalues are accurate to about
+// eps |A|_inf <= sqrt(n) eps |A|_2; LAPACK-style solvers stay well below n eps):
 //   |w_k - w_ref_k| <= c n eps |A|_2,   residual <= c n eps,   orthogonality <= c n eps.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
@@ -256,6 +256,36 @@ TEST_F(CudaEighTest, RepeatedEigenvalues) {
     const std::vector<double> a = testing::matrix_with_eigenvalues(rng, lambda);
     run_and_check<float>(1, n, a, true);
     run_and_check<double>(1, n, a, true);
+  }
+}
+
+TEST_F(CudaEighTest, SpectraOfEitherSignAndEveryScale) {
+  GC_REQUIRE_GPU();
+  GC_SEEDED_RNG(rng);
+  // The batched kernel scales each matrix by a power of two and shifts it to positive definite:
+  // negative definite and rank-one negative matrices, and entries near the ends of each
+  // type's exponent range (whose squares a plain Gram product would overflow or flush).
+  for (const std::int64_t n : {4, 16, 29}) {
+    SCOPED_TRACE(::testing::Message() << "n = " << n);
+    const std::vector<double> minus_ones(static_cast<std::size_t>(n * n), -1.0);
+    run_and_check<float>(1, n, minus_ones, true);
+    run_and_check<double>(1, n, minus_ones, true);
+    std::vector<double> lambda(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i) lambda[i] = -1.0 - static_cast<double>(i);
+    const std::vector<double> negative = testing::matrix_with_eigenvalues(rng, lambda);
+    run_and_check<float>(1, n, negative, true);
+    run_and_check<double>(1, n, negative, true);
+    const std::vector<double> base = random_symmetric(rng, n);
+    for (const double scale : {1e30, 1e-30}) {
+      std::vector<double> scaled(base);
+      for (double& x : scaled) x *= scale;
+      run_and_check<float>(1, n, scaled, true);
+    }
+    for (const double scale : {1e150, 1e-150}) {
+      std::vector<double> scaled(base);
+      for (double& x : scaled) x *= scale;
+      run_and_check<double>(1, n, scaled, true);
+    }
   }
 }
 

@@ -24,8 +24,8 @@ absl::StatusOr<std::size_t> eigh_workspace_bytes(const Context& ctx, const EighS
 /// w ascending, V row-major with the eigenvectors as columns; only the lower triangle of each
 /// matrix is read. a, w, v and workspace are device pointers; `a` is not modified; nothing on
 /// the device is allocated. The input is not checked for symmetry or finiteness (callers run
-/// check_symmetric and the finiteness scan first). n <= kEighJacobiMaxN: a cyclic Jacobi kernel,
-/// one group of threads per matrix in shared memory; larger n: cusolverDnXsyevd per matrix
+/// check_symmetric and the finiteness scan first). n <= kEighJacobiMaxN: a parallel Jacobi kernel,
+/// one group of lanes per matrix in registers; larger n: cusolverDnXsyevd per matrix
 /// (needs ctx.cusolver). `stop` is polled between launches and matrices. Has finished when it
 /// returns. INVALID_ARGUMENT for an invalid shape, a null pointer, or a workspace smaller than
 /// eigh_workspace_bytes(ctx, shape). converged is false when a Jacobi matrix was still rotating
