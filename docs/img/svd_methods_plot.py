@@ -28,7 +28,7 @@ axes[0].legend(fontsize=8)
 save(fig, os.path.join(here, "svd_methods_h200.png"), dpi=110)
 
 rows = read_rows(os.path.join(here, "eigh_h200.csv"))
-fig, ax = plt.subplots(figsize=(6, 4))
+fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4))
 for dtype, color in (("f32", "tab:blue"), ("f64", "tab:red")):
     sel = [r for r in rows if r["what"] == "square" and r["dtype"] == dtype]
     n = [int(r["n"]) for r in sel]
@@ -37,6 +37,21 @@ for dtype, color in (("f32", "tab:blue"), ("f64", "tab:red")):
     j = [r for r in sel if r["syevj_ms"] != "nan"]
     ax.plot([int(r["n"]) for r in j], [float(r["syevj_ms"]) for r in j], "^:", color=color,
             label=f"syevj {dtype}")
-time_axes(ax, "n (vectors)", "Eigh, H200")
+time_axes(ax, "n (vectors)", "Eigh, one matrix, H200")
 ax.legend(fontsize=8)
+# Batches of small matrices: ours against syevjBatched, one pair of bars per case.
+batched = [r for r in rows if r["what"] == "batched"]
+labels = [f"{r['dtype']} {r['batch']}×{r['n']}²" for r in batched]
+x = range(len(batched))
+bx.bar([i - 0.2 for i in x], [float(r["ours_ms"]) for r in batched], 0.4, color="tab:green",
+       label="ours (register Jacobi)")
+bx.bar([i + 0.2 for i in x], [float(r["ref_ms"]) for r in batched], 0.4, color="tab:gray",
+       label="syevjBatched")
+for i, r in zip(x, batched):
+    bx.text(i, float(r["ref_ms"]), f"{float(r['ref_over_ours']):.1f}×", ha="center", va="bottom",
+            fontsize=9)
+bx.set_xticks(list(x), labels, fontsize=8)
+bx.set_ylabel("ms")
+bx.set_title("Eigh, batched, H200 (labels: syevjBatched / ours)")
+bx.legend(fontsize=8)
 save(fig, os.path.join(here, "eigh_h200.png"), dpi=110)
