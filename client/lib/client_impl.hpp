@@ -133,7 +133,10 @@ struct Client::Impl {
         SharedMemoryUse use;
         if (shared) use = {&shared_memory, index, options.shared_memory_min_bytes};
         TransferTarget transfer = transfer_on(replica, scope);
-        OperandStager stager(transfer, effective_inline_limit(options), use);
+        // The calls that may use shared memory are the ones whose results come back in
+        // their response.
+        OperandStager stager(transfer, effective_inline_limit(options), use,
+                             /*stream_results=*/use_shared_memory);
         Request request;
         fill(stager, request);
         if (absl::Status s = stager.place(); !s.ok()) return s;

@@ -102,7 +102,9 @@ absl::Status OperandStager::place() {
   });
   for (Slot* s : host) {
     const HostMatrix& m = *s->operand->matrix();
-    if (inline_bytes > inline_limit_bytes_) {
+    // A matrix whose bytes do not match its shape goes inline, for the server to name.
+    const bool streamable = m.data.size() == m.expected_bytes();
+    if (inline_bytes > inline_limit_bytes_ || (streamable && m.data.size() > target_.chunk_bytes)) {
       absl::StatusOr<StoredMatrix> stored = upload_in_chunks(target_, m, 0);
       if (!stored.ok()) return stored.status();
       uploaded_.push_back(stored->ref);
@@ -115,6 +117,10 @@ absl::Status OperandStager::place() {
     } else {
       to_proto(m, s->as_matrix());
     }
+  }
+  if (stream_results_ && output_ != nullptr && output_bytes_ > target_.chunk_bytes &&
+      output_->placement() == pb::OutputOptions::PLACEMENT_AUTO) {
+    output_->set_placement(pb::OutputOptions::PLACEMENT_STORED);
   }
   return absl::OkStatus();
 }

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Places the operands of one request on one replica: in shared memory when the replica runs on
-// this host and the operands are large enough to gain from it; else inline, or, when the
-// inline bytes would exceed the limit, uploaded (largest first) and referenced.
+// this host and the operands are large enough to gain from it; else inline, or uploaded as a
+// chunk stream and referenced (operands of more than one chunk, and the largest others while
+// the inline bytes would exceed the limit).
 #pragma once
 
 #include <cstdint>
@@ -26,9 +27,14 @@ struct SharedMemoryUse {
 
 class OperandStager {
  public:
+  /// `stream_results`: the results come back in this call's response (not a job's), so those
+  /// larger than one chunk are asked for as stored matrices and fetched as a stream.
   OperandStager(const TransferTarget& target, uint64_t inline_limit_bytes,
-                SharedMemoryUse shared = {})
-      : target_(target), inline_limit_bytes_(inline_limit_bytes), shared_(shared) {}
+                SharedMemoryUse shared = {}, bool stream_results = false)
+      : target_(target),
+        inline_limit_bytes_(inline_limit_bytes),
+        shared_(shared),
+        stream_results_(stream_results) {}
   /// Deletes the matrices place() uploaded, unless the server read (and so released) them:
   /// they served this request only. Returns the shared-memory arena to the pool.
   ~OperandStager();
@@ -50,8 +56,13 @@ class OperandStager {
   /// and graph ids are written at once.
   void add_graph(const ApspGraph& graph, ::gcompute::v1::ApspRequest* request);
 
-  /// Writes every registered operand, uploading the largest host matrices first while the
-  /// inline bytes exceed the limit.
+  /// Writes every registered operand: through shared memory when it applies; else a host
+  /// matrix of more than one chunk is uploaded as a chunk stream (a chunk stream moves bytes at
+  /// the wire's speed, where an inline operand is coded by protobuf, copied into and out of one
+  /// large message), as are the largest others while the inline bytes exceed the limit. With
+  /// stream_results, results expected to exceed one chunk are asked for as stored matrices
+  /// (PLACEMENT_STORED, where the caller left AUTO), which the response's reader downloads and
+  /// deletes.
   absl::Status place();
   /// The request succeeded, so the server has read every operand: the uploads, sent with
   /// MatrixRef.release, are gone already.
@@ -76,6 +87,7 @@ class OperandStager {
   TransferTarget target_;
   uint64_t inline_limit_bytes_;
   SharedMemoryUse shared_;
+  bool stream_results_;
   std::vector<Slot> slots_;
   std::vector<MatrixRef> uploaded_;
   uint64_t output_bytes_ = 0;

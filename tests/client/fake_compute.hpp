@@ -31,6 +31,7 @@ class FakeCompute final : public pb::Compute::Service {
   int deletes = 0;
   std::vector<std::string> operand_kinds;  // "inline" or "ref", per operand received
   std::size_t store_results_above = SIZE_MAX;
+  std::vector<pb::OutputOptions::Placement> placements;  // asked for, per result
   /// Prepended to the ids this fake issues (several fakes must not issue the same ids).
   std::string id_prefix;
   int transposes = 0;
@@ -118,7 +119,7 @@ class FakeCompute final : public pb::Compute::Service {
                     a.data().data() + (i * a.cols() + j) * 4, 4);
       }
     }
-    put_result(std::move(t), response->mutable_at());
+    put_result(std::move(t), request->output(), response->mutable_at());
     response->mutable_stats()->set_device("fake");
     return grpc::Status::OK;
   }
@@ -149,7 +150,7 @@ class FakeCompute final : public pb::Compute::Service {
       }
     }
     c.set_data(std::string(reinterpret_cast<const char*>(cv.data()), cv.size() * 4));
-    put_result(std::move(c), response->mutable_c());
+    put_result(std::move(c), request->output(), response->mutable_c());
     return grpc::Status::OK;
   }
 
@@ -193,9 +194,11 @@ class FakeCompute final : public pb::Compute::Service {
     if (o.ref().release()) stored.erase(it);  // as the server does: gone as it is read
     return grpc::Status::OK;
   }
-  void put_result(pb::Matrix m, pb::MatrixResult* result) {
+  void put_result(pb::Matrix m, const pb::OutputOptions& output, pb::MatrixResult* result) {
     std::lock_guard<std::mutex> lock(mu);
-    if (m.data().size() > store_results_above) {
+    placements.push_back(output.placement());
+    if (m.data().size() > store_results_above ||
+        output.placement() == pb::OutputOptions::PLACEMENT_STORED) {
       const std::string id = id_prefix + "res" + std::to_string(stored.size() + 1000);
       fill_stored(id, m, result->mutable_stored());
       stored[id] = std::move(m);

@@ -116,6 +116,36 @@ TEST_F(ClientTest, LargeOperandsAreUploadedInChunksAndStoredResultsFetched) {
   }
 }
 
+TEST_F(ClientTest, OperandsAndResultsOfMoreThanOneChunkTravelAsStreams) {
+  ClientOptions o = options();  // the default inline limit (64 MiB) is far away
+  o.chunk_bytes = 256 << 10;
+  Client client(o);
+  // 601 x 701 f32 is 1,685,204 bytes: more than one chunk, so it is uploaded, and the result
+  // (as large) is asked for as a stored matrix, downloaded and deleted.
+  const HostMatrix a = random_matrix(601, 701, 6);
+  absl::StatusOr<MatrixResultWithStats> r = client.transpose(a);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(fake_.operand_kinds, std::vector<std::string>{"released ref"});
+  EXPECT_EQ(fake_.placements,
+            std::vector<pb::OutputOptions::Placement>{pb::OutputOptions::PLACEMENT_STORED});
+  EXPECT_EQ(fake_.uploads, 1);
+  EXPECT_EQ(fake_.downloads, 1);
+  EXPECT_EQ(fake_.deletes, 1);
+  EXPECT_TRUE(fake_.stored.empty());
+  ASSERT_EQ(r->matrix.rows, 701);
+  for (int64_t i : {0, 1, 300, 600}) {
+    for (int64_t j : {0, 5, 700}) EXPECT_EQ(at(r->matrix, j, i), at(a, i, j));
+  }
+  // One chunk or less: inline both ways, the placement left to the server.
+  const HostMatrix small = random_matrix(256, 256, 7);  // 262,144 bytes: exactly one chunk
+  r = client.transpose(small);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(fake_.operand_kinds, (std::vector<std::string>{"released ref", "inline"}));
+  EXPECT_EQ(fake_.placements.back(), pb::OutputOptions::PLACEMENT_AUTO);
+  EXPECT_EQ(fake_.uploads, 1);
+  EXPECT_EQ(fake_.downloads, 1);
+}
+
 TEST_F(ClientTest, OnlyTheLargestOperandsAreUploaded) {
   ClientOptions o = options();
   o.inline_limit_bytes = 100 << 10;

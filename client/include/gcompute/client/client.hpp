@@ -19,10 +19,13 @@
 // one) that covers the whole call, including automatic uploads and downloads. Errors are
 // absl::Status values carrying the server's status code and message unchanged.
 //
-// Large inline operands are uploaded automatically as chunked UploadMatrix streams when the
-// request would exceed ClientOptions::inline_limit_bytes; the operation then uses the ref and
-// the uploaded matrix is deleted afterwards. Results the server returns as stored matrices
-// are downloaded and deleted automatically, so callers always get host matrices back.
+// Host operands of more than one chunk (ClientOptions::chunk_bytes) are uploaded automatically
+// as chunked UploadMatrix streams, as are the largest others while the request would exceed
+// ClientOptions::inline_limit_bytes; the operation then uses the ref and the server drops the
+// upload as it reads it. Transpose, MatMul, Svd, BatchedSvd and Eigh ask for results expected to
+// exceed one chunk as stored matrices (unless shared memory carries them). Results the server
+// returns as stored matrices are downloaded and deleted automatically, so callers always get
+// host matrices back.
 #pragma once
 
 #include <cstdint>
