@@ -14,6 +14,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "gcompute/kernels/cpu/background_calls.hpp"
 #include "memory_trimmer.hpp"
 #include "security_flags.hpp"
@@ -99,6 +100,10 @@ std::vector<char*> normalise_flag_names(int argc, char** argv, std::vector<std::
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Debian's Abseil checks every absl::Mutex acquisition for lock-order cycles (a global graph
+  // updated under a global lock), and gRPC's own locks are absl::Mutex: about 9 % of every
+  // call's time on the development machine (bench_data_plane, docs/performance.md).
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   absl::SetProgramUsageMessage(
       "gcompute-server: GPU compute over gRPC (SVD, transpose, matmul, APSP, graphs).\n"
       "Example: gcompute-server --listen 127.0.0.1:50051 --device auto");

@@ -19,7 +19,7 @@
 // Prints a table last; writes CSV to the path given.
 //
 //   bench_data_plane [--device cpu|cuda] [--sizes-mib 16,64,256] [--reps 5] [--calls 2000]
-//                    [--csv FILE]
+//                    [--csv FILE] [--profile-call echo|echo-reply|transpose N]
 #include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
@@ -37,6 +37,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "gcompute/client/client.hpp"
 #include "gcompute/v1/service.grpc.pb.h"
 #include "server.hpp"
@@ -66,6 +67,16 @@ class RawReactor final : public grpc::ServerGenericBidiReactor {
       } else {
         Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "no request"));
       }
+    } else if (method_ == "/bench.Raw/Reply") {
+      // The request is an 8-byte size; the reply is that many bytes (at most one chunk).
+      std::uint64_t size = 0;
+      if (!ok || !read_size(&size) || size > kChunk) {
+        Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "want an 8-byte size"));
+        return;
+      }
+      grpc::Slice slice(payload_.data(), size, grpc::Slice::STATIC_SLICE);
+      out_ = grpc::ByteBuffer(&slice, 1);
+      StartWriteAndFinish(&out_, {}, grpc::Status::OK);
     } else if (method_ == "/bench.Raw/Sink") {
       if (ok) {
         received_ += in_.Length();
@@ -79,16 +90,10 @@ class RawReactor final : public grpc::ServerGenericBidiReactor {
     } else if (method_ == "/bench.Raw/Source") {
       if (!ok || started_) return;  // the client's half-close after its one request
       started_ = true;
-      std::vector<grpc::Slice> slices;
-      (void)in_.Dump(&slices);
-      std::string request;
-      for (const grpc::Slice& s : slices)
-        request.append(reinterpret_cast<const char*>(s.begin()), s.size());
-      if (request.size() != sizeof total_) {
+      if (!read_size(&total_)) {
         Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "want an 8-byte size"));
         return;
       }
-      std::memcpy(&total_, request.data(), sizeof total_);
       StartRead(&in_);  // sees the half-close
       write_next();
     } else {
@@ -108,6 +113,18 @@ class RawReactor final : public grpc::ServerGenericBidiReactor {
   void OnDone() override { delete this; }
 
  private:
+  /// The request as an 8-byte size; false when it is not one.
+  bool read_size(std::uint64_t* size) {
+    std::vector<grpc::Slice> slices;
+    (void)in_.Dump(&slices);
+    std::string request;
+    for (const grpc::Slice& s : slices)
+      request.append(reinterpret_cast<const char*>(s.begin()), s.size());
+    if (request.size() != sizeof *size) return false;
+    std::memcpy(size, request.data(), sizeof *size);
+    return true;
+  }
+
   void write_next() {
     if (sent_ >= total_) {
       Finish(grpc::Status::OK);
@@ -151,17 +168,28 @@ class RawClient {
         grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args));
   }
 
-  bool echo() {
+  /// An empty request answered with `reply_bytes` bytes (0: the empty echo); the reply is
+  /// copied out of gRPC's slices, as a client reading a result must.
+  bool echo(std::uint64_t reply_bytes = 0) {
     grpc::ClientContext ctx;
-    grpc::Slice empty;
-    const grpc::ByteBuffer request(&empty, 1);
+    grpc::Slice body =
+        reply_bytes == 0 ? grpc::Slice() : grpc::Slice(&reply_bytes, sizeof reply_bytes);
+    const grpc::ByteBuffer request(&body, 1);
     grpc::ByteBuffer reply;
     grpc::CompletionQueue cq;
-    auto call = stub_->PrepareUnaryCall(&ctx, "/bench.Raw/Echo", request, &cq);
+    auto call = stub_->PrepareUnaryCall(
+        &ctx, reply_bytes == 0 ? "/bench.Raw/Echo" : "/bench.Raw/Reply", request, &cq);
     call->StartCall();
     grpc::Status status;
     call->Finish(&reply, &status, tag(1));
-    return wait(cq) && status.ok();
+    if (!wait(cq) || !status.ok()) return false;
+    std::vector<grpc::Slice> slices;
+    (void)reply.Dump(&slices);
+    std::string copy;
+    copy.reserve(reply.Length());
+    for (const grpc::Slice& s : slices)
+      copy.append(reinterpret_cast<const char*>(s.begin()), s.size());
+    return copy.size() == reply_bytes;
   }
 
   /// Streams `data` in kChunk messages, each copied into its message.
@@ -258,6 +286,10 @@ struct Options {
   int reps = 5;
   int calls = 2000;
   std::string csv;
+  // --profile-call KIND N: after the warm-up, only N calls of one kind (echo, echo-reply,
+  // transpose), then exit; for perf stat / perf record of one call path.
+  std::string profile_call;
+  int profile_calls = 0;
 };
 
 Options parse(int argc, char** argv) {
@@ -273,16 +305,26 @@ Options parse(int argc, char** argv) {
     } else if (a == "--sizes-mib") {
       o.sizes_mib.clear();
       std::stringstream list(value());
-      for (std::string s; std::getline(list, s, ',');) o.sizes_mib.push_back(std::stoull(s));
+      for (std::string s; std::getline(list, s, ',');) {
+        if (!s.empty()) o.sizes_mib.push_back(std::stoull(s));
+      }
     } else if (a == "--reps") {
       o.reps = std::max(2, std::atoi(value().c_str()));
     } else if (a == "--calls") {
       o.calls = std::max(100, std::atoi(value().c_str()));
     } else if (a == "--csv") {
       o.csv = value();
+    } else if (a == "--profile-call") {
+      o.profile_call = value();
+      o.profile_calls = std::atoi(value().c_str());
+      if (o.profile_call != "echo" && o.profile_call != "echo-reply" &&
+          o.profile_call != "transpose") {
+        fail("--profile-call takes echo, echo-reply or transpose and a count");
+      }
     } else {
       fail("unknown argument " + a +
-           " (--device cpu|cuda --sizes-mib 16,64,256 --reps 5 --calls 2000 --csv FILE)");
+           " (--device cpu|cuda --sizes-mib 16,64,256 --reps 5 --calls 2000 --csv FILE"
+           " --profile-call echo|echo-reply|transpose N)");
     }
   }
   return o;
@@ -292,7 +334,12 @@ Options parse(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   const Options opt = parse(argc, argv);
-  const std::uint64_t largest = *std::max_element(opt.sizes_mib.begin(), opt.sizes_mib.end());
+  // As gcompute-server's main does (it serves in this process): no lock-order graph on every
+  // absl::Mutex acquisition, which would slow the raw server and the client as much.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  // An empty --sizes-mib measures the calls only (for profiles).
+  const std::uint64_t largest =
+      opt.sizes_mib.empty() ? 0 : *std::max_element(opt.sizes_mib.begin(), opt.sizes_mib.end());
 
   RawService raw_service;
   grpc::ServerBuilder builder;
@@ -324,7 +371,9 @@ int main(int argc, char** argv) {
   small.data.assign(small.expected_bytes(), '\x01');
   const gcompute::client::MatrixRef small_ref =
       ok_or_fail(client.upload_matrix(small), "upload 64 x 64").ref;
-  std::vector<double> echo_us, info_us, transpose_us;
+  // The Transpose's result: 64 x 64 f32 inline, the reply the second raw echo carries.
+  const std::uint64_t small_reply = small.expected_bytes();
+  std::vector<double> echo_us, echo_reply_us, info_us, transpose_us;
   // Where a Transpose's time goes by the server's own account (ExecutionStats): queued,
   // computing (kernel and stream wait), copying back, and in all from the call's start on the
   // server to the result's encoding; the rest of the client's time is transport, (de)coding
@@ -339,14 +388,35 @@ int main(int argc, char** argv) {
   };
   for (int warm = 0; warm < 100; ++warm) {
     if (!raw.echo()) fail("echo");
+    if (!raw.echo(small_reply)) fail("echo with a reply");
     (void)ok_or_fail(client.server_info(), "GetServerInfo");
     (void)ok_or_fail(client.transpose(small_ref), "Transpose");
+  }
+  if (!opt.profile_call.empty()) {
+    const auto t0 = Clock::now();
+    for (int i = 0; i < opt.profile_calls; ++i) {
+      if (opt.profile_call == "echo") {
+        if (!raw.echo()) fail("echo");
+      } else if (opt.profile_call == "echo-reply") {
+        if (!raw.echo(small_reply)) fail("echo with a reply");
+      } else {
+        (void)ok_or_fail(client.transpose(small_ref), "Transpose");
+      }
+    }
+    std::printf("%d calls of %s: %.1f us each\n", opt.profile_calls, opt.profile_call.c_str(),
+                seconds_since(t0) * 1e6 / std::max(1, opt.profile_calls));
+    return 0;
   }
   constexpr int kBlock = 100;
   for (int done = 0; done < opt.calls; done += kBlock) {
     for (int i = 0; i < kBlock; ++i) {
       timed(echo_us, [&] {
         if (!raw.echo()) fail("echo");
+      });
+    }
+    for (int i = 0; i < kBlock; ++i) {
+      timed(echo_reply_us, [&] {
+        if (!raw.echo(small_reply)) fail("echo with a reply");
       });
     }
     for (int i = 0; i < kBlock; ++i) {
@@ -538,17 +608,23 @@ int main(int argc, char** argv) {
            std::to_string(percentile(us, 0.5) / echo50) + "\n";
   };
   add_call("raw echo", echo_us);
+  add_call("raw echo 16 KiB reply", echo_reply_us);
   add_call("GetServerInfo", info_us);
   add_call("Transpose 64x64 f32 ref", transpose_us);
   std::printf("bench_data_plane: %s backend, %d calls each, %d repetitions of each transfer\n\n",
               opt.device.c_str(), opt.calls, opt.reps);
-  std::printf("| call | p50 us | p99 us | p50 vs raw echo |\n|---|---:|---:|---:|\n");
+  const double echo_reply50 = percentile(echo_reply_us, 0.5);
+  std::printf(
+      "| call | p50 us | p99 us | p50 vs raw echo | p50 vs raw echo with a 16 KiB reply |\n"
+      "|---|---:|---:|---:|---:|\n");
   for (const auto& [name, us] :
        {std::pair<const char*, const std::vector<double>*>{"raw echo (empty)", &echo_us},
+        {"raw echo, 16 KiB reply", &echo_reply_us},
         {"GetServerInfo", &info_us},
-        {"Transpose of a stored 64x64 f32", &transpose_us}}) {
-    std::printf("| %s | %.1f | %.1f | %.2fx |\n", name, percentile(*us, 0.5), percentile(*us, 0.99),
-                percentile(*us, 0.5) / echo50);
+        {"Transpose of a stored 64x64 f32 (16 KiB reply)", &transpose_us}}) {
+    std::printf("| %s | %.1f | %.1f | %.2fx | %.2fx |\n", name, percentile(*us, 0.5),
+                percentile(*us, 0.99), percentile(*us, 0.5) / echo50,
+                percentile(*us, 0.5) / echo_reply50);
   }
   std::printf(
       "\nTranspose of a stored 64x64 f32, p50 of each part by the server's ExecutionStats (us):\n"
