@@ -40,14 +40,17 @@ absl::StatusOr<Matrix> take_matrix(MatrixInput input, const std::string& field,
   return Matrix{desc, std::make_shared<std::string>(std::move(input.data)), nullptr};
 }
 
+absl::Status shared_memory_off(const std::string& field) {
+  return absl::FailedPreconditionError(absl::StrCat(
+      field, field.empty() ? "" : ": ",
+      "this server does not serve shared memory (started with --shared-memory=false)"));
+}
+
 absl::StatusOr<std::shared_ptr<const SharedRegion>> find_region(const OpEnv& env,
                                                                 const Caller& caller,
                                                                 const std::string& id,
                                                                 const std::string& field) {
-  if (env.regions == nullptr) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        field, ": this server does not serve shared memory (started with --shared-memory=false)"));
-  }
+  if (env.regions == nullptr) return shared_memory_off(field);
   return env.regions->find(caller.tenant, id, field);
 }
 

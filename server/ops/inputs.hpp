@@ -31,8 +31,12 @@ absl::StatusOr<Matrix> take_matrix(MatrixInput input, const std::string& field,
 absl::StatusOr<Matrix> take_operand(OperandInput input, const std::string& field, const OpEnv& env,
                                     const Caller& caller);
 
+/// FAILED_PRECONDITION for a shared-memory request to a server started with
+/// --shared-memory=false; `field`, when given, leads the message.
+absl::Status shared_memory_off(const std::string& field = {});
+
 /// `caller`'s region `id` (NOT_FOUND naming `field` when it has none of that id, or
-/// FAILED_PRECONDITION when shared memory is off).
+/// shared_memory_off(field)).
 absl::StatusOr<std::shared_ptr<const SharedRegion>> find_region(const OpEnv& env,
                                                                 const Caller& caller,
                                                                 const std::string& id,

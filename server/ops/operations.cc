@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "gcompute/kernels/status_macros.hpp"
+#include "ops/inputs.hpp"
 
 namespace gcompute::server::ops {
 
@@ -85,11 +86,6 @@ absl::Status Operations::delete_matrix(const Caller& caller, const std::string& 
 }
 
 namespace {
-
-absl::Status shared_memory_off() {
-  return absl::FailedPreconditionError(
-      "this server does not serve shared memory (started with --shared-memory=false)");
-}
 
 /// The kernel's id of this boot: equal for every process on the host, containers included.
 std::string read_boot_id() {

@@ -230,20 +230,49 @@ inline ::testing::AssertionResult is_ok(const grpc::Status& st) {
   return ::testing::AssertionFailure() << code_name(st.error_code()) << ": " << st.error_message();
 }
 
+/// Downloads stored matrix `id` in chunks of at most `chunk_bytes` (0: the server's default),
+/// checking that the header comes first and the chunks follow in order, none empty. The bytes
+/// replace *data; *chunks (when given) counts the chunks. Returns the stream's status.
+inline grpc::Status download_stored(v1::Compute::Stub& stub, const std::string& id,
+                                    std::uint64_t chunk_bytes, v1::StoredMatrix* header,
+                                    std::string* data, int* chunks = nullptr,
+                                    int deadline_s = 120) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(deadline_s));
+  v1::DownloadMatrixRequest req;
+  req.mutable_ref()->set_id(id);
+  req.set_chunk_bytes(chunk_bytes);
+  auto reader = stub.DownloadMatrix(&ctx, req);
+  v1::DownloadMatrixResponse part;
+  bool first = true;
+  int count = 0;
+  data->clear();
+  while (reader->Read(&part)) {
+    if (first) {
+      EXPECT_TRUE(part.has_header());
+      *header = part.header();
+      first = false;
+      continue;
+    }
+    EXPECT_TRUE(part.has_chunk());
+    EXPECT_EQ(part.chunk().offset(), data->size());
+    if (chunk_bytes != 0) {
+      EXPECT_LE(part.chunk().data().size(), chunk_bytes);
+    }
+    EXPECT_FALSE(part.chunk().data().empty());
+    *data += part.chunk().data();
+    ++count;
+  }
+  if (chunks != nullptr) *chunks = count;
+  return reader->Finish();
+}
+
 /// The values of a stored matrix (DownloadMatrix's chunks joined).
 template <typename T>
 std::vector<T> download_values(v1::Compute::Stub& stub, const v1::MatrixRef& ref) {
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(300));
-  v1::DownloadMatrixRequest req;
-  *req.mutable_ref() = ref;
-  auto reader = stub.DownloadMatrix(&ctx, req);
-  v1::DownloadMatrixResponse part;
+  v1::StoredMatrix header;
   std::string bytes;
-  while (reader->Read(&part)) {
-    if (part.has_chunk()) bytes += part.chunk().data();
-  }
-  EXPECT_TRUE(is_ok(reader->Finish()));
+  EXPECT_TRUE(is_ok(download_stored(stub, ref.id(), 0, &header, &bytes, nullptr, 300)));
   std::vector<T> out(bytes.size() / sizeof(T));
   std::memcpy(out.data(), bytes.data(), out.size() * sizeof(T));
   return out;

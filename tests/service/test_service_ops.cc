@@ -771,37 +771,6 @@ grpc::Status upload(v1::Compute::Stub& stub, const v1::Matrix& m, std::size_t ch
   return writer->Finish();
 }
 
-/// Downloads a stored matrix, checking the header and that chunks arrive in order.
-grpc::Status download(v1::Compute::Stub& stub, const std::string& id, std::uint64_t chunk_bytes,
-                      v1::StoredMatrix* header, std::string* data, int* chunks = nullptr) {
-  grpc::ClientContext ctx;
-  deadline(ctx);
-  v1::DownloadMatrixRequest req;
-  req.mutable_ref()->set_id(id);
-  req.set_chunk_bytes(chunk_bytes);
-  auto reader = stub.DownloadMatrix(&ctx, req);
-  v1::DownloadMatrixResponse part;
-  bool first = true;
-  int count = 0;
-  while (reader->Read(&part)) {
-    if (first) {
-      EXPECT_TRUE(part.has_header());
-      *header = part.header();
-      first = false;
-      continue;
-    }
-    EXPECT_TRUE(part.has_chunk());
-    EXPECT_EQ(part.chunk().offset(), data->size());
-    if (chunk_bytes != 0) {
-      EXPECT_LE(part.chunk().data().size(), chunk_bytes);
-    }
-    *data += part.chunk().data();
-    ++count;
-  }
-  if (chunks != nullptr) *chunks = count;
-  return reader->Finish();
-}
-
 /// Transpose of the stored rows x cols f64 matrix `id` (holding `values`), checked element by
 /// element; `release` as MatrixRef.release.
 void check_transpose_of_ref(v1::Compute::Stub& stub, const std::string& id, bool release,
@@ -838,7 +807,7 @@ TEST_F(ServiceOps, UploadOutOfOrderDownloadUseByRefDelete) {
   v1::StoredMatrix header;
   std::string data;
   int chunks = 0;
-  ASSERT_TRUE(is_ok(download(stub(), stored.ref().id(), 777, &header, &data, &chunks)));
+  ASSERT_TRUE(is_ok(download_stored(stub(), stored.ref().id(), 777, &header, &data, &chunks)));
   EXPECT_EQ(header.ref().id(), stored.ref().id());
   EXPECT_EQ(header.shape().rows(), rows);
   EXPECT_EQ(chunks, static_cast<int>((m.data().size() + 776) / 777));
@@ -884,7 +853,7 @@ TEST_F(ServiceOps, UploadOutOfOrderDownloadUseByRefDelete) {
   {
     v1::StoredMatrix h2;
     std::string d2;
-    EXPECT_TRUE(has_status(download(stub(), stored.ref().id(), 0, &h2, &d2), grpc::NOT_FOUND,
+    EXPECT_TRUE(has_status(download_stored(stub(), stored.ref().id(), 0, &h2, &d2), grpc::NOT_FOUND,
                            {stored.ref().id()}));
   }
 }
@@ -901,7 +870,7 @@ TEST_F(ServiceOps, ReleasedRefsLeaveTheStoreAsTheyAreRead) {
   auto gone = [&](const std::string& id) {
     v1::StoredMatrix h;
     std::string d;
-    return has_status(download(stub(), id, 0, &h, &d), grpc::NOT_FOUND, {id});
+    return has_status(download_stored(stub(), id, 0, &h, &d), grpc::NOT_FOUND, {id});
   };
   // Transpose of a released ref: the right answer, and the matrix is gone afterwards.
   {
@@ -941,7 +910,7 @@ TEST_F(ServiceOps, ReleasedRefsLeaveTheStoreAsTheyAreRead) {
     check_transpose_of_ref(stub(), id, /*release=*/false, rows, cols, values);
     v1::StoredMatrix h;
     std::string d;
-    EXPECT_TRUE(is_ok(download(stub(), id, 0, &h, &d)));
+    EXPECT_TRUE(is_ok(download_stored(stub(), id, 0, &h, &d)));
   }
 }
 
@@ -961,7 +930,7 @@ TEST_F(ServiceOps, PlacementStoredThenDownload) {
   EXPECT_EQ(st.shape().batch(), batch);
   v1::StoredMatrix header;
   std::string data;
-  ASSERT_TRUE(is_ok(download(stub(), st.ref().id(), 0, &header, &data)));
+  ASSERT_TRUE(is_ok(download_stored(stub(), st.ref().id(), 0, &header, &data)));
   ASSERT_EQ(data.size(), values.size() * 4);
   std::vector<float> at(values.size());
   std::memcpy(at.data(), data.data(), data.size());
@@ -1000,8 +969,8 @@ TEST(ServiceOpsSmallMessages, PlacementAutoStoresWhatDoesNotFit) {
       v1::StoredMatrix header;
       std::string data;
       int chunks = 0;
-      ASSERT_TRUE(
-          is_ok(download(*ts->stub, resp.c().stored().ref().id(), 0, &header, &data, &chunks)));
+      ASSERT_TRUE(is_ok(
+          download_stored(*ts->stub, resp.c().stored().ref().id(), 0, &header, &data, &chunks)));
       EXPECT_GE(chunks, 2) << "download chunks must stay under the 1 MiB message size";
       c.resize(data.size() / 4);
       std::memcpy(c.data(), data.data(), data.size());

@@ -68,39 +68,6 @@ class ServiceTransfers : public ::testing::Test {
     return resp.matrix().ref().id();
   }
 
-  /// Downloads `id` in chunks of at most `chunk` bytes (0: the server's default), checking
-  /// that the header comes first and the chunks follow in order; the bytes, or the status.
-  grpc::Status download(const std::string& id, std::uint64_t chunk, std::string* data,
-                        v1::StoredMatrix* header, int* chunks) {
-    grpc::ClientContext ctx;
-    deadline(ctx);
-    v1::DownloadMatrixRequest req;
-    req.mutable_ref()->set_id(id);
-    req.set_chunk_bytes(chunk);
-    auto reader = stub().DownloadMatrix(&ctx, req);
-    v1::DownloadMatrixResponse part;
-    bool first = true;
-    *chunks = 0;
-    data->clear();
-    while (reader->Read(&part)) {
-      if (first) {
-        EXPECT_TRUE(part.has_header());
-        *header = part.header();
-        first = false;
-        continue;
-      }
-      EXPECT_TRUE(part.has_chunk());
-      EXPECT_EQ(part.chunk().offset(), data->size());
-      if (chunk != 0) {
-        EXPECT_LE(part.chunk().data().size(), chunk);
-      }
-      EXPECT_FALSE(part.chunk().data().empty());
-      *data += part.chunk().data();
-      ++*chunks;
-    }
-    return reader->Finish();
-  }
-
   void expect_downloads(const std::string& id, const std::string& want,
                         const std::vector<std::uint64_t>& chunk_sizes) {
     for (const std::uint64_t chunk : chunk_sizes) {
@@ -108,7 +75,7 @@ class ServiceTransfers : public ::testing::Test {
       std::string got;
       v1::StoredMatrix header;
       int chunks = 0;
-      ASSERT_TRUE(is_ok(download(id, chunk, &got, &header, &chunks)));
+      ASSERT_TRUE(is_ok(download_stored(stub(), id, chunk, &header, &got, &chunks)));
       EXPECT_EQ(header.ref().id(), id);
       EXPECT_EQ(header.size_bytes(), want.size());
       const std::uint64_t per = chunk == 0 ? (4u << 20) : chunk;
@@ -225,7 +192,7 @@ TEST_F(ServiceTransfers, AnUnknownRefOrABadMessageIsRefusedByName) {
   std::string got;
   v1::StoredMatrix header;
   int chunks = 0;
-  EXPECT_TRUE(has_status(download("no-such-matrix", 0, &got, &header, &chunks),
+  EXPECT_TRUE(has_status(download_stored(stub(), "no-such-matrix", 0, &header, &got, &chunks),
                          grpc::StatusCode::NOT_FOUND, {"ref.id", "no-such-matrix"}));
   EXPECT_EQ(chunks, 0);
   const std::string garbage("\xff\xff\xff\xff\xff", 5);
