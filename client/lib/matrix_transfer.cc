@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "matrix_transfer.hpp"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -16,6 +14,7 @@
 #include "shared_memory.hpp"
 #include "unary_rpc.hpp"
 #include "wire/chunk_codec.hpp"
+#include "wire/huge_pages.hpp"
 
 namespace gcompute::client {
 
@@ -25,19 +24,14 @@ std::string method_path(const char* name) {
   return absl::StrCat("/", pb::Compute::service_full_name(), "/", name);
 }
 
-/// Makes `out` an empty buffer with room for `bytes`. A new one asks for transparent huge
-/// pages, so that the chunks copied into it fault in 2 MiB at a time rather than 4 KiB (where
-/// the kernel allows it); one of the size already is reused as it is.
+/// Makes `out` an empty buffer with room for `bytes`: a new one asks for transparent huge pages
+/// (wire::advise_huge_pages); one of the size already is reused as it is.
 void make_room(std::string& out, std::uint64_t bytes) {
   out.clear();
   if (out.capacity() >= bytes) return;
   std::string fresh;
   fresh.reserve(bytes);
-  constexpr std::uintptr_t kHuge = 2u << 20;
-  const auto start = reinterpret_cast<std::uintptr_t>(fresh.data());
-  const std::uintptr_t begin = (start + kHuge - 1) & ~(kHuge - 1);
-  const std::uintptr_t end = (start + bytes) & ~(kHuge - 1);
-  if (end > begin) (void)::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+  wire::advise_huge_pages(fresh.data(), bytes);
   out.swap(fresh);
 }
 

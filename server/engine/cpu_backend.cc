@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "engine/cpu_backend.hpp"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -17,6 +15,7 @@
 #include "gcompute/kernels/cpu/svd.hpp"
 #include "gcompute/kernels/cpu/transpose.hpp"
 #include "gcompute/kernels/status_macros.hpp"
+#include "wire/huge_pages.hpp"
 
 namespace gcompute::server {
 namespace {
@@ -31,18 +30,6 @@ auto timed(JobContext& ctx, Fn&& fn) {
   return result;
 }
 
-/// Asks the kernel for transparent huge pages in [data, data + size) (the 2 MiB-aligned part):
-/// a fresh 256 MiB buffer then takes 128 page faults instead of 65,536, which were most of an
-/// upload's CPU time. Advice only: where THP is off, nothing changes.
-void advise_huge_pages(char* data, std::uint64_t size) {
-  constexpr std::uintptr_t kHuge = 2u << 20;
-  const auto begin = (reinterpret_cast<std::uintptr_t>(data) + kHuge - 1) & ~(kHuge - 1);
-  const auto end = (reinterpret_cast<std::uintptr_t>(data) + size) & ~(kHuge - 1);
-  if (end > begin) {
-    (void)::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
-  }
-}
-
 /// Uploads land directly in the host matrix. The first chunk reserves the whole matrix's
 /// address space, once (no reallocation copies later); physical memory is still taken only as
 /// chunks are written, so a header alone, or a stalled stream, holds next to nothing.
@@ -55,7 +42,7 @@ class HostUploadSink final : public UploadSink {
     try {
       if (bytes.capacity() < m_.desc.bytes()) {
         bytes.reserve(m_.desc.bytes());
-        advise_huge_pages(bytes.data(), bytes.capacity());
+        wire::advise_huge_pages(bytes.data(), bytes.capacity());
       }
       if (offset == bytes.size()) {  // in order, as chunks come: appended, each byte written once
         for (std::span<const char> piece : pieces) bytes.append(piece.data(), piece.size());
