@@ -169,6 +169,12 @@ inline std::vector<double> random_digraph(gcompute::testing::Rng& rng, std::int6
   return w;
 }
 
+/// Sets the deadline of a call `seconds` from now (fractions allowed).
+inline void deadline(grpc::ClientContext& ctx, double seconds = 120) {
+  ctx.set_deadline(std::chrono::system_clock::now() +
+                   std::chrono::microseconds(static_cast<std::int64_t>(seconds * 1e6)));
+}
+
 /// The header message of a streamed UploadMatrix.
 inline v1::UploadMatrixRequest header_part(std::int64_t rows, std::int64_t cols, v1::DType dt) {
   v1::UploadMatrixRequest r;

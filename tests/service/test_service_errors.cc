@@ -28,11 +28,6 @@ using gcompute::testing::Rng;
 using Clock = std::chrono::steady_clock;
 constexpr std::int32_t kNoEdge = std::numeric_limits<std::int32_t>::max();
 
-void deadline(grpc::ClientContext& ctx, double seconds = 60) {
-  ctx.set_deadline(std::chrono::system_clock::now() +
-                   std::chrono::microseconds(static_cast<std::int64_t>(seconds * 1e6)));
-}
-
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }

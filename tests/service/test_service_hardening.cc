@@ -18,11 +18,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-void deadline(grpc::ClientContext& ctx, double seconds) {
-  ctx.set_deadline(std::chrono::system_clock::now() +
-                   std::chrono::microseconds(static_cast<std::int64_t>(seconds * 1e6)));
-}
-
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }

@@ -22,10 +22,6 @@
 namespace gcompute::service_test {
 namespace {
 
-void deadline(grpc::ClientContext& ctx, int seconds = 120) {
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(seconds));
-}
-
 /// A dense random digraph with integer weights (exact sums in f32) and +inf for no edge.
 std::vector<double> integer_digraph(std::int64_t n, std::uint64_t seed) {
   gcompute::testing::Rng rng(seed);

@@ -115,9 +115,8 @@ std::unique_ptr<v1::Compute::Stub> new_stub(const std::string& target) {
       grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args));
 }
 
-void deadline(grpc::ClientContext& ctx, int seconds = 300) {
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(seconds));
-}
+// GPU jobs (APSP of 8192 vertices and more) get longer than the fixture's default.
+constexpr double kGpuDeadlineSeconds = 300;
 
 std::int64_t now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -138,7 +137,7 @@ class ServiceJobsGpu : public ::testing::Test {
 
   std::string submit(v1::Compute::Stub& stub, const v1::SubmitJobRequest& req) {
     grpc::ClientContext ctx;
-    deadline(ctx);
+    deadline(ctx, kGpuDeadlineSeconds);
     v1::SubmitJobResponse resp;
     EXPECT_TRUE(is_ok(stub.SubmitJob(&ctx, req, &resp)));
     return resp.job_id();
@@ -146,7 +145,7 @@ class ServiceJobsGpu : public ::testing::Test {
 
   v1::Job get(v1::Compute::Stub& stub, const std::string& id) {
     grpc::ClientContext ctx;
-    deadline(ctx);
+    deadline(ctx, kGpuDeadlineSeconds);
     v1::GetJobRequest req;
     req.set_job_id(id);
     v1::Job job;
@@ -250,12 +249,12 @@ TEST_F(ServiceJobsGpu, ApspNextHopsEqualTheCpuBackends) {
     v1::ApspResponse on_gpu, on_cpu;
     {
       grpc::ClientContext ctx;
-      deadline(ctx);
+      deadline(ctx, kGpuDeadlineSeconds);
       ASSERT_TRUE(is_ok(ts_->stub->Apsp(&ctx, req, &on_gpu)));
     }
     {
       grpc::ClientContext ctx;
-      deadline(ctx);
+      deadline(ctx, kGpuDeadlineSeconds);
       ASSERT_TRUE(is_ok(cpu->stub->Apsp(&ctx, req, &on_cpu)));
     }
     EXPECT_EQ(on_gpu.stats().device().rfind("cuda", 0), 0u) << on_gpu.stats().device();
@@ -346,7 +345,7 @@ TEST_F(ServiceJobsGpu, CancelStopsARunningApspWithin50Ms) {
   const std::int64_t cancelled_at = now_ms();
   {
     grpc::ClientContext ctx;
-    deadline(ctx);
+    deadline(ctx, kGpuDeadlineSeconds);
     v1::CancelJobRequest req;
     req.set_job_id(id);
     v1::CancelJobResponse resp;
@@ -418,7 +417,7 @@ class ServiceJobsGpuOneLane : public ::testing::Test {
     std::unique_ptr<v1::Compute::Stub> stub;
     const char* token;
     void prepare(grpc::ClientContext& ctx) const {
-      deadline(ctx);
+      deadline(ctx, kGpuDeadlineSeconds);
       ctx.AddMetadata("authorization", std::string("Bearer ") + token);
     }
     v1::SubmitJobResponse submit(const v1::SubmitJobRequest& req) const {

@@ -30,10 +30,6 @@ using gcompute::testing::Rng;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr std::int32_t kNoEdge = std::numeric_limits<std::int32_t>::max();
 
-void deadline(grpc::ClientContext& ctx, int seconds = 120) {
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(seconds));
-}
-
 class ServiceOps : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -48,10 +48,6 @@ ServerOptions backend_options() {
   return o;
 }
 
-void deadline(grpc::ClientContext& ctx, int seconds = 60) {
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(seconds));
-}
-
 class ServiceSharedMemory : public ::testing::Test {
  public:
   void SetUp() override {

@@ -28,10 +28,6 @@ constexpr bool kCuda = true;
 constexpr bool kCuda = false;
 #endif
 
-void deadline(grpc::ClientContext& ctx, int seconds = 120) {
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(seconds));
-}
-
 class ServiceTransfers : public ::testing::Test {
  public:
   void SetUp() override {
