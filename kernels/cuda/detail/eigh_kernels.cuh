@@ -58,13 +58,9 @@ __global__ void __launch_bounds__(kEighWarpThreads)
     warp_eigh_kernel(const T* __restrict__ a, T* __restrict__ w, T* __restrict__ v, int n,
                      std::int64_t count, bool vectors, int max_sweeps,
                      int* __restrict__ converged) {
-  constexpr int kGroups = 32 / P;
-  const int lane = threadIdx.x & 31;
-  const int l = lane & (P - 1);
-  const int group = lane / P;
-  const std::int64_t mat =
-      (static_cast<std::int64_t>(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5)) * kGroups +
-      group;
+  const LaneGroup<P> at;
+  const int lane = at.lane, l = at.l;
+  const std::int64_t mat = at.mat;
   const bool active = mat < count;
   const bool column = active && l < n;  // this lane holds a column of the matrix
 

@@ -333,6 +333,24 @@ __device__ inline int round_robin_partner(int r, int l) {
   return (2 * r - l + 2 * kRing) % kRing;
 }
 
+/// Where a thread of a warp_*_kernel sits: lane l of group `group` of its warp, which holds
+/// matrix `mat` (32 / P groups of P lanes a warp, blocks of whole warps).
+template <int P>
+struct LaneGroup {
+  int lane;  ///< in the warp
+  int l;     ///< in the group: the column it holds
+  int group;
+  std::int64_t mat;
+
+  __device__ LaneGroup()
+      : lane(static_cast<int>(threadIdx.x & 31)),
+        l(lane & (P - 1)),
+        group(lane / P),
+        mat((static_cast<std::int64_t>(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5)) *
+                (32 / P) +
+            group) {}
+};
+
 /// The sweeps of the register-resident one-sided Jacobi on one P-lane group's matrix: lane l holds
 /// column l in x and, when kWithV, column l of V in vc (vc is not touched otherwise). A round
 /// pairs every lane with its round-robin partner; the partner's column comes over shuffles, both
@@ -351,10 +369,9 @@ __device__ inline int round_robin_partner(int r, int l) {
 template <typename T, int P, bool kWithV, bool kTrackNorms = false>
 __device__ inline int warp_jacobi_sweeps(T (&x)[P], T (&vc)[P], bool active, T tol, int max_sweeps,
                                          bool* converged) {
-  const int lane = threadIdx.x & 31;
-  const int l = lane & (P - 1);
-  const int group = lane / P;
-  const unsigned group_mask = (P == 32 ? 0xffffffffu : ((1u << P) - 1u)) << (group * P);
+  const LaneGroup<P> at;
+  const int l = at.l;
+  const unsigned group_mask = (P == 32 ? 0xffffffffu : ((1u << P) - 1u)) << (at.group * P);
   int sweeps = 0;
   bool done = !active;
   for (int it = 0; it < max_sweeps && __any_sync(0xffffffffu, !done); ++it) {
@@ -430,13 +447,9 @@ template <typename T, int P>
 __global__ void __launch_bounds__(128)
     warp_jacobi_kernel(T* __restrict__ w, T* __restrict__ v, int m, int n, std::int64_t count,
                        bool with_v, T tol, int max_sweeps, int* __restrict__ info) {
-  constexpr int kGroups = 32 / P;
-  const int lane = threadIdx.x & 31;
-  const int l = lane & (P - 1);
-  const int group = lane / P;
-  const std::int64_t mat =
-      (static_cast<std::int64_t>(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5)) * kGroups +
-      group;
+  const LaneGroup<P> at;
+  const int lane = at.lane, l = at.l;
+  const std::int64_t mat = at.mat;
   const bool active = mat < count;
   T x[P];
   T vc[P];
