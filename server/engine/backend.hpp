@@ -145,6 +145,13 @@ class Backend {
   virtual int concurrency() const = 0;
 
   virtual absl::StatusOr<Matrix> transpose(const Matrix& a, JobContext& ctx) = 0;
+  /// Transposes `a` straight into page-locked host memory `dst` (a client's pinned region with
+  /// room for the result) where the backend does better than transpose() followed by
+  /// copy_to_host_memory(): true once written; false, with nothing written, to take that path.
+  virtual absl::StatusOr<bool> transpose_into_pinned_host(const Matrix& /*a*/, std::byte* /*dst*/,
+                                                          JobContext& /*ctx*/) {
+    return false;
+  }
   /// `shape` is complete and validated; `c` is present iff shape.beta != 0.
   virtual absl::StatusOr<Matrix> matmul(const Matrix& a, const Matrix& b, const Matrix* c,
                                         const kernels::MatmulShape& shape, JobContext& ctx) = 0;

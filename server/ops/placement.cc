@@ -84,16 +84,13 @@ absl::StatusOr<ResultPlan> ResultPlan::make(const OutputOptions& options,
 absl::StatusOr<ResultMatrix> ResultPlan::place(std::size_t index, Matrix m, Backend& backend) {
   Slot& slot = slots_.at(index);
   if (slot.region != nullptr) {
-    const std::string field = absl::StrCat("output.shared_memory (result ", slot.output.field, ")");
-    // Checked again: the object may have shrunk since the plan was made.
-    GC_ASSIGN_OR_RETURN(std::byte * dst,
-                        slot.region->span(slot.region_offset, m.desc.bytes(), field));
+    GC_ASSIGN_OR_RETURN(std::byte * dst, region_destination(slot, m.desc));
     if (slot.region->cuda_device() >= 0) {
       GC_RETURN_IF_ERROR(backend.copy_to_device_memory(m, slot.region->cuda_device(), dst));
     } else {
       GC_RETURN_IF_ERROR(backend.copy_to_host_memory(m, dst, slot.region->pinned()));
     }
-    return SharedMemoryResult{slot.region->id(), slot.region_offset, m.desc};
+    return written_in_place(index, m.desc);
   }
   GC_RETURN_IF_ERROR(own_host_bytes(m));  // a view of the caller's memory cannot leave the call
   if (slot.stored) {
@@ -103,6 +100,32 @@ absl::StatusOr<ResultMatrix> ResultPlan::place(std::size_t index, Matrix m, Back
   }
   GC_RETURN_IF_ERROR(backend.ensure_on_host(m));
   return m;
+}
+
+absl::StatusOr<std::byte*> ResultPlan::region_destination(const Slot& slot,
+                                                          const MatrixDesc& desc) {
+  return slot.region->span(slot.region_offset, desc.bytes(),
+                           absl::StrCat("output.shared_memory (result ", slot.output.field, ")"));
+}
+
+absl::StatusOr<std::byte*> ResultPlan::pinned_host_destination(
+    std::size_t index, const MatrixDesc& desc, std::span<const RegionRead> reads) const {
+  const Slot& slot = slots_.at(index);
+  if (slot.region == nullptr || !slot.region->pinned() || slot.region->cuda_device() >= 0) {
+    return nullptr;
+  }
+  for (const RegionRead& read : reads) {
+    if (slot.region->may_overlap(slot.region_offset, desc.bytes(), *read.region, read.offset,
+                                 read.bytes)) {
+      return nullptr;
+    }
+  }
+  return region_destination(slot, desc);
+}
+
+ResultMatrix ResultPlan::written_in_place(std::size_t index, const MatrixDesc& desc) const {
+  const Slot& slot = slots_.at(index);
+  return SharedMemoryResult{slot.region->id(), slot.region_offset, desc};
 }
 
 }  // namespace gcompute::server::ops

@@ -6,6 +6,8 @@
 // have their quota reserved up front.
 #pragma once
 
+#include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -52,6 +54,21 @@ class ResultPlan {
   /// written into the region for a shared-memory one.
   absl::StatusOr<ResultMatrix> place(std::size_t index, Matrix m, Backend& backend);
 
+  /// Bytes of a shared-memory region that an operation reads.
+  struct RegionRead {
+    std::shared_ptr<const SharedRegion> region;
+    std::uint64_t offset = 0;
+    std::uint64_t bytes = 0;
+  };
+  /// Where result `index` (of `desc`) goes when that is page-locked host memory (a pinned
+  /// shared-memory region), its span checked again now, for a backend to write while it still
+  /// reads its operands; null for any other placement, and where the destination may overlap
+  /// one of `reads` (the operands then have to be read whole first).
+  absl::StatusOr<std::byte*> pinned_host_destination(std::size_t index, const MatrixDesc& desc,
+                                                     std::span<const RegionRead> reads) const;
+  /// Result `index` (of `desc`) once written at pinned_host_destination().
+  ResultMatrix written_in_place(std::size_t index, const MatrixDesc& desc) const;
+
  private:
   struct Slot {
     Output output;
@@ -60,6 +77,10 @@ class ResultPlan {
     std::shared_ptr<const SharedRegion> region;  ///< set for a shared-memory result
     std::uint64_t region_offset = 0;
   };
+  /// The first byte of a shared-memory slot's result, checked against the region as it is now
+  /// (the object may have shrunk since the plan was made).
+  static absl::StatusOr<std::byte*> region_destination(const Slot& slot, const MatrixDesc& desc);
+
   MatrixStore* store_ = nullptr;
   absl::Duration ttl_;
   std::vector<Slot> slots_;

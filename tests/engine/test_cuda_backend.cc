@@ -15,6 +15,8 @@
 
 #include "engine/cpu_backend.hpp"
 #include "engine/cuda/cuda_backend.hpp"
+#include "engine/cuda/pinned_transpose.hpp"
+#include "gcompute/kernels/cuda/resources.hpp"
 #include "support/gpu.hpp"
 
 namespace gcompute::server {
@@ -282,6 +284,152 @@ TEST_F(CudaBackendTest, ConcurrentRequestsRunOnDistinctLanesAtOnce) {
   EXPECT_EQ(devices.size(), std::min<std::size_t>(gpu_->devices().size(), kJobs));
   EXPECT_GE(max_overlap, 2);
   EXPECT_LT(concurrent, 0.7 * serial) << "requests did not run concurrently";
+}
+
+struct PinnedCase {
+  kernels::TransposeShape shape;
+  std::uint64_t target_bytes;
+  std::uint64_t min_row_bytes;
+};
+
+// Ragged shapes (1x1, 1xn, nx1, primes, batches) cut into tiles of several sizes: strided copies
+// at both ends (min_row_bytes small) and contiguous ones (sides not cut).
+std::vector<PinnedCase> pinned_cases() {
+  std::vector<PinnedCase> cases;
+  for (const kernels::TransposeShape& shape :
+       std::vector<kernels::TransposeShape>{{1, 1, 1, 4},
+                                            {1, 1, 1000, 4},
+                                            {1, 1000, 1, 8},
+                                            {1, 997, 1009, 4},
+                                            {3, 37, 530, 8},
+                                            {5, 64, 64, 2},
+                                            {1, 4099, 3, 1},
+                                            {2, 600, 700, 4},
+                                            {7, 0, 5, 4},
+                                            {0, 3, 3, 4}}) {
+    for (std::uint64_t target :
+         {std::uint64_t{1} << 10, std::uint64_t{64} << 10, std::uint64_t{32} << 20}) {
+      for (std::uint64_t min_row : {std::uint64_t{64}, cuda::kMinRowBytes}) {
+        cases.push_back({shape, target, min_row});
+      }
+    }
+  }
+  return cases;
+}
+
+::testing::Message describe(const PinnedCase& c) {
+  const kernels::TransposeShape& s = c.shape;
+  return ::testing::Message() << s.batch << " x " << s.rows << "x" << s.cols << " of "
+                              << s.element_bytes << " B, target " << c.target_bytes
+                              << ", rows of at least " << c.min_row_bytes;
+}
+
+// Tiles cover every element once: whole matrices where one fits the target, else equal tiles
+// whose cut sides are at least min_row_bytes long.
+TEST(PinnedTransposePlan, TilesCoverEveryElementOnce) {
+  for (const PinnedCase& c : pinned_cases()) {
+    const kernels::TransposeShape& s = c.shape;
+    SCOPED_TRACE(describe(c));
+    const cuda::TransposeTiles plan =
+        cuda::plan_transpose_tiles(s, c.target_bytes, c.min_row_bytes);
+    if (s.batch == 0 || s.rows == 0 || s.cols == 0) {
+      EXPECT_TRUE(plan.tiles.empty());
+      continue;
+    }
+    std::vector<int> covered(static_cast<std::size_t>(s.batch * s.rows * s.cols), 0);
+    const std::uint64_t matrix_bytes =
+        static_cast<std::uint64_t>(s.rows * s.cols) * s.element_bytes;
+    std::set<std::int64_t> tile_rows, tile_cols;
+    for (const cuda::TransposeTile& t : plan.tiles) {
+      ASSERT_GE(t.matrix, 0);
+      ASSERT_GE(t.matrices, 1);
+      ASSERT_LE(t.matrix + t.matrices, s.batch);
+      ASSERT_GE(t.row0, 0);
+      ASSERT_GE(t.rows, 1);
+      ASSERT_LE(t.row0 + t.rows, s.rows);
+      ASSERT_GE(t.col0, 0);
+      ASSERT_GE(t.cols, 1);
+      ASSERT_LE(t.col0 + t.cols, s.cols);
+      EXPECT_LE(t.bytes(s), plan.max_tile_bytes);
+      if (t.matrices > 1 || matrix_bytes <= c.target_bytes) {
+        EXPECT_TRUE(t.full_rows(s) && t.full_cols(s));
+      }
+      if (!t.full_cols(s)) {
+        EXPECT_GE(static_cast<std::uint64_t>(t.rows) * s.element_bytes, c.min_row_bytes);
+      }
+      if (!t.full_rows(s)) {
+        EXPECT_GE(static_cast<std::uint64_t>(t.cols) * s.element_bytes, c.min_row_bytes);
+      }
+      tile_rows.insert(t.rows);
+      tile_cols.insert(t.cols);
+      for (std::int64_t m = t.matrix; m < t.matrix + t.matrices; ++m) {
+        for (std::int64_t r = t.row0; r < t.row0 + t.rows; ++r) {
+          for (std::int64_t col = t.col0; col < t.col0 + t.cols; ++col) {
+            ++covered[static_cast<std::size_t>((m * s.rows + r) * s.cols + col)];
+          }
+        }
+      }
+    }
+    for (std::size_t i = 0; i < covered.size(); ++i) ASSERT_EQ(covered[i], 1) << "element " << i;
+    // Equal tiles: sides differ by at most one element.
+    EXPECT_LE(*tile_rows.rbegin() - *tile_rows.begin(), 1);
+    EXPECT_LE(*tile_cols.rbegin() - *tile_cols.begin(), 1);
+  }
+}
+
+// Tiles uploaded on one stream, transposed and downloaded on the other, between page-locked
+// buffers: byte for byte the plain loop, nothing written past the result.
+TEST(PinnedTranspose, TilesBetweenPinnedBuffersMatchThePlainLoop) {
+  GC_REQUIRE_GPU();
+  auto resources = kernels::cuda::Resources::create(0);
+  ASSERT_TRUE(resources.ok()) << resources.status();
+  const kernels::cuda::Context ctx = resources->context();
+  auto events = cuda::make_staging_events();
+  ASSERT_TRUE(events.ok()) << events.status();
+  for (const PinnedCase& c : pinned_cases()) {
+    const kernels::TransposeShape& s = c.shape;
+    SCOPED_TRACE(describe(c));
+    const std::size_t e = s.element_bytes;
+    const std::size_t bytes = static_cast<std::size_t>(s.batch * s.rows * s.cols) * e;
+    constexpr std::size_t kTail = 64;
+    void* src_memory = nullptr;
+    void* dst_memory = nullptr;
+    ASSERT_EQ(cudaMallocHost(&src_memory, bytes + 1), cudaSuccess);
+    ASSERT_EQ(cudaMallocHost(&dst_memory, bytes + kTail), cudaSuccess);
+    auto* src = static_cast<std::byte*>(src_memory);
+    auto* dst = static_cast<std::byte*>(dst_memory);
+    for (std::size_t i = 0; i < bytes; ++i) src[i] = static_cast<std::byte>(rng()());
+    std::memset(dst, 0xA5, bytes + kTail);
+    const cuda::TransposeTiles plan =
+        cuda::plan_transpose_tiles(s, c.target_bytes, c.min_row_bytes);
+    cuda::TransposeSlots slots;
+    std::vector<void*> device;
+    for (std::size_t slot = 0; slot < 2 && !plan.tiles.empty(); ++slot) {
+      for (void** p : {&slots.in[slot], &slots.out[slot]}) {
+        ASSERT_EQ(cudaMalloc(p, plan.max_tile_bytes), cudaSuccess);
+        ASSERT_EQ(cudaMemset(*p, 0xFF, plan.max_tile_bytes), cudaSuccess);  // poison
+        device.push_back(*p);
+      }
+    }
+    const absl::Status st =
+        cuda::transpose_pinned_host(ctx, ctx.priority_stream, *events, slots, src, dst, s, plan);
+    EXPECT_TRUE(st.ok()) << st;
+    for (std::int64_t m = 0; m < s.batch && st.ok(); ++m) {
+      for (std::int64_t i = 0; i < s.rows; ++i) {
+        for (std::int64_t j = 0; j < s.cols; ++j) {
+          const std::byte* want = src + ((m * s.rows + i) * s.cols + j) * e;
+          const std::byte* got = dst + ((m * s.cols + j) * s.rows + i) * e;
+          ASSERT_EQ(std::memcmp(want, got, e), 0) << "matrix " << m << " row " << i << " col " << j;
+        }
+      }
+    }
+    for (std::size_t i = bytes; i < bytes + kTail; ++i) {
+      ASSERT_EQ(dst[i], std::byte{0xA5}) << "byte " << i << " past the result";
+    }
+    for (void* p : device) EXPECT_EQ(cudaFree(p), cudaSuccess);
+    EXPECT_EQ(cudaFreeHost(src), cudaSuccess);
+    EXPECT_EQ(cudaFreeHost(dst), cudaSuccess);
+  }
 }
 
 }  // namespace

@@ -185,6 +185,52 @@ TEST_F(ServiceSharedMemory, TransposeReadsAndWritesTheRegion) {
   }
 }
 
+// On the GPU a large transpose between pinned regions writes blocks of its result while it
+// still reads the operand. Where the result may overlap the operand (in the same region, or in
+// a second region mapping the same object) the operand must still be read whole first; past the
+// operand, a second mapping of the object takes the blocked path. Each case: the plain loop.
+TEST_F(ServiceSharedMemory, AResultOverlappingItsOperandIsStillItsTranspose) {
+  constexpr std::int64_t rows = 2048, cols = 1531;  // 12 MiB of f32: several blocks on a GPU
+  constexpr std::uint64_t bytes = rows * cols * 4;
+  constexpr std::uint64_t second_at = 4 << 20;  // the second region's start in the object
+  ShmObject shm(3 * bytes);
+  const std::string whole = must_register(shm);
+  v1::SharedMemoryRegion second;
+  ASSERT_TRUE(is_ok(register_region(shm.name(), second_at, 0, &second)));
+  Rng rng(gcompute::testing::test_seed());
+  const std::vector<float> in = gcompute::testing::random_uniform<float>(rng, rows * cols);
+  struct Case {
+    const char* what;
+    std::string region;
+    std::uint64_t region_at;  ///< the region's start in the object
+    std::uint64_t offset;     ///< the result's, in the region
+  };
+  for (const Case& c :
+       {Case{"the operand's region, overlapping", whole, 0, 256},
+        Case{"a second mapping, overlapping", second.region_id(), second_at, 0},
+        Case{"a second mapping, past the operand", second.region_id(), second_at, bytes}}) {
+    SCOPED_TRACE(c.what);
+    std::memcpy(shm.data(), in.data(), bytes);
+    std::memset(shm.data() + bytes, static_cast<int>(kPoison), shm.bytes() - bytes);
+    v1::TransposeRequest req;
+    *req.mutable_a()->mutable_shared_memory() = shm_ref(whole, 0, 0, rows, cols, v1::DTYPE_F32);
+    to_shared_memory(req.mutable_output(), c.region, c.offset);
+    v1::TransposeResponse resp;
+    ASSERT_TRUE(is_ok(transpose(req, &resp)));
+    ASSERT_EQ(resp.at().shared_memory().offset(), c.offset);
+    const float* out = shm.at<float>(c.region_at + c.offset);
+    for (std::int64_t i = 0; i < rows; ++i) {
+      for (std::int64_t j = 0; j < cols; ++j) {
+        ASSERT_EQ(out[j * rows + i], in[i * cols + j]) << "row " << i << " col " << j;
+      }
+    }
+    const std::uint64_t end = c.region_at + c.offset + bytes;
+    for (std::uint64_t i = end; i < std::min(end + 64, shm.bytes()); ++i) {
+      ASSERT_EQ(shm.data()[i], kPoison) << "byte " << i;
+    }
+  }
+}
+
 TEST_F(ServiceSharedMemory, MatMulTakesOperandsFromTheRegionAndAnswersInline) {
   ShmObject shm(1 << 20);
   const std::string region = must_register(shm);

@@ -37,6 +37,10 @@ class CudaBackend final : public Backend {
   int concurrency() const override { return total_lanes_; }
 
   absl::StatusOr<Matrix> transpose(const Matrix& a, JobContext& ctx) override;
+  /// For an operand in a pinned region: tiles overlap their upload with the transpose and
+  /// download of the tile before (pinned_transpose.hpp).
+  absl::StatusOr<bool> transpose_into_pinned_host(const Matrix& a, std::byte* dst,
+                                                  JobContext& ctx) override;
   absl::StatusOr<Matrix> matmul(const Matrix& a, const Matrix& b, const Matrix* c,
                                 const kernels::MatmulShape& shape, JobContext& ctx) override;
   absl::StatusOr<EighOutput> eigh(const Matrix& a, const kernels::EighShape& shape,

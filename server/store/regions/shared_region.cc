@@ -102,6 +102,21 @@ absl::StatusOr<std::byte*> SharedRegion::span(std::uint64_t offset, std::uint64_
   return start_ + offset;
 }
 
+bool SharedRegion::may_overlap(std::uint64_t offset, std::uint64_t bytes, const SharedRegion& other,
+                               std::uint64_t other_offset, std::uint64_t other_bytes) const {
+  if (bytes == 0 || other_bytes == 0) return false;
+  if (cuda_device() != other.cuda_device()) return false;
+  if (fd_ < 0 || other.fd_ < 0) return true;  // one device's memory: no object to tell them by
+  struct stat mine {};
+  struct stat theirs {};
+  if (fstat(fd_, &mine) != 0 || fstat(other.fd_, &theirs) != 0) return true;
+  if (mine.st_dev != theirs.st_dev || mine.st_ino != theirs.st_ino) return false;
+  // Ranges within the one object.
+  const std::uint64_t begin = description_.offset + offset;
+  const std::uint64_t other_begin = other.description_.offset + other_offset;
+  return begin < other_begin + other_bytes && other_begin < begin + bytes;
+}
+
 absl::StatusOr<std::shared_ptr<const SharedRegion>> RegionRegistry::add(const std::string& owner,
                                                                         const std::string& name,
                                                                         std::uint64_t offset,

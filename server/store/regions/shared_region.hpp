@@ -54,6 +54,12 @@ class SharedRegion {
   absl::StatusOr<std::byte*> span(std::uint64_t offset, std::uint64_t bytes,
                                   const std::string& field) const;
 
+  /// Whether bytes [offset, offset + bytes) of this region and [other_offset, other_offset +
+  /// other_bytes) of `other` may be the same memory: overlapping bytes of one object (two regions
+  /// can map the same object). GPU regions of one device always may.
+  bool may_overlap(std::uint64_t offset, std::uint64_t bytes, const SharedRegion& other,
+                   std::uint64_t other_offset, std::uint64_t other_bytes) const;
+
  private:
   Description description_;
   int fd_;
