@@ -373,7 +373,21 @@ int main(int argc, char** argv) {
       ok_or_fail(client.upload_matrix(small), "upload 64 x 64").ref;
   // The Transpose's result: 64 x 64 f32 inline, the reply the second raw echo carries.
   const std::uint64_t small_reply = small.expected_bytes();
-  std::vector<double> echo_us, echo_reply_us, info_us, transpose_us;
+  std::vector<double> echo_us, echo_reply_us, info_us, transpose_us, raw_stub_transpose_us;
+  // The same Transpose through the generated stub alone (no client library): what the client's
+  // own work adds.
+  auto compute_stub = gcompute::v1::Compute::NewStub(
+      grpc::CreateChannel(co.target, grpc::InsecureChannelCredentials()));
+  gcompute::v1::TransposeRequest raw_transpose;
+  raw_transpose.mutable_a()->mutable_ref()->set_id(small_ref.id);
+  auto stub_transpose = [&] {
+    grpc::ClientContext ctx;
+    gcompute::v1::TransposeResponse response;
+    const grpc::Status st = compute_stub->Transpose(&ctx, raw_transpose, &response);
+    if (!st.ok() || response.at().inline_().data().size() != small_reply) {
+      fail("Transpose through the stub: " + st.error_message());
+    }
+  };
   // Where a Transpose's time goes by the server's own account (ExecutionStats): queued,
   // computing (kernel and stream wait), copying back, and in all from the call's start on the
   // server to the result's encoding; the rest of the client's time is transport, (de)coding
@@ -391,6 +405,7 @@ int main(int argc, char** argv) {
     if (!raw.echo(small_reply)) fail("echo with a reply");
     (void)ok_or_fail(client.server_info(), "GetServerInfo");
     (void)ok_or_fail(client.transpose(small_ref), "Transpose");
+    stub_transpose();
   }
   if (!opt.profile_call.empty()) {
     const auto t0 = Clock::now();
@@ -432,6 +447,7 @@ int main(int argc, char** argv) {
       server_side.total_us.push_back(stats.total_seconds * 1e6);
       server_side.outside_us.push_back(transpose_us.back() - stats.total_seconds * 1e6);
     }
+    for (int i = 0; i < kBlock; ++i) timed(raw_stub_transpose_us, stub_transpose);
   }
 
   // ---- Bulk.
@@ -615,6 +631,7 @@ int main(int argc, char** argv) {
   add_call("raw echo 16 KiB reply", echo_reply_us);
   add_call("GetServerInfo", info_us);
   add_call("Transpose 64x64 f32 ref", transpose_us);
+  add_call("Transpose 64x64 f32 ref through the stub", raw_stub_transpose_us);
   std::printf("bench_data_plane: %s backend, %d calls each, %d repetitions of each transfer\n\n",
               opt.device.c_str(), opt.calls, opt.reps);
   const double echo_reply50 = percentile(echo_reply_us, 0.5);
@@ -625,7 +642,8 @@ int main(int argc, char** argv) {
        {std::pair<const char*, const std::vector<double>*>{"raw echo (empty)", &echo_us},
         {"raw echo, 16 KiB reply", &echo_reply_us},
         {"GetServerInfo", &info_us},
-        {"Transpose of a stored 64x64 f32 (16 KiB reply)", &transpose_us}}) {
+        {"Transpose of a stored 64x64 f32 (16 KiB reply)", &transpose_us},
+        {"  the same through the generated stub (no client library)", &raw_stub_transpose_us}}) {
     std::printf("| %s | %.1f | %.1f | %.2fx | %.2fx |\n", name, percentile(*us, 0.5),
                 percentile(*us, 0.99), percentile(*us, 0.5) / echo50,
                 percentile(*us, 0.5) / echo_reply50);

@@ -316,6 +316,39 @@ absl::StatusOr<Matrix> CudaBackend::finish_output(Lane& lane, const MatrixDesc& 
   return host;
 }
 
+absl::StatusOr<Matrix> CudaBackend::finish_with_output(Lane& lane, absl::Status launched,
+                                                       Clock::time_point start,
+                                                       const MatrixDesc& desc,
+                                                       std::shared_ptr<DeviceCopy> buffer,
+                                                       JobContext& ctx) {
+  if (!launched.ok() || ctx.results_stay_on_server) {
+    GC_RETURN_IF_ERROR(finish_compute(lane, std::move(launched), start, ctx));
+    return finish_output(lane, desc, std::move(buffer), ctx);
+  }
+  auto host = allocate_matrix(desc);  // while the kernel runs
+  if (!host.ok()) {
+    GC_RETURN_IF_ERROR(finish_compute(lane, absl::OkStatus(), start, ctx));
+    return host.status();
+  }
+  // The lane's first context event: no kernel borrows it once its launch has returned.
+  const cudaEvent_t computed = lane.context().events[0];
+  GC_RETURN_IF_ERROR(check_device(
+      lane.device(), kernels::cuda::cuda_status(cudaEventRecord(computed, lane.stream()),
+                                                "cudaEventRecord", __FILE__, __LINE__)));
+  Clock::time_point copy_start = start;
+  const QueuedBefore kernel{computed, [&] {
+                              ctx.times.compute_seconds += seconds_since(start);
+                              copy_start = Clock::now();
+                            }};
+  if (auto st = copy_to_host(*pinned_, lane.stream(), lane.staging_events(), host->data->data(),
+                             buffer->ptr, desc.bytes(), &kernel);
+      !st.ok()) {
+    return check_device(lane.device(), st);
+  }
+  ctx.times.d2h_seconds += seconds_since(copy_start);
+  return host;
+}
+
 absl::StatusOr<std::shared_ptr<DeviceCopy>> CudaBackend::allocate_if(Lane& lane, bool wanted,
                                                                      std::uint64_t bytes) {
   if (!wanted) return std::shared_ptr<DeviceCopy>();
@@ -601,8 +634,7 @@ absl::StatusOr<Matrix> CudaBackend::transpose(const Matrix& a, JobContext& ctx) 
   const kernels::TransposeShape shape{a.desc.batch, a.desc.rows, a.desc.cols,
                                       kernels::dtype_size(a.desc.dtype)};
   const absl::Status launched = kernels::cuda::transpose(l.context(), in->ptr, out->ptr, shape);
-  if (auto st = finish_compute(l, launched, t0, ctx); !st.ok()) return st;
-  return finish_output(l, out_desc, std::move(out), ctx);
+  return finish_with_output(l, launched, t0, out_desc, std::move(out), ctx);
 }
 
 absl::StatusOr<bool> CudaBackend::transpose_into_pinned_host(const Matrix& a, std::byte* dst,
@@ -655,8 +687,7 @@ absl::StatusOr<Matrix> CudaBackend::matmul(const Matrix& a, const Matrix& b, con
   const auto t0 = Clock::now();
   const absl::Status launched =
       kernels::cuda::matmul(l.context(), da->ptr, db->ptr, out->ptr, shape, ctx.stop_token());
-  if (auto st = finish_compute(l, launched, t0, ctx); !st.ok()) return st;
-  return finish_output(l, out_desc, std::move(out), ctx);
+  return finish_with_output(l, launched, t0, out_desc, std::move(out), ctx);
 }
 
 absl::StatusOr<EighOutput> CudaBackend::eigh(const Matrix& a, const kernels::EighShape& shape,

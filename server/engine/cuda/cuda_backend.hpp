@@ -135,6 +135,13 @@ class CudaBackend final : public Backend {
   /// server, else copied back to host bytes.
   absl::StatusOr<Matrix> finish_output(Lane& lane, const MatrixDesc& desc,
                                        std::shared_ptr<DeviceCopy> buffer, JobContext& ctx);
+  /// finish_compute() then finish_output() for work whose one result is `buffer`, except that a
+  /// result going back to the host is copied behind the kernel: the host waits once, and the
+  /// stream runs the copy the moment the kernel ends (small operations' latency).
+  absl::StatusOr<Matrix> finish_with_output(Lane& lane, absl::Status launched,
+                                            std::chrono::steady_clock::time_point start,
+                                            const MatrixDesc& desc,
+                                            std::shared_ptr<DeviceCopy> buffer, JobContext& ctx);
   /// allocate(lane, bytes) where `wanted`, else null: an optional output not asked for.
   absl::StatusOr<std::shared_ptr<DeviceCopy>> allocate_if(Lane& lane, bool wanted,
                                                           std::uint64_t bytes);

@@ -92,8 +92,14 @@ absl::Status copy_to_device(PinnedPool& pool, kernels::cuda::StreamView stream,
 
 absl::Status copy_to_host(PinnedPool& pool, kernels::cuda::StreamView stream,
                           const StagingEvents& events, char* dst, const void* src,
-                          std::uint64_t bytes) {
-  if (bytes == 0) return absl::OkStatus();
+                          std::uint64_t bytes, const QueuedBefore* before) {
+  auto wait_before = [&]() -> absl::Status {
+    if (before == nullptr) return absl::OkStatus();
+    GC_CUDA_TRY(cudaEventSynchronize(before->done));
+    before->finished();
+    return absl::OkStatus();
+  };
+  if (bytes == 0) return wait_before();
   const StagingPair staging(pool, bytes);
   const std::uint64_t pieces = staging.pieces();
   // Two pieces in flight: piece i + 2 is issued once piece i has left its staging buffer.
@@ -107,6 +113,7 @@ absl::Status copy_to_host(PinnedPool& pool, kernels::cuda::StreamView stream,
   for (std::uint64_t i = 0; i < std::min<std::uint64_t>(2, pieces); ++i) {
     GC_RETURN_IF_ERROR(issue(i));
   }
+  GC_RETURN_IF_ERROR(wait_before());
   for (std::uint64_t i = 0; i < pieces; ++i) {
     const StagingPair::Piece p = staging.piece(i);
     GC_CUDA_TRY(cudaEventSynchronize(events[p.slot].value()));

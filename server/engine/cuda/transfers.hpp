@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include "absl/status/status.h"
 #include "common/byte_pieces.hpp"
@@ -22,9 +23,17 @@ absl::Status copy_to_device(PinnedPool& pool, kernels::cuda::StreamView stream,
 absl::Status copy_to_device(PinnedPool& pool, kernels::cuda::StreamView stream,
                             const StagingEvents& events, void* dst, BytePieces src,
                             std::uint64_t bytes);
+/// Work queued on the stream before a copy, which the caller times apart from the copy: `done`
+/// is recorded after it, and `finished` runs once it has finished, before the copy is waited for.
+struct QueuedBefore {
+  cudaEvent_t done = nullptr;
+  std::function<void()> finished;
+};
+
 /// Copies `bytes` from device `src` to host `dst` on `stream`, alternating between `events`.
+/// With `before`, the copy is queued behind that work without waiting for it first.
 absl::Status copy_to_host(PinnedPool& pool, kernels::cuda::StreamView stream,
                           const StagingEvents& events, char* dst, const void* src,
-                          std::uint64_t bytes);
+                          std::uint64_t bytes, const QueuedBefore* before = nullptr);
 
 }  // namespace gcompute::server::cuda
