@@ -88,6 +88,57 @@ TEST_F(CudaBackendTest, ResultsAndUploadsStayOnTheDeviceUntilAskedFor) {
   EXPECT_TRUE(m->device);
 }
 
+// A GPU idle between calls answers a small transpose slower than the host: operands of at
+// most kHostTransposeBytes with host bytes go to the host when the result returns there, and
+// small uploads keep host bytes for it. Larger ones, and results that stay, run on the GPU.
+TEST_F(CudaBackendTest, SmallTransposesWithHostBytesRunOnTheHost) {
+  auto check = [&](const Matrix& a, bool stay, const std::string& where) {
+    SCOPED_TRACE(::testing::Message() << a.desc.rows << "x" << a.desc.cols << " stay " << stay);
+    JobContext j;
+    j.results_stay_on_server = stay;
+    auto at = gpu_->transpose(a, j);
+    ASSERT_TRUE(at.ok()) << at.status();
+    EXPECT_EQ(j.device, where);
+    Matrix host = *at;
+    ASSERT_TRUE(gpu_->ensure_on_host(host).ok());
+    Matrix source = a;
+    ASSERT_TRUE(gpu_->ensure_on_host(source).ok());
+    const float* in = source.as<float>();
+    const float* out = host.as<float>();
+    for (std::int64_t i = 0; i < a.desc.rows; ++i) {
+      for (std::int64_t k = 0; k < a.desc.cols; ++k) {
+        ASSERT_EQ(out[k * a.desc.rows + i], in[i * a.desc.cols + k]) << i << ", " << k;
+      }
+    }
+  };
+  constexpr std::int64_t kSide = 128;  // 64 KiB of f32: the largest that runs on the host
+  static_assert(kSide * kSide * 4 == cuda::CudaBackend::kHostTransposeBytes);
+  check(random_f32(1, kSide, kSide), false, "cpu");
+  check(random_f32(1, 1, 1), false, "cpu");
+  check(random_f32(1, 3, 5461), false, "cpu");  // 65532 bytes
+  check(random_f32(1, kSide, kSide + 1), false, "cuda:0");
+  check(random_f32(1, kSide, kSide), true, "cuda:0");
+  // Uploads: a small one keeps host bytes beside its device copy; a larger one has none.
+  for (const std::int64_t cols : {kSide, kSide + 1}) {
+    const Matrix a = random_f32(1, kSide, cols);
+    auto sink = gpu_->begin_upload(a.desc);
+    ASSERT_TRUE(sink.ok()) << sink.status();
+    const std::uint64_t half = a.desc.bytes() / 2;
+    const char* bytes = reinterpret_cast<const char*>(a.bytes());
+    ASSERT_TRUE((*sink)->write(half, bytes + half, a.desc.bytes() - half).ok());
+    ASSERT_TRUE((*sink)->write(0, bytes, half).ok());
+    auto stored = (*sink)->finish();
+    ASSERT_TRUE(stored.ok()) << stored.status();
+    ASSERT_NE(stored->device, nullptr);
+    const bool small = cols == kSide;
+    EXPECT_EQ(stored->on_host(), small);
+    if (small) {
+      EXPECT_EQ(std::memcmp(stored->bytes(), a.bytes(), a.desc.bytes()), 0);
+    }
+    check(*stored, false, small ? "cpu" : "cuda:0");
+  }
+}
+
 TEST_F(CudaBackendTest, EverySvdMethodRunsOnTheGpuAndTheyAgree) {
   // Jacobi, QDWH and AUTO (QDWH here: min(m, n) > 64) all run on the device, and the job's
   // device says so; their singular values agree.

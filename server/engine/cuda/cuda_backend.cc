@@ -564,13 +564,22 @@ class DeviceUploadSink final : public UploadSink {
     GC_CUDA_TRY(cudaSetDevice(device_));
     if (auto st = reserve(offset + size); !st.ok()) return st;
     written_end_ = std::max(written_end_, offset + size);
+    if (desc_.bytes() <= CudaBackend::kHostTransposeBytes) {
+      // A small matrix keeps its host bytes too, for the host's answers to small calls.
+      if (!host_) host_ = std::make_shared<std::string>(desc_.bytes(), '\0');
+      std::uint64_t at = offset;
+      for (const std::span<const char> piece : pieces) {
+        std::memcpy(host_->data() + at, piece.data(), piece.size());
+        at += piece.size();
+      }
+    }
     return copy_to_device(pool_, stream_, events_, static_cast<char*>(buffer_->ptr) + offset,
                           pieces, size);
   }
   absl::StatusOr<Matrix> finish() override {
     std::lock_guard lock(mu_);
     if (auto st = reserve(desc_.bytes()); !st.ok()) return st;  // only an empty matrix is short
-    return Matrix{desc_, nullptr, std::move(buffer_)};
+    return Matrix{desc_, std::move(host_), std::move(buffer_)};
   }
 
  private:
@@ -594,6 +603,7 @@ class DeviceUploadSink final : public UploadSink {
   int device_;
   Allocate allocate_;
   std::shared_ptr<DeviceCopy> buffer_;
+  std::shared_ptr<std::string> host_;  ///< small matrices only (kHostTransposeBytes)
   std::uint64_t written_end_ = 0;
   PinnedPool& pool_;
   kernels::cuda::StreamView stream_;
@@ -625,6 +635,10 @@ absl::StatusOr<std::unique_ptr<UploadSink>> CudaBackend::begin_upload(const Matr
 // Operations
 
 absl::StatusOr<Matrix> CudaBackend::transpose(const Matrix& a, JobContext& ctx) {
+  if (!ctx.results_stay_on_server && a.on_host() && a.desc.bytes() <= kHostTransposeBytes) {
+    ctx.device = "cpu";
+    return host_.transpose(a, ctx);
+  }
   GC_ASSIGN_OR_RETURN(const LaneLease lane, acquire_lane_for(ctx));
   Lane& l = *lane;
   GC_ASSIGN_OR_RETURN(const std::shared_ptr<DeviceCopy> in, to_device(l, a, ctx));

@@ -15,6 +15,7 @@
 
 #include "engine/backend.hpp"
 #include "engine/backend_factory.hpp"
+#include "engine/cpu_backend.hpp"
 #include "engine/cuda/lane.hpp"
 #include "engine/cuda/pinned_pool.hpp"
 #include "gcompute/kernels/cuda/memory.hpp"
@@ -35,6 +36,11 @@ class CudaBackend final : public Backend {
   std::string name() const override { return "cuda"; }
   std::vector<DeviceInfo> devices() const override;
   int concurrency() const override { return total_lanes_; }
+
+  /// Operands of at most this many bytes that have host bytes, and whose result returns to the
+  /// host, are transposed on the host: a GPU idle between calls took 22-33 us for such a call on
+  /// an H200, the host a few us (docs/performance.md). Uploads this small keep their host bytes.
+  static constexpr std::uint64_t kHostTransposeBytes = std::uint64_t{64} << 10;
 
   absl::StatusOr<Matrix> transpose(const Matrix& a, JobContext& ctx) override;
   /// For an operand in a pinned region: tiles overlap their upload with the transpose and
@@ -173,6 +179,8 @@ class CudaBackend final : public Backend {
   std::vector<std::unique_ptr<Device>> devices_;
   std::unique_ptr<PinnedPool> pinned_;
   int total_lanes_ = 0;
+  /// Work too small to be worth a GPU's wake-up (kHostTransposeBytes).
+  CpuBackend host_{1};
   mutable std::mutex mu_;
   std::condition_variable lane_freed_;
 };
