@@ -75,9 +75,29 @@ def test_largest_operands_are_uploaded_first(small_client, recorder, rng):
     assert recorder.calls.count("UploadMatrix") == 1
     assert np.allclose(c, a @ b, rtol=1e-12, atol=1e-12)
     recorder.calls.clear()
-    # Two operands that fit together stay inline: no upload at all.
-    small_client.matmul(rng.uniform(size=(100, 100)), rng.uniform(size=(100, 100)))
+    # Two operands of less than a chunk each that fit together stay inline: no upload at all.
+    small_client.matmul(rng.uniform(size=(80, 80)), rng.uniform(size=(80, 80)))
     assert recorder.calls == ["MatMul"]
+
+
+def test_operands_and_results_above_one_chunk_travel_as_streams(small_server, rng):
+    """Under the inline limit and the message size, a matrix of more than one chunk still goes
+    as a chunk stream (protobuf would code and copy it whole on both sides); a result expected
+    above one chunk is stored, downloaded as a stream and deleted."""
+    a = rng.uniform(size=(200, 100))  # 160 KB: under the 512 KiB inline limit
+    for chunk, calls in ((64 * 1024, ["UploadMatrix", "Transpose", "DownloadMatrix", "DeleteMatrix"]),
+                         (MiB // 2, ["Transpose"])):
+        recorder = Recorder()
+        with gcompute.Client(small_server.addr, timeout=120, max_message_bytes=MiB,
+                             chunk_bytes=chunk, interceptors=[recorder]) as c:
+            assert np.array_equal(c.transpose(a), a.T)
+            assert recorder.calls == calls, (chunk, recorder.calls)
+            recorder.calls.clear()
+            # A small operand whose product is large: only the result is streamed.
+            x, y = rng.uniform(size=(300, 2)), rng.uniform(size=(2, 200))  # 480 KB product
+            assert np.allclose(c.matmul(x, y), x @ y, rtol=1e-12, atol=1e-12)
+            want = ["MatMul", "DownloadMatrix", "DeleteMatrix"] if chunk < MiB // 2 else ["MatMul"]
+            assert recorder.calls == want, (chunk, recorder.calls)
 
 
 def test_upload_download_with_progress(small_client, rng):

@@ -150,14 +150,18 @@ def take_stored(t: Transfer, result, what: str) -> Ref:
 
 
 class OperandStager:
-    """Places the operands of one request on one replica: inline, or, while the inline bytes
-    exceed the limit, uploaded (largest first) and referenced with MatrixRef.release, so that
-    the server drops them as it reads them. They served this request only: when the call did
-    not succeed, closing the stager deletes them."""
+    """Places the operands of one request on one replica: inline, or uploaded as a chunk stream
+    and referenced with MatrixRef.release (the server drops them as it reads them) when an
+    operand is larger than one chunk or while the inline bytes exceed the limit (largest
+    first). A protobuf message carrying a large matrix is coded and copied whole on both sides;
+    a stream moves it chunk by chunk. The uploads served this request only: when the call did
+    not succeed, closing the stager deletes them. With stream_results, results expected above
+    one chunk are asked for as stored matrices (downloaded as streams, then deleted)."""
 
-    def __init__(self, t: Transfer, inline_limit_bytes: int) -> None:
+    def __init__(self, t: Transfer, inline_limit_bytes: int, stream_results: bool = True) -> None:
         self._t = t
         self._limit = inline_limit_bytes
+        self._stream_results = stream_results
         self._slots: List[Tuple[object, Callable, Callable]] = []
         self._uploaded: List[str] = []
 
@@ -170,6 +174,13 @@ class OperandStager:
         """Registers an operand for a gcompute.v1.Operand field."""
         self.add(operand, lambda: field.inline, lambda: field.ref)
 
+    def expect_result(self, output, nbytes: int) -> None:
+        """Results of about `nbytes` go to gcompute.v1.OutputOptions `output` (left AUTO by the
+        caller): above one chunk they are stored, for take_result to download and delete."""
+        if (self._stream_results and nbytes > self._t.chunk_bytes
+                and output.placement == _pb.types.OutputOptions.PLACEMENT_AUTO):
+            output.placement = _pb.types.OutputOptions.PLACEMENT_STORED
+
     def place(self) -> None:
         host = []
         inline_bytes = 0
@@ -181,7 +192,7 @@ class OperandStager:
                 host.append((operand, as_matrix, as_ref))
         host.sort(key=lambda s: s[0][0].nbytes, reverse=True)
         for (array, name), as_matrix, as_ref in host:
-            if inline_bytes > self._limit:
+            if inline_bytes > self._limit or array.nbytes > self._t.chunk_bytes:
                 ref = upload(self._t, array, name, 0)
                 self._uploaded.append(ref.id)
                 field = as_ref()

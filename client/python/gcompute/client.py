@@ -164,7 +164,8 @@ class Client:
         op = self._operand(a, "a", accept=("f32", "f64", "f16", "i32"))
         batched = _is_batched(op)
 
-        fill = _one_operand_fill(op, store, ttl_seconds, _pb.ops.TransposeRequest)
+        fill = _one_operand_fill(op, store, ttl_seconds, _pb.ops.TransposeRequest,
+                                 result_bytes=_nbytes(op))
 
         def convert(response, t: Transfer):
             return self._result(t, response.at, "at", store, batched)
@@ -202,6 +203,8 @@ class Client:
             if beta is not None:
                 request.beta = float(beta)
             _output(request.output, store, ttl_seconds)
+            stager.expect_result(request.output, _matmul_result_bytes(ops[0], ops[1], transpose_a,
+                                                                      transpose_b))
             return request
 
         def convert(response, t: Transfer):
@@ -254,7 +257,8 @@ class Client:
         fill = _one_operand_fill(
             op, store, ttl_seconds,
             lambda: _pb.ops.EighRequest(compute_vectors=compute_vectors,
-                                        symmetry_tolerance=symmetry_tolerance))
+                                        symmetry_tolerance=symmetry_tolerance),
+            result_bytes=_nbytes(op) if compute_vectors else 0)
 
         def convert(response, t: Transfer):
             if store:
@@ -569,7 +573,7 @@ class Client:
 
         def attempt(replica: Replica):
             t = self._transfer(replica, deadline)
-            with OperandStager(t, self._inline_limit) as stager:
+            with OperandStager(t, self._inline_limit, stream_results=job is None) as stager:
                 request = fill(stager)
                 stager.place()
                 if job is not None:
@@ -601,7 +605,8 @@ class Client:
             op, store, ttl_seconds,
             lambda: _pb.ops.SvdRequest(compute_uv=compute_uv, full_matrices=full_matrices,
                                        tolerance=tolerance, max_sweeps=max_sweeps,
-                                       method=_SVD_METHODS[method]))
+                                       method=_SVD_METHODS[method]),
+            result_bytes=_nbytes(op) if compute_uv else 0)
 
         def convert(response, t: Transfer):
             if store:
@@ -643,6 +648,27 @@ def _as_ref(ref: Union[Ref, str]) -> Ref:
     raise InvalidArgument(f"expected a Ref or a stored matrix id; got {ref!r}")
 
 
+def _nbytes(op) -> int:
+    """The bytes of an operand: a Ref's stored size or a prepared array's."""
+    return op.size_bytes if isinstance(op, Ref) else op[0].nbytes
+
+
+def _shape3(op) -> Tuple[int, int, int]:
+    shape = tuple(op.shape) if isinstance(op, Ref) else op[0].shape
+    return (1, *shape) if len(shape) == 2 else shape  # type: ignore[return-value]
+
+
+def _matmul_result_bytes(a, b, transpose_a: bool, transpose_b: bool) -> int:
+    """The bytes of op(a) @ op(b) in the wider of the operands' element types."""
+    batch_a, rows_a, cols_a = _shape3(a)
+    batch_b, rows_b, cols_b = _shape3(b)
+    itemsize = max(_nbytes(a) // max(1, batch_a * rows_a * cols_a),
+                   _nbytes(b) // max(1, batch_b * rows_b * cols_b))
+    rows = cols_a if transpose_a else rows_a
+    cols = rows_b if transpose_b else cols_b
+    return max(batch_a, batch_b) * rows * cols * itemsize
+
+
 def _is_batched(op) -> bool:
     """Whether an operand is a 3-D batch (results then keep the batch dimension)."""
     if isinstance(op, Ref):
@@ -656,13 +682,15 @@ def _output(output, store: bool, ttl_seconds: int) -> None:
         output.ttl_seconds = int(ttl_seconds)
 
 
-def _one_operand_fill(op, store: bool, ttl_seconds: int,
-                      new_request: Callable[[], Any]) -> Callable[[OperandStager], Any]:
-    """The fill of an operation whose one operand is `a`: a new request with op staged."""
+def _one_operand_fill(op, store: bool, ttl_seconds: int, new_request: Callable[[], Any],
+                      result_bytes: int = 0) -> Callable[[OperandStager], Any]:
+    """The fill of an operation whose one operand is `a`: a new request with op staged, its
+    results (about result_bytes) streamed back when above one chunk."""
     def fill(stager: OperandStager) -> Any:
         request = new_request()
         stager.add_operand(op, request.a)
         _output(request.output, store, ttl_seconds)
+        stager.expect_result(request.output, result_bytes)
         return request
     return fill
 
