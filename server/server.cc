@@ -185,6 +185,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::create(const ServerOptions& opti
   // A sticky device error: stop serving; main() exits non-zero so a supervisor restarts us.
   Server* raw = s.get();
   backend->set_fatal_handler([raw](const absl::Status& status) { raw->on_fatal(status); });
+  if (ApspCache* cache = s->apsp_cache_.get()) {
+    backend->set_memory_pressure_handler([cache] { return cache->release_device_memory(); });
+  }
 
   s->backend_note_ = choice->note;
   s->ops_ = std::make_unique<ops::Operations>(
@@ -274,6 +277,8 @@ Server::~Server() {
     grpc_server_->Wait();
   }
   if (graph_wal_) graph_wal_->stop();  // no snapshot of a dying store
+  // The cache goes before the engine's backend (members die in reverse order).
+  if (engine_) engine_->backend().set_memory_pressure_handler({});
 }
 
 }  // namespace gcompute::server

@@ -219,14 +219,25 @@ class Backend {
   void set_fatal_handler(std::function<void(const absl::Status&)> handler) {
     fatal_handler_ = std::move(handler);
   }
+  /// Called when an allocation of device memory fails: drops what the server keeps only to go
+  /// faster (cached APSP results) and returns the bytes released; the backend then tries once
+  /// more before answering RESOURCE_EXHAUSTED. Set once at start-up.
+  void set_memory_pressure_handler(std::function<std::uint64_t()> handler) {
+    memory_pressure_handler_ = std::move(handler);
+  }
 
  protected:
   void report_fatal(const absl::Status& status) {
     if (fatal_handler_) fatal_handler_(status);
   }
+  /// The bytes the memory-pressure handler released (0 without one).
+  std::uint64_t release_cached_memory() {
+    return memory_pressure_handler_ ? memory_pressure_handler_() : 0;
+  }
 
  private:
   std::function<void(const absl::Status&)> fatal_handler_;
+  std::function<std::uint64_t()> memory_pressure_handler_;
 };
 
 }  // namespace gcompute::server

@@ -172,6 +172,26 @@ void ApspCache::evict_locked() {
   }
 }
 
+std::uint64_t ApspCache::release_device_memory() {
+  // Declared before the lock: the released results are freed after it is let go.
+  std::vector<std::shared_ptr<const CachedApsp>> released;
+  std::uint64_t bytes = 0;
+  absl::MutexLock lock(&mu_);
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    const CachedApsp& r = *it->second.result;
+    if (r.distances.device == nullptr && !(r.next_hop && r.next_hop->device != nullptr)) {
+      ++it;
+      continue;
+    }
+    bytes += it->second.bytes;
+    bytes_ -= it->second.bytes;
+    dropped_[it->first] = "the cached result was dropped to free device memory for a request";
+    released.push_back(std::move(it->second.result));
+    it = entries_.erase(it);
+  }
+  return bytes;
+}
+
 ApspCache::Stats ApspCache::stats() const {
   absl::MutexLock lock(&mu_);
   Stats s = stats_;

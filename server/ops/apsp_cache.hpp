@@ -75,6 +75,10 @@ class ApspCache final : public GraphSubscriber {
   void on_change(const GraphChange& change) override;
   Stats stats() const;
 
+  /// Drops the entries held in device memory (for a request that ran out of it); returns
+  /// their bytes. Memory a request still holds a handle to is freed when it lets go.
+  std::uint64_t release_device_memory();
+
  private:
   /// A (tail, head) pair to relax, by vertex id.
   struct Relax {

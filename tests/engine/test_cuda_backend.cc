@@ -218,6 +218,64 @@ TEST_F(CudaBackendTest, OutOfMemoryIsPerRequest) {
   EXPECT_EQ(stats.pinned_used_bytes, 0u);  // every staging block returned
 }
 
+// An allocation that fails asks the memory-pressure handler to release what the server keeps
+// only to go faster (the APSP cache), then tries once more; without anything released it is
+// RESOURCE_EXHAUSTED as before. The test's own allocation stands for the cache's memory.
+TEST_F(CudaBackendTest, OutOfMemoryReleasesCachesAndTriesOnceMore) {
+  cudaMemPool_t pool = nullptr;
+  ASSERT_EQ(cudaDeviceGetDefaultMemPool(&pool, 0), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  ASSERT_EQ(cudaMemPoolTrimTo(pool, 0), cudaSuccess);  // the pool's idle reserve back to the GPU
+  std::size_t free_bytes = 0, total_bytes = 0;
+  ASSERT_EQ(cudaMemGetInfo(&free_bytes, &total_bytes), cudaSuccess);
+  constexpr std::size_t kLeft = std::size_t{1} << 30;
+  ASSERT_GT(free_bytes, 8 * kLeft);
+  const std::size_t held = free_bytes - kLeft;
+  void* cached = nullptr;
+  ASSERT_EQ(cudaMalloc(&cached, held), cudaSuccess);
+  int calls = 0;
+  bool release = false;
+  gpu_->set_memory_pressure_handler([&]() -> std::uint64_t {
+    ++calls;
+    if (!release || cached == nullptr) return 0;
+    EXPECT_EQ(cudaFree(cached), cudaSuccess);
+    cached = nullptr;
+    return held;
+  });
+  // C = a (n x 1) times b (1 x n), 2 GiB, kept on the device: more than the 1 GiB left.
+  kernels::MatmulShape s;
+  s.m = s.n = 23200;
+  s.k = 1;
+  const Matrix a = random_f32(1, s.m, 1), b = random_f32(1, 1, s.n);
+  {
+    JobContext j;
+    j.results_stay_on_server = true;
+    auto refused = gpu_->matmul(a, b, nullptr, s, j);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted) << refused.status();
+    EXPECT_EQ(calls, 1);
+  }
+  release = true;
+  JobContext j;
+  j.results_stay_on_server = true;
+  auto c = gpu_->matmul(a, b, nullptr, s, j);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(calls, 2);
+  EXPECT_EQ(cached, nullptr);
+  // Spot checks against the product on the host.
+  Matrix host = *c;
+  ASSERT_TRUE(gpu_->ensure_on_host(host).ok());
+  for (const std::int64_t i : {std::int64_t{0}, s.m / 3, s.m - 1}) {
+    for (const std::int64_t k : {std::int64_t{0}, s.n / 2, s.n - 1}) {
+      EXPECT_FLOAT_EQ(host.as<float>()[i * s.n + k], a.as<float>()[i] * b.as<float>()[k]);
+    }
+  }
+  gpu_->set_memory_pressure_handler({});
+  if (cached != nullptr) {
+    EXPECT_EQ(cudaFree(cached), cudaSuccess);
+  }
+}
+
 TEST_F(CudaBackendTest, ConcurrentSvdsOfDifferentShapesAllLaunch) {
   // Shapes whose kernels need different dynamic shared memory (small-path sizes and both
   // blocked widths) on four lanes at once: each request once set the kernel's shared-memory

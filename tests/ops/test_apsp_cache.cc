@@ -316,5 +316,34 @@ TEST(ApspCache, EvictsLeastRecentlyUsed) {
   EXPECT_EQ(cache.lookup("b", 1, true).outcome, ApspCache::Outcome::kMiss);
 }
 
+// A request short of device memory makes the cache drop the results it holds there (the
+// CUDA backend then tries once more); results in host memory stay.
+TEST(ApspCache, ReleasesDeviceMemoryOnRequest) {
+  ApspCache cache;
+  GraphStore store(fed(cache));
+  for (const char* id : {"on_host", "on_device", "next_hops_on_device"}) {
+    ASSERT_TRUE(store.create(id, 10, {}).ok());
+    CachedApsp r = full_result(store, *store.get(id));
+    const std::string name = id;
+    // A device copy standing for device memory (the cache only looks at whether there is one).
+    if (name == "on_device") r.distances.device = std::make_shared<DeviceCopy>();
+    if (name == "next_hops_on_device") r.next_hop->device = std::make_shared<DeviceCopy>();
+    cache.put(id, std::move(r));
+  }
+  const std::uint64_t before = cache.stats().bytes;
+  ASSERT_EQ(cache.stats().entries, 3u);
+  const std::uint64_t released = cache.release_device_memory();
+  EXPECT_GT(released, 0u);
+  EXPECT_EQ(cache.stats().entries, 1u);
+  EXPECT_EQ(cache.stats().bytes, before - released);
+  EXPECT_EQ(cache.lookup("on_host", 1, true).outcome, ApspCache::Outcome::kHit);
+  for (const char* id : {"on_device", "next_hops_on_device"}) {
+    const ApspCache::Answer miss = cache.lookup(id, 1, true);
+    EXPECT_EQ(miss.outcome, ApspCache::Outcome::kMiss) << id;
+    EXPECT_THAT(miss.why, ::testing::HasSubstr("device memory")) << id;
+  }
+  EXPECT_EQ(cache.release_device_memory(), 0u);  // nothing left there
+}
+
 }  // namespace
 }  // namespace gcompute::server

@@ -246,6 +246,12 @@ absl::StatusOr<std::shared_ptr<DeviceCopy>> CudaBackend::allocate(int device,
                                                                   std::uint64_t bytes) {
   Device& dev = *devices_[static_cast<std::size_t>(device)];
   auto buffer = kernels::cuda::DeviceBuffer::create(bytes, stream, dev.memory);
+  if (absl::IsResourceExhausted(buffer.status()) && release_cached_memory() > 0) {
+    // The released memory returns to the pool once the aux stream has run its frees.
+    if (cudaStreamSynchronize(dev.aux_stream.value()) == cudaSuccess) {
+      buffer = kernels::cuda::DeviceBuffer::create(bytes, stream, dev.memory);
+    }
+  }
   if (!buffer.ok()) {
     if (absl::IsResourceExhausted(buffer.status())) {
       return absl::ResourceExhaustedError(absl::StrCat("GPU ", device,
