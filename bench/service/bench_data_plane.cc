@@ -4,8 +4,10 @@
 // or CUDA backend) and a raw callback server of three generic methods that do nothing but
 // move bytes (Echo: unary; Sink: client stream; Source: server stream). One client process
 // measures, interleaved so that both see the same machine:
-//   - per call, in blocks of 100: Echo (empty), GetServerInfo, Transpose of a stored 64 x 64
-//     f32 (answered inline): p50 and p99;
+//   - per call, in blocks of 100: Echo (empty), Echo with a 16 KiB reply, the raw server
+//     answering gcompute's Transpose messages (protobuf both ways, no gcompute handler),
+//     GetServerInfo, Transpose of a stored 64 x 64 f32 (answered inline; also through the
+//     generated stub alone): p50 and p99;
 //   - bulk, for each size: Sink vs UploadMatrix and Source vs DownloadMatrix of the same
 //     bytes in the same chunks (4 MiB): median GB/s over the repetitions after a warm-up;
 //   - a Transpose of an f32 matrix of each size from host memory to host memory, end to end:
@@ -76,6 +78,25 @@ class RawReactor final : public grpc::ServerGenericBidiReactor {
       }
       grpc::Slice slice(payload_.data(), size, grpc::Slice::STATIC_SLICE);
       out_ = grpc::ByteBuffer(&slice, 1);
+      StartWriteAndFinish(&out_, {}, grpc::Status::OK);
+    } else if (method_ == "/bench.Raw/Typed") {
+      // gcompute's own Transpose messages, parsed and built with protobuf, with no gcompute
+      // handler between: the reply is a 64 x 64 f32 result inline, as the Transpose's.
+      gcompute::v1::TransposeRequest request;
+      if (!ok ||
+          !grpc::SerializationTraits<grpc::protobuf::Message>::Deserialize(&in_, &request).ok() ||
+          request.a().ref().id().empty()) {
+        Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "want a TransposeRequest"));
+        return;
+      }
+      gcompute::v1::TransposeResponse response;
+      gcompute::v1::Matrix* at = response.mutable_at()->mutable_inline_();
+      at->set_rows(64);
+      at->set_cols(64);
+      at->set_dtype(gcompute::v1::DTYPE_F32);
+      at->set_data(payload_.data(), 64 * 64 * 4);
+      bool own = false;
+      (void)grpc::SerializationTraits<grpc::protobuf::Message>::Serialize(response, &out_, &own);
       StartWriteAndFinish(&out_, {}, grpc::Status::OK);
     } else if (method_ == "/bench.Raw/Sink") {
       if (ok) {
@@ -190,6 +211,29 @@ class RawClient {
     for (const grpc::Slice& s : slices)
       copy.append(reinterpret_cast<const char*>(s.begin()), s.size());
     return copy.size() == reply_bytes;
+  }
+
+  /// The Typed method: a TransposeRequest out, a TransposeResponse with a 16 KiB result back,
+  /// both through protobuf, the result copied out as a client's must be.
+  bool typed_echo() {
+    gcompute::v1::TransposeRequest request;
+    request.mutable_a()->mutable_ref()->set_id("m-0123456789abcdef0123456789abcdef");
+    grpc::ByteBuffer body, reply;
+    bool own = false;
+    (void)grpc::SerializationTraits<grpc::protobuf::Message>::Serialize(request, &body, &own);
+    grpc::ClientContext ctx;
+    grpc::CompletionQueue cq;
+    auto call = stub_->PrepareUnaryCall(&ctx, "/bench.Raw/Typed", body, &cq);
+    call->StartCall();
+    grpc::Status status;
+    call->Finish(&reply, &status, tag(1));
+    if (!wait(cq) || !status.ok()) return false;
+    gcompute::v1::TransposeResponse response;
+    if (!grpc::SerializationTraits<grpc::protobuf::Message>::Deserialize(&reply, &response).ok()) {
+      return false;
+    }
+    const std::string result = response.at().inline_().data();
+    return result.size() == 64 * 64 * 4;
   }
 
   /// Streams `data` in kChunk messages, each copied into its message.
@@ -373,7 +417,8 @@ int main(int argc, char** argv) {
       ok_or_fail(client.upload_matrix(small), "upload 64 x 64").ref;
   // The Transpose's result: 64 x 64 f32 inline, the reply the second raw echo carries.
   const std::uint64_t small_reply = small.expected_bytes();
-  std::vector<double> echo_us, echo_reply_us, info_us, transpose_us, raw_stub_transpose_us;
+  std::vector<double> echo_us, echo_reply_us, typed_echo_us, info_us, transpose_us,
+      raw_stub_transpose_us;
   // The same Transpose through the generated stub alone (no client library): what the client's
   // own work adds.
   auto compute_stub = gcompute::v1::Compute::NewStub(
@@ -403,6 +448,7 @@ int main(int argc, char** argv) {
   for (int warm = 0; warm < 100; ++warm) {
     if (!raw.echo()) fail("echo");
     if (!raw.echo(small_reply)) fail("echo with a reply");
+    if (!raw.typed_echo()) fail("typed echo");
     (void)ok_or_fail(client.server_info(), "GetServerInfo");
     (void)ok_or_fail(client.transpose(small_ref), "Transpose");
     stub_transpose();
@@ -432,6 +478,11 @@ int main(int argc, char** argv) {
     for (int i = 0; i < kBlock; ++i) {
       timed(echo_reply_us, [&] {
         if (!raw.echo(small_reply)) fail("echo with a reply");
+      });
+    }
+    for (int i = 0; i < kBlock; ++i) {
+      timed(typed_echo_us, [&] {
+        if (!raw.typed_echo()) fail("typed echo");
       });
     }
     for (int i = 0; i < kBlock; ++i) {
@@ -629,6 +680,7 @@ int main(int argc, char** argv) {
   };
   add_call("raw echo", echo_us);
   add_call("raw echo 16 KiB reply", echo_reply_us);
+  add_call("raw server protobuf Transpose messages", typed_echo_us);
   add_call("GetServerInfo", info_us);
   add_call("Transpose 64x64 f32 ref", transpose_us);
   add_call("Transpose 64x64 f32 ref through the stub", raw_stub_transpose_us);
@@ -641,6 +693,7 @@ int main(int argc, char** argv) {
   for (const auto& [name, us] :
        {std::pair<const char*, const std::vector<double>*>{"raw echo (empty)", &echo_us},
         {"raw echo, 16 KiB reply", &echo_reply_us},
+        {"raw server, protobuf Transpose request and 16 KiB response", &typed_echo_us},
         {"GetServerInfo", &info_us},
         {"Transpose of a stored 64x64 f32 (16 KiB reply)", &transpose_us},
         {"  the same through the generated stub (no client library)", &raw_stub_transpose_us}}) {
