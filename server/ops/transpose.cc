@@ -22,16 +22,22 @@ absl::StatusOr<PreparedOp> prepare_transpose(TransposeRequest request, OpEnv& en
                       ResultPlan::make(request.output, {{transpose_output(a.desc), "at"}}, env,
                                        env.limits, caller));
   std::optional<ResultPlan::RegionRead> a_read;
+  bool may_write_in_place = true;
   if (a_in_region) {
-    GC_ASSIGN_OR_RETURN(
-        std::shared_ptr<const SharedRegion> region,
-        find_region(env, caller, a_in_region->region_id, "a.shared_memory.region_id"));
-    a_read = ResultPlan::RegionRead{std::move(region), a_in_region->offset, a.desc.bytes()};
+    absl::StatusOr<std::shared_ptr<const SharedRegion>> region =
+        find_region(env, caller, a_in_region->region_id, "a.shared_memory.region_id");
+    // Unregistered since take_operand (whose view keeps it mapped): its bytes cannot be told
+    // apart from the result's any more, so the operand is read whole first.
+    if (region.ok()) {
+      a_read = ResultPlan::RegionRead{*std::move(region), a_in_region->offset, a.desc.bytes()};
+    } else {
+      may_write_in_place = false;
+    }
   }
   const bool tiny = a.desc.bytes() <= kTinyTransposeBytes;
   return PreparedOp{
       "Transpose",
-      [a = std::move(a), a_read = std::move(a_read), plan = std::move(plan)](
+      [a = std::move(a), a_read = std::move(a_read), may_write_in_place, plan = std::move(plan)](
           Backend& backend, JobContext& job) mutable -> absl::StatusOr<OpResult> {
         // Into a client's pinned region, a backend may write blocks of the result while it
         // still reads the operand (unless the two may overlap).
@@ -39,7 +45,7 @@ absl::StatusOr<PreparedOp> prepare_transpose(TransposeRequest request, OpEnv& en
         const std::span<const ResultPlan::RegionRead> reads =
             a_read ? std::span(&*a_read, 1) : std::span<const ResultPlan::RegionRead>();
         GC_ASSIGN_OR_RETURN(std::byte * in_place, plan.pinned_host_destination(0, at_desc, reads));
-        if (in_place != nullptr) {
+        if (in_place != nullptr && may_write_in_place) {
           GC_ASSIGN_OR_RETURN(const bool written,
                               backend.transpose_into_pinned_host(a, in_place, job));
           if (written) return TransposeResult{plan.written_in_place(0, at_desc)};

@@ -231,15 +231,21 @@ TEST_F(CudaBackendTest, OutOfMemoryReleasesCachesAndTriesOnceMore) {
   constexpr std::size_t kLeft = std::size_t{1} << 30;
   ASSERT_GT(free_bytes, 8 * kLeft);
   const std::size_t held = free_bytes - kLeft;
-  void* cached = nullptr;
-  ASSERT_EQ(cudaMalloc(&cached, held), cudaSuccess);
+  // Freed however the test ends: a failed assertion must not leave the GPU full.
+  struct Held {
+    void* ptr = nullptr;
+    ~Held() {
+      if (ptr != nullptr) (void)cudaFree(ptr);
+    }
+  } cached;
+  ASSERT_EQ(cudaMalloc(&cached.ptr, held), cudaSuccess);
   int calls = 0;
   bool release = false;
   gpu_->set_memory_pressure_handler([&]() -> std::uint64_t {
     ++calls;
-    if (!release || cached == nullptr) return 0;
-    EXPECT_EQ(cudaFree(cached), cudaSuccess);
-    cached = nullptr;
+    if (!release || cached.ptr == nullptr) return 0;
+    EXPECT_EQ(cudaFree(cached.ptr), cudaSuccess);
+    cached.ptr = nullptr;
     return held;
   });
   // C = a (n x 1) times b (1 x n), 2 GiB, kept on the device: more than the 1 GiB left.
@@ -261,7 +267,7 @@ TEST_F(CudaBackendTest, OutOfMemoryReleasesCachesAndTriesOnceMore) {
   auto c = gpu_->matmul(a, b, nullptr, s, j);
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(calls, 2);
-  EXPECT_EQ(cached, nullptr);
+  EXPECT_EQ(cached.ptr, nullptr);
   // Spot checks against the product on the host.
   Matrix host = *c;
   ASSERT_TRUE(gpu_->ensure_on_host(host).ok());
@@ -271,9 +277,6 @@ TEST_F(CudaBackendTest, OutOfMemoryReleasesCachesAndTriesOnceMore) {
     }
   }
   gpu_->set_memory_pressure_handler({});
-  if (cached != nullptr) {
-    EXPECT_EQ(cudaFree(cached), cudaSuccess);
-  }
 }
 
 TEST_F(CudaBackendTest, ConcurrentSvdsOfDifferentShapesAllLaunch) {

@@ -185,12 +185,14 @@ TEST_F(ServiceSharedMemory, TransposeReadsAndWritesTheRegion) {
   }
 }
 
-// On the GPU a large transpose between pinned regions writes blocks of its result while it
-// still reads the operand. Where the result may overlap the operand (in the same region, or in
-// a second region mapping the same object) the operand must still be read whole first; past the
-// operand, a second mapping of the object takes the blocked path. Each case: the plain loop.
+// On the GPU a large transpose between pinned regions writes tiles of its result while it still
+// reads the operand. Where the result may overlap the operand (in the same region, or in a
+// second region mapping the same object) the operand must still be read whole first; past the
+// operand, a second mapping of the object takes the tiled path. Each case: the plain loop, and
+// on the GPU the path taken (the read-whole-first path books an upload; the tiled one, whose
+// copies overlap the kernel, books it all as compute).
 TEST_F(ServiceSharedMemory, AResultOverlappingItsOperandIsStillItsTranspose) {
-  constexpr std::int64_t rows = 2048, cols = 1531;  // 12 MiB of f32: several blocks on a GPU
+  constexpr std::int64_t rows = 4096, cols = 4093;  // 64 MiB of f32: 2 x 2 tiles on a GPU
   constexpr std::uint64_t bytes = rows * cols * 4;
   constexpr std::uint64_t second_at = 4 << 20;  // the second region's start in the object
   ShmObject shm(3 * bytes);
@@ -204,11 +206,12 @@ TEST_F(ServiceSharedMemory, AResultOverlappingItsOperandIsStillItsTranspose) {
     std::string region;
     std::uint64_t region_at;  ///< the region's start in the object
     std::uint64_t offset;     ///< the result's, in the region
+    bool tiled;               ///< the path expected on the GPU
   };
   for (const Case& c :
-       {Case{"the operand's region, overlapping", whole, 0, 256},
-        Case{"a second mapping, overlapping", second.region_id(), second_at, 0},
-        Case{"a second mapping, past the operand", second.region_id(), second_at, bytes}}) {
+       {Case{"the operand's region, overlapping", whole, 0, 256, false},
+        Case{"a second mapping, overlapping", second.region_id(), second_at, 0, false},
+        Case{"a second mapping, past the operand", second.region_id(), second_at, bytes, true}}) {
     SCOPED_TRACE(c.what);
     std::memcpy(shm.data(), in.data(), bytes);
     std::memset(shm.data() + bytes, static_cast<int>(kPoison), shm.bytes() - bytes);
@@ -218,10 +221,16 @@ TEST_F(ServiceSharedMemory, AResultOverlappingItsOperandIsStillItsTranspose) {
     v1::TransposeResponse resp;
     ASSERT_TRUE(is_ok(transpose(req, &resp)));
     ASSERT_EQ(resp.at().shared_memory().offset(), c.offset);
+    if (kCuda) {
+      EXPECT_EQ(resp.stats().h2d_seconds() == 0, c.tiled) << resp.stats().ShortDebugString();
+    }
     const float* out = shm.at<float>(c.region_at + c.offset);
     for (std::int64_t i = 0; i < rows; ++i) {
       for (std::int64_t j = 0; j < cols; ++j) {
-        ASSERT_EQ(out[j * rows + i], in[i * cols + j]) << "row " << i << " col " << j;
+        if (out[j * rows + i] != in[i * cols + j]) {
+          FAIL() << "row " << i << " col " << j << ": " << out[j * rows + i] << " vs "
+                 << in[i * cols + j];
+        }
       }
     }
     const std::uint64_t end = c.region_at + c.offset + bytes;

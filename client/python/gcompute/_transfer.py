@@ -142,6 +142,22 @@ def take_result(t: Transfer, result, what: str) -> np.ndarray:
     raise Internal(f"server response has no {what}")
 
 
+def take_results(t: Transfer, *results) -> List[np.ndarray]:
+    """take_result of each (MatrixResult, what) pair, in order; every stored one is deleted,
+    also those after one that failed."""
+    pending = [r.stored.ref.id for r, _ in results if r.WhichOneof("value") == "stored"]
+    try:
+        taken = []
+        for result, what in results:
+            taken.append(take_result(t, result, what))  # deletes its own stored matrix
+            if result.WhichOneof("value") == "stored":
+                pending.remove(result.stored.ref.id)
+        return taken
+    finally:
+        for matrix_id in pending:
+            delete_quietly(t, matrix_id)
+
+
 def take_stored(t: Transfer, result, what: str) -> Ref:
     """The Ref of a result requested with PLACEMENT_STORED."""
     if result.WhichOneof("value") != "stored":

@@ -264,11 +264,11 @@ class Client:
             if store:
                 w = self._result(t, response.w, "w", True, batched)
                 return (w, self._result(t, response.v, "v", True, batched)) if compute_vectors else w
-            w = _transfer.take_result(t, response.w, "w")
-            w = w[:, 0, :] if batched else w[0, 0, :]
             if not compute_vectors:
-                return w
-            v = _transfer.take_result(t, response.v, "v")
+                (w,) = _transfer.take_results(t, (response.w, "w"))
+                return w[:, 0, :] if batched else w[0, 0, :]
+            w, v = _transfer.take_results(t, (response.w, "w"), (response.v, "v"))
+            w = w[:, 0, :] if batched else w[0, 0, :]
             return (w, v if batched else v[0])
 
         return self._operation(self._route_refs(op), timeout, "Eigh", fill, convert)
@@ -614,14 +614,14 @@ class Client:
                 result = (self._result(t, response.u, "u", True, batched), s,
                           self._result(t, response.vt, "vt", True, batched)) if compute_uv else s
             else:
-                s = _transfer.take_result(t, response.s, "s")
-                s = s[:, 0, :] if batched else s[0, 0, :]
                 if compute_uv:
-                    u = _transfer.take_result(t, response.u, "u")
-                    vt = _transfer.take_result(t, response.vt, "vt")
+                    s, u, vt = _transfer.take_results(t, (response.s, "s"), (response.u, "u"),
+                                                      (response.vt, "vt"))
+                    s = s[:, 0, :] if batched else s[0, 0, :]
                     result = (u, s, vt) if batched else (u[0], s, vt[0])
                 else:
-                    result = s
+                    (s,) = _transfer.take_results(t, (response.s, "s"))
+                    result = s[:, 0, :] if batched else s[0, 0, :]
             if not response.converged:
                 raise SvdNotConverged(
                     f"SVD ({method}) did not converge: {response.sweeps} sweeps or iterations "

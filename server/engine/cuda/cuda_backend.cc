@@ -331,16 +331,19 @@ absl::StatusOr<Matrix> CudaBackend::finish_with_output(Lane& lane, absl::Status 
     GC_RETURN_IF_ERROR(finish_compute(lane, std::move(launched), start, ctx));
     return finish_output(lane, desc, std::move(buffer), ctx);
   }
+  // On a failure below, the kernel and the copies may still be queued: the lane's stream is
+  // drained before `buffer`, the operands and the staging block are let go.
+  auto drained = [&](absl::Status failed) {
+    (void)cudaStreamSynchronize(lane.stream());
+    return check_device(lane.device(), std::move(failed));
+  };
   auto host = allocate_matrix(desc);  // while the kernel runs
-  if (!host.ok()) {
-    GC_RETURN_IF_ERROR(finish_compute(lane, absl::OkStatus(), start, ctx));
-    return host.status();
-  }
+  if (!host.ok()) return drained(host.status());
   // The lane's first context event: no kernel borrows it once its launch has returned.
   const cudaEvent_t computed = lane.context().events[0];
-  GC_RETURN_IF_ERROR(check_device(
-      lane.device(), kernels::cuda::cuda_status(cudaEventRecord(computed, lane.stream()),
-                                                "cudaEventRecord", __FILE__, __LINE__)));
+  if (cudaError_t err = cudaEventRecord(computed, lane.stream()); err != cudaSuccess) {
+    return drained(kernels::cuda::cuda_status(err, "cudaEventRecord", __FILE__, __LINE__));
+  }
   Clock::time_point copy_start = start;
   const QueuedBefore kernel{computed, [&] {
                               ctx.times.compute_seconds += seconds_since(start);
@@ -349,7 +352,7 @@ absl::StatusOr<Matrix> CudaBackend::finish_with_output(Lane& lane, absl::Status 
   if (auto st = copy_to_host(*pinned_, lane.stream(), lane.staging_events(), host->data->data(),
                              buffer->ptr, desc.bytes(), &kernel);
       !st.ok()) {
-    return check_device(lane.device(), st);
+    return drained(st);
   }
   ctx.times.d2h_seconds += seconds_since(copy_start);
   return host;

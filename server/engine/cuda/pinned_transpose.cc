@@ -73,6 +73,10 @@ absl::Status issue_tiles(const kernels::cuda::Context& ctx, cudaStream_t upload,
   const std::uint64_t e = shape.element_bytes;
   const auto rows = static_cast<std::uint64_t>(shape.rows);
   const auto cols = static_cast<std::uint64_t>(shape.cols);
+  // The slots were allocated stream-ordered on the main stream (whose pool may hand out memory
+  // whose free on another stream it made only the main stream wait for): uploads start after it.
+  GC_CUDA_TRY(cudaEventRecord(events[0].value(), main));
+  GC_CUDA_TRY(cudaStreamWaitEvent(upload, events[0].value(), 0));
   for (std::size_t k = 0; k < plan.tiles.size(); ++k) {
     const TransposeTile& t = plan.tiles[k];
     const std::size_t s = k % 2;

@@ -64,9 +64,10 @@ struct TransposeSlots {
   std::array<void*, 2> out{};
 };
 
-/// Transposes `src` (page-locked host, `shape`) into `dst` (page-locked host) through `slots`:
-/// uploads on `upload`, transposes and downloads on ctx.stream, the two ordered by `events`.
-/// Both streams have finished with every buffer when it returns, also on failure.
+/// Transposes `src` (page-locked host, `shape`) into `dst` (page-locked host) through `slots`
+/// (allocated on ctx.stream, or ready for any stream): uploads on `upload`, after the work
+/// already queued on ctx.stream; transposes and downloads on ctx.stream; the two ordered by
+/// `events`. Both streams have finished with every buffer when it returns, also on failure.
 absl::Status transpose_pinned_host(const kernels::cuda::Context& ctx,
                                    kernels::cuda::StreamView upload, const StagingEvents& events,
                                    const TransposeSlots& slots, const std::byte* src,

@@ -110,17 +110,23 @@ absl::Status copy_to_host(PinnedPool& pool, kernels::cuda::StreamView stream,
     GC_CUDA_TRY(cudaEventRecord(events[p.slot].value(), stream));
     return absl::OkStatus();
   };
-  for (std::uint64_t i = 0; i < std::min<std::uint64_t>(2, pieces); ++i) {
-    GC_RETURN_IF_ERROR(issue(i));
-  }
-  GC_RETURN_IF_ERROR(wait_before());
-  for (std::uint64_t i = 0; i < pieces; ++i) {
-    const StagingPair::Piece p = staging.piece(i);
-    GC_CUDA_TRY(cudaEventSynchronize(events[p.slot].value()));
-    std::memcpy(dst + p.offset, p.staging, p.bytes);
-    if (i + 2 < pieces) GC_RETURN_IF_ERROR(issue(i + 2));
-  }
-  return absl::OkStatus();
+  const absl::Status copied = [&]() -> absl::Status {
+    for (std::uint64_t i = 0; i < std::min<std::uint64_t>(2, pieces); ++i) {
+      GC_RETURN_IF_ERROR(issue(i));
+    }
+    GC_RETURN_IF_ERROR(wait_before());
+    for (std::uint64_t i = 0; i < pieces; ++i) {
+      const StagingPair::Piece p = staging.piece(i);
+      GC_CUDA_TRY(cudaEventSynchronize(events[p.slot].value()));
+      std::memcpy(dst + p.offset, p.staging, p.bytes);
+      if (i + 2 < pieces) GC_RETURN_IF_ERROR(issue(i + 2));
+    }
+    return absl::OkStatus();
+  }();
+  // After a failure copies may still be queued: the staging block returns to the pool (when
+  // `staging` goes) only once the stream has drained.
+  if (!copied.ok()) (void)cudaStreamSynchronize(stream);
+  return copied;
 }
 
 }  // namespace gcompute::server::cuda
