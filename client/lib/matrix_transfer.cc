@@ -14,7 +14,7 @@
 #include "shared_memory.hpp"
 #include "unary_rpc.hpp"
 #include "wire/chunk_codec.hpp"
-#include "wire/huge_pages.hpp"
+#include "wire/fresh_buffer.hpp"
 
 namespace gcompute::client {
 
@@ -25,14 +25,16 @@ std::string method_path(const char* name) {
 }
 
 /// Makes `out` an empty buffer with room for `bytes`: a new one asks for transparent huge pages
-/// (wire::advise_huge_pages); one of the size already is reused as it is.
-void make_room(std::string& out, std::uint64_t bytes) {
+/// (and has its pages faulted in by `prefault`, if any, ahead of the chunks); one of the size
+/// already is reused as it is.
+void make_room(std::string& out, std::uint64_t bytes, wire::PrefaultAhead* prefault = nullptr) {
   out.clear();
   if (out.capacity() >= bytes) return;
   std::string fresh;
   fresh.reserve(bytes);
   wire::advise_huge_pages(fresh.data(), bytes);
   out.swap(fresh);
+  if (prefault != nullptr) prefault->start(out.data(), bytes);
 }
 
 }  // namespace
@@ -98,6 +100,8 @@ absl::Status download_in_chunks(const TransferTarget& target, const MatrixRef& r
   bool have_header = false;
   uint64_t expected = 0;
   absl::Status protocol_error;
+  // Declared after `out` is sized and before it can change: stopped (joined) on every return.
+  wire::PrefaultAhead prefault;
   // A chunk goes from gRPC's buffers straight into `out`, appended (chunks come in order): the
   // one copy any receiver makes, with no zero-filling before it.
   auto take_chunk = [&](uint64_t offset, uint64_t size,
@@ -110,6 +114,7 @@ absl::Status download_in_chunks(const TransferTarget& target, const MatrixRef& r
       return;
     }
     for (std::span<const char> piece : pieces) out.data.append(piece.data(), piece.size());
+    prefault.written(out.data.size());
     if (progress) progress(out.data.size(), expected);
   };
   while (protocol_error.ok() && call.read(message)) {
@@ -136,7 +141,7 @@ absl::Status download_in_chunks(const TransferTarget& target, const MatrixRef& r
         break;
       }
       expected = out.expected_bytes();
-      make_room(out.data, expected);
+      make_room(out.data, expected, &prefault);
       have_header = true;
       if (progress) progress(0, expected);
     } else if (part.has_chunk()) {  // a chunk laid out unlike protobuf's own: parsed whole

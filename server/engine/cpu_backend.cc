@@ -15,7 +15,7 @@
 #include "gcompute/kernels/cpu/svd.hpp"
 #include "gcompute/kernels/cpu/transpose.hpp"
 #include "gcompute/kernels/status_macros.hpp"
-#include "wire/huge_pages.hpp"
+#include "wire/fresh_buffer.hpp"
 
 namespace gcompute::server {
 namespace {
@@ -31,8 +31,9 @@ auto timed(JobContext& ctx, Fn&& fn) {
 }
 
 /// Uploads land directly in the host matrix. The first chunk reserves the whole matrix's
-/// address space, once (no reallocation copies later); physical memory is still taken only as
-/// chunks are written, so a header alone, or a stalled stream, holds next to nothing.
+/// address space, once (no reallocation copies later); physical memory is taken as chunks are
+/// written (faulted in at most wire::PrefaultAhead::kWindowBytes ahead of them), so a header
+/// alone holds nothing and a stalled stream little more than it sent.
 class HostUploadSink final : public UploadSink {
  public:
   explicit HostUploadSink(const MatrixDesc& desc)
@@ -43,9 +44,11 @@ class HostUploadSink final : public UploadSink {
       if (bytes.capacity() < m_.desc.bytes()) {
         bytes.reserve(m_.desc.bytes());
         wire::advise_huge_pages(bytes.data(), bytes.capacity());
+        prefault_.start(bytes.data(), m_.desc.bytes());
       }
       if (offset == bytes.size()) {  // in order, as chunks come: appended, each byte written once
         for (std::span<const char> piece : pieces) bytes.append(piece.data(), piece.size());
+        prefault_.written(bytes.size());
         return absl::OkStatus();
       }
       if (bytes.size() < offset + size) bytes.resize(offset + size);  // zero-fills a gap first
@@ -53,19 +56,19 @@ class HostUploadSink final : public UploadSink {
       return absl::ResourceExhaustedError(
           absl::StrCat("out of host memory storing upload bytes up to offset ", offset + size));
     }
-    for (std::span<const char> piece : pieces) {
-      std::memcpy(bytes.data() + offset, piece.data(), piece.size());
-      offset += piece.size();
-    }
+    gather(pieces, bytes.data() + offset);
+    prefault_.written(bytes.size());
     return absl::OkStatus();
   }
   absl::StatusOr<Matrix> finish() override {
+    prefault_.stop();
     m_.data->resize(m_.desc.bytes());  // every byte was written
     return std::move(m_);
   }
 
  private:
   Matrix m_;
+  wire::PrefaultAhead prefault_;  // declared after m_: stopped before the bytes go
 };
 
 }  // namespace
