@@ -74,6 +74,12 @@ inline bool refused_shared_memory(const absl::Status& s) {
          s.message().find("shared_memory") != absl::string_view::npos;
 }
 
+/// The stored-matrix quota (the server's or the tenant's) refused a result.
+inline bool refused_stored_results(const absl::Status& s) {
+  return s.code() == absl::StatusCode::kResourceExhausted &&
+         s.message().find("stored-matrix quota") != absl::string_view::npos;
+}
+
 /// The call failed without an answer about its work: the server may still be running it.
 inline bool may_still_run(const absl::Status& s) {
   return s.code() == absl::StatusCode::kDeadlineExceeded ||
@@ -129,29 +135,38 @@ struct Client::Impl {
     using Result = ConvertedResult<Convert, Response>;
     if (!route.ok()) return route.status();
     return replicas.run(*route, scope.deadline, [&](Replica& replica, std::size_t index) -> Result {
-      for (bool shared = use_shared_memory && options.shared_memory;; shared = false) {
+      bool shared = use_shared_memory && options.shared_memory;
+      // The calls that may use shared memory are the ones whose results come back in their
+      // response.
+      bool stream_results = use_shared_memory;
+      for (;;) {
         SharedMemoryUse use;
         if (shared) use = {&shared_memory, index, options.shared_memory_min_bytes};
         TransferTarget transfer = transfer_on(replica, scope);
-        // The calls that may use shared memory are the ones whose results come back in
-        // their response.
-        OperandStager stager(transfer, effective_inline_limit(options), use,
-                             /*stream_results=*/use_shared_memory);
+        OperandStager stager(transfer, effective_inline_limit(options), use, stream_results);
         Request request;
         fill(stager, request);
         if (absl::Status s = stager.place(); !s.ok()) return s;
         transfer.arena = stager.arena();  // the results may lie there
         Result result =
             call_and_convert(Attempt{index, transfer}, method, request, convert, &stager);
-        if (stager.arena() == nullptr) return result;
         const absl::Status& status = status_of(result);
-        if (refused_shared_memory(status)) {
-          stager.discard_arena();
+        if (stager.arena() != nullptr) {
+          if (refused_shared_memory(status)) {
+            stager.discard_arena();
+            shared = false;
+            continue;
+          }
+          // A call that may still run on the server (cancelled, timed out, cut off) could yet
+          // write into the arena: it must not serve the next call.
+          if (may_still_run(status)) stager.discard_arena();
+        }
+        // Results this client chose to store, refused by the store's quota: asked for again
+        // in the response, as the caller left them.
+        if (stager.stores_results() && refused_stored_results(status)) {
+          stream_results = false;
           continue;
         }
-        // A call that may still run on the server (cancelled, timed out, cut off) could yet
-        // write into the arena: it must not serve the next call.
-        if (may_still_run(status)) stager.discard_arena();
         return result;
       }
     });

@@ -121,6 +121,7 @@ absl::Status OperandStager::place() {
   if (stream_results_ && output_ != nullptr && output_bytes_ > target_.chunk_bytes &&
       output_->placement() == pb::OutputOptions::PLACEMENT_AUTO) {
     output_->set_placement(pb::OutputOptions::PLACEMENT_STORED);
+    stores_results_ = true;
   }
   return absl::OkStatus();
 }

@@ -64,6 +64,8 @@ class OperandStager {
   /// (PLACEMENT_STORED, where the caller left AUTO), which the response's reader downloads and
   /// deletes.
   absl::Status place();
+  /// Whether place() asked for the results as stored matrices (stream_results).
+  bool stores_results() const { return stores_results_; }
   /// The request succeeded, so the server has read every operand: the uploads, sent with
   /// MatrixRef.release, are gone already.
   void uploads_released() { uploaded_.clear(); }
@@ -88,6 +90,7 @@ class OperandStager {
   uint64_t inline_limit_bytes_;
   SharedMemoryUse shared_;
   bool stream_results_;
+  bool stores_results_ = false;
   std::vector<Slot> slots_;
   std::vector<MatrixRef> uploaded_;
   uint64_t output_bytes_ = 0;

@@ -55,7 +55,7 @@ absl::StatusOr<std::shared_ptr<const SharedRegion>> find_region(const OpEnv& env
 }
 
 absl::StatusOr<Matrix> take_operand(OperandInput input, const std::string& field, const OpEnv& env,
-                                    const Caller& caller) {
+                                    const Caller& caller, std::optional<RegionRead>* read_from) {
   if (auto* m = std::get_if<MatrixInput>(&input)) {
     return take_matrix(std::move(*m), field + ".inline", env.limits);
   }
@@ -94,6 +94,7 @@ absl::StatusOr<Matrix> take_operand(OperandInput input, const std::string& field
       return m;
     }
     m.view_pinned = region->pinned();
+    if (read_from != nullptr) *read_from = RegionRead{region, shm->offset, desc.bytes()};
     // The view keeps the region mapped while the operation runs, even once unregistered.
     m.view = std::shared_ptr<const std::byte>(std::move(region), start);
     return m;

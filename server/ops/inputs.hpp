@@ -3,6 +3,9 @@
 // allocated, byte lengths checked, stored refs resolved. Messages name the field and values.
 #pragma once
 
+#include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -25,11 +28,20 @@ absl::StatusOr<MatrixDesc> check_desc(std::int64_t batch, std::int64_t rows, std
 absl::StatusOr<Matrix> take_matrix(MatrixInput input, const std::string& field,
                                    const Limits& limits);
 
+/// Bytes of a shared-memory region that an operation reads.
+struct RegionRead {
+  std::shared_ptr<const SharedRegion> region;
+  std::uint64_t offset = 0;
+  std::uint64_t bytes = 0;
+};
+
 /// An operand, inline, from the store (the caller's matrices only; a ref marked release
 /// leaves the store as it is read) or a view of the caller's shared memory (bounds checked).
-/// INVALID_ARGUMENT when unset.
+/// INVALID_ARGUMENT when unset. With `read_from`, an operand in a host shared-memory region
+/// also tells which bytes of which region it is read from (left empty for any other operand).
 absl::StatusOr<Matrix> take_operand(OperandInput input, const std::string& field, const OpEnv& env,
-                                    const Caller& caller);
+                                    const Caller& caller,
+                                    std::optional<RegionRead>* read_from = nullptr);
 
 /// FAILED_PRECONDITION for a shared-memory request to a server started with
 /// --shared-memory=false; `field`, when given, leads the message.

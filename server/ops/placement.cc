@@ -6,7 +6,6 @@
 #include "absl/strings/str_cat.h"
 #include "common/quote.hpp"
 #include "gcompute/kernels/status_macros.hpp"
-#include "ops/inputs.hpp"
 
 namespace gcompute::server::ops {
 

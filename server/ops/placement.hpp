@@ -15,6 +15,7 @@
 #include "absl/time/time.h"
 #include "engine/backend.hpp"
 #include "ops/caller.hpp"
+#include "ops/inputs.hpp"
 #include "ops/limits.hpp"
 #include "ops/op_env.hpp"
 #include "ops/requests.hpp"
@@ -54,12 +55,6 @@ class ResultPlan {
   /// written into the region for a shared-memory one.
   absl::StatusOr<ResultMatrix> place(std::size_t index, Matrix m, Backend& backend);
 
-  /// Bytes of a shared-memory region that an operation reads.
-  struct RegionRead {
-    std::shared_ptr<const SharedRegion> region;
-    std::uint64_t offset = 0;
-    std::uint64_t bytes = 0;
-  };
   /// Where result `index` (of `desc`) goes when that is page-locked host memory (a pinned
   /// shared-memory region), its span checked again now, for a backend to write while it still
   /// reads its operands; null for any other placement, and where the destination may overlap

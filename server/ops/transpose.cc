@@ -13,39 +13,24 @@ namespace gcompute::server::ops {
 
 absl::StatusOr<PreparedOp> prepare_transpose(TransposeRequest request, OpEnv& env,
                                              const Caller& caller) {
-  // take_operand consumes the request; a shared-memory operand's place is needed once more.
-  std::optional<SharedMemoryInput> a_in_region;
-  if (const auto* shm = std::get_if<SharedMemoryInput>(&request.a)) a_in_region = *shm;
-  GC_ASSIGN_OR_RETURN(Matrix a, take_operand(std::move(request.a), "a", env, caller));
+  std::optional<RegionRead> a_read;
+  GC_ASSIGN_OR_RETURN(Matrix a, take_operand(std::move(request.a), "a", env, caller, &a_read));
   GC_RETURN_IF_ERROR(admit(2 * a.desc.bytes(), "Transpose", env.limits, /*on_device=*/true));
   GC_ASSIGN_OR_RETURN(ResultPlan plan,
                       ResultPlan::make(request.output, {{transpose_output(a.desc), "at"}}, env,
                                        env.limits, caller));
-  std::optional<ResultPlan::RegionRead> a_read;
-  bool may_write_in_place = true;
-  if (a_in_region) {
-    absl::StatusOr<std::shared_ptr<const SharedRegion>> region =
-        find_region(env, caller, a_in_region->region_id, "a.shared_memory.region_id");
-    // Unregistered since take_operand (whose view keeps it mapped): its bytes cannot be told
-    // apart from the result's any more, so the operand is read whole first.
-    if (region.ok()) {
-      a_read = ResultPlan::RegionRead{*std::move(region), a_in_region->offset, a.desc.bytes()};
-    } else {
-      may_write_in_place = false;
-    }
-  }
   const bool tiny = a.desc.bytes() <= kTinyTransposeBytes;
   return PreparedOp{
       "Transpose",
-      [a = std::move(a), a_read = std::move(a_read), may_write_in_place, plan = std::move(plan)](
+      [a = std::move(a), a_read = std::move(a_read), plan = std::move(plan)](
           Backend& backend, JobContext& job) mutable -> absl::StatusOr<OpResult> {
         // Into a client's pinned region, a backend may write blocks of the result while it
         // still reads the operand (unless the two may overlap).
         const MatrixDesc at_desc = transpose_output(a.desc);
-        const std::span<const ResultPlan::RegionRead> reads =
-            a_read ? std::span(&*a_read, 1) : std::span<const ResultPlan::RegionRead>();
+        const std::span<const RegionRead> reads =
+            a_read ? std::span(&*a_read, 1) : std::span<const RegionRead>();
         GC_ASSIGN_OR_RETURN(std::byte * in_place, plan.pinned_host_destination(0, at_desc, reads));
-        if (in_place != nullptr && may_write_in_place) {
+        if (in_place != nullptr) {
           GC_ASSIGN_OR_RETURN(const bool written,
                               backend.transpose_into_pinned_host(a, in_place, job));
           if (written) return TransposeResult{plan.written_in_place(0, at_desc)};

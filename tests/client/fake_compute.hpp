@@ -32,6 +32,8 @@ class FakeCompute final : public pb::Compute::Service {
   std::vector<std::string> operand_kinds;  // "inline" or "ref", per operand received
   std::size_t store_results_above = SIZE_MAX;
   std::vector<pb::OutputOptions::Placement> placements;  // asked for, per result
+  /// Refuses results asked for as PLACEMENT_STORED as a full store does.
+  bool refuse_stored_results = false;
   /// Prepended to the ids this fake issues (several fakes must not issue the same ids).
   std::string id_prefix;
   int transposes = 0;
@@ -119,7 +121,10 @@ class FakeCompute final : public pb::Compute::Service {
                     a.data().data() + (i * a.cols() + j) * 4, 4);
       }
     }
-    put_result(std::move(t), request->output(), response->mutable_at());
+    if (grpc::Status s = put_result(std::move(t), request->output(), response->mutable_at());
+        !s.ok()) {
+      return s;
+    }
     response->mutable_stats()->set_device("fake");
     return grpc::Status::OK;
   }
@@ -150,7 +155,10 @@ class FakeCompute final : public pb::Compute::Service {
       }
     }
     c.set_data(std::string(reinterpret_cast<const char*>(cv.data()), cv.size() * 4));
-    put_result(std::move(c), request->output(), response->mutable_c());
+    if (grpc::Status s = put_result(std::move(c), request->output(), response->mutable_c());
+        !s.ok()) {
+      return s;
+    }
     return grpc::Status::OK;
   }
 
@@ -194,9 +202,14 @@ class FakeCompute final : public pb::Compute::Service {
     if (o.ref().release()) stored.erase(it);  // as the server does: gone as it is read
     return grpc::Status::OK;
   }
-  void put_result(pb::Matrix m, const pb::OutputOptions& output, pb::MatrixResult* result) {
+  grpc::Status put_result(pb::Matrix m, const pb::OutputOptions& output, pb::MatrixResult* result) {
     std::lock_guard<std::mutex> lock(mu);
     placements.push_back(output.placement());
+    if (refuse_stored_results && output.placement() == pb::OutputOptions::PLACEMENT_STORED) {
+      return grpc::Status(
+          grpc::StatusCode::RESOURCE_EXHAUSTED,
+          "stored-matrix quota exceeded: " + std::to_string(m.data().size()) + " bytes requested");
+    }
     if (m.data().size() > store_results_above ||
         output.placement() == pb::OutputOptions::PLACEMENT_STORED) {
       const std::string id = id_prefix + "res" + std::to_string(stored.size() + 1000);
@@ -205,6 +218,7 @@ class FakeCompute final : public pb::Compute::Service {
     } else {
       *result->mutable_inline_() = std::move(m);
     }
+    return grpc::Status::OK;
   }
 };
 

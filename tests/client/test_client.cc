@@ -146,6 +146,31 @@ TEST_F(ClientTest, OperandsAndResultsOfMoreThanOneChunkTravelAsStreams) {
   EXPECT_EQ(fake_.downloads, 1);
 }
 
+TEST_F(ClientTest, ResultsTheStoreRefusesComeBackInTheResponse) {
+  ClientOptions o = options();
+  o.chunk_bytes = 64 << 10;
+  Client client(o);
+  fake_.refuse_stored_results = true;  // as a server whose stored-matrix quota is full
+  // Small operands, a 480,000-byte product: the client asks for it stored, the quota refuses,
+  // and the call is made again with the result left to the server (inline).
+  const HostMatrix x = random_matrix(300, 2, 8), y = random_matrix(2, 200, 9);
+  absl::StatusOr<MatrixResultWithStats> r = client.matmul(x, y);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(fake_.placements,
+            (std::vector<pb::OutputOptions::Placement>{pb::OutputOptions::PLACEMENT_STORED,
+                                                       pb::OutputOptions::PLACEMENT_AUTO}));
+  EXPECT_EQ(fake_.downloads, 0);
+  EXPECT_TRUE(fake_.stored.empty());
+  ASSERT_EQ(r->matrix.rows, 300);
+  ASSERT_EQ(r->matrix.cols, 200);
+  for (int64_t i : {0, 150, 299}) {
+    for (int64_t j : {0, 77, 199}) {
+      const double want = double{at(x, i, 0)} * at(y, 0, j) + double{at(x, i, 1)} * at(y, 1, j);
+      EXPECT_NEAR(at(r->matrix, i, j), want, 1e-5 * (1 + std::abs(want)));
+    }
+  }
+}
+
 TEST_F(ClientTest, OnlyTheLargestOperandsAreUploaded) {
   ClientOptions o = options();
   o.inline_limit_bytes = 100 << 10;

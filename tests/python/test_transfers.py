@@ -100,6 +100,22 @@ def test_operands_and_results_above_one_chunk_travel_as_streams(small_server, rn
             assert recorder.calls == want, (chunk, recorder.calls)
 
 
+def test_results_refused_by_the_store_quota_come_back_in_the_response(start_server, rng):
+    """A result the client chose to store (above one chunk) that the stored-matrix quota refuses
+    is asked for again in the response, as the caller left it: a small quota costs streaming,
+    not the call."""
+    server = start_server("--stored-matrix-quota-bytes=100000", name="tiny-store")
+    recorder = Recorder()
+    with gcompute.Client(server.addr, timeout=120, chunk_bytes=64 * 1024,
+                         interceptors=[recorder]) as c:
+        x, y = rng.uniform(size=(300, 2)), rng.uniform(size=(2, 200))  # 480 KB product
+        assert np.allclose(c.matmul(x, y), x @ y, rtol=1e-12, atol=1e-12)
+        assert recorder.calls == ["MatMul", "MatMul"], recorder.calls
+        # A result the caller asked to store is the caller's: the refusal reaches it.
+        with pytest.raises(gcompute.ResourceExhausted, match="stored-matrix quota"):
+            c.matmul(x, y, store=True)
+
+
 def test_upload_download_with_progress(small_client, rng):
     for dtype in (np.float32, np.float64, np.int32, np.float16):
         a = (rng.uniform(-100, 100, size=(3, 257, 389))).astype(dtype)

@@ -55,9 +55,10 @@ def as_matrix_array(x, what: str, *, accept: Iterable[str], convert_ints_to: Opt
     return np.ascontiguousarray(a, dtype=DTYPES[name]), name
 
 
-def shape3(a: np.ndarray) -> Tuple[int, int, int]:
-    """(batch, rows, cols) of a 2-D or 3-D array."""
-    return (1, *a.shape) if a.ndim == 2 else a.shape  # type: ignore[return-value]
+def shape3(a) -> Tuple[int, int, int]:
+    """(batch, rows, cols) of anything with a 2-D or 3-D shape (an array, a Ref)."""
+    shape = tuple(a.shape)
+    return (1, *shape) if len(shape) == 2 else shape  # type: ignore[return-value]
 
 
 def to_matrix(a: np.ndarray, name: str, out) -> None:

@@ -165,6 +165,12 @@ def take_stored(t: Transfer, result, what: str) -> Ref:
     return t.ref_from(result.stored)
 
 
+def refused_stored_results(error: grpc.RpcError) -> bool:
+    """Whether a call was refused for the stored-matrix quota (the server's or the tenant's)."""
+    return (error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            and "stored-matrix quota" in (error.details() or ""))
+
+
 class OperandStager:
     """Places the operands of one request on one replica: inline, or uploaded as a chunk stream
     and referenced with MatrixRef.release (the server drops them as it reads them) when an
@@ -172,12 +178,15 @@ class OperandStager:
     first). A protobuf message carrying a large matrix is coded and copied whole on both sides;
     a stream moves it chunk by chunk. The uploads served this request only: when the call did
     not succeed, closing the stager deletes them. With stream_results, results expected above
-    one chunk are asked for as stored matrices (downloaded as streams, then deleted)."""
+    one chunk are asked for as stored matrices (downloaded as streams, then deleted); where
+    the store's quota refuses them, the call is made again with the results in the response
+    (refused_stored_results)."""
 
     def __init__(self, t: Transfer, inline_limit_bytes: int, stream_results: bool = True) -> None:
         self._t = t
         self._limit = inline_limit_bytes
         self._stream_results = stream_results
+        self.stores_results = False  # whether expect_result asked for a stored result
         self._slots: List[Tuple[object, Callable, Callable]] = []
         self._uploaded: List[str] = []
 
@@ -196,6 +205,7 @@ class OperandStager:
         if (self._stream_results and nbytes > self._t.chunk_bytes
                 and output.placement == _pb.types.OutputOptions.PLACEMENT_AUTO):
             output.placement = _pb.types.OutputOptions.PLACEMENT_STORED
+            self.stores_results = True
 
     def place(self) -> None:
         host = []

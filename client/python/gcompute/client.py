@@ -573,18 +573,28 @@ class Client:
 
         def attempt(replica: Replica):
             t = self._transfer(replica, deadline)
-            with OperandStager(t, self._inline_limit, stream_results=job is None) as stager:
-                request = fill(stager)
-                stager.place()
-                if job is not None:
-                    submit = _pb.jobs.SubmitJobRequest(**job)
-                    getattr(submit, jobs.SUBMIT_FIELDS[method]).CopyFrom(request)
-                    response = replica.stub.SubmitJob(submit, timeout=deadline.remaining(),
-                                                      metadata=self._metadata)
-                    return jobs.Job(self, response.job_id, replica.index, method, convert)
-                response = getattr(replica.stub, method)(request, timeout=deadline.remaining(),
-                                                         metadata=self._metadata)
-                return convert(response, t)
+            stream_results = job is None
+            while True:
+                with OperandStager(t, self._inline_limit, stream_results=stream_results) as stager:
+                    request = fill(stager)
+                    stager.place()
+                    if job is not None:
+                        submit = _pb.jobs.SubmitJobRequest(**job)
+                        getattr(submit, jobs.SUBMIT_FIELDS[method]).CopyFrom(request)
+                        response = replica.stub.SubmitJob(submit, timeout=deadline.remaining(),
+                                                          metadata=self._metadata)
+                        return jobs.Job(self, response.job_id, replica.index, method, convert)
+                    try:
+                        response = getattr(replica.stub, method)(
+                            request, timeout=deadline.remaining(), metadata=self._metadata)
+                    except grpc.RpcError as error:
+                        # Results this client chose to store, refused by the store's quota:
+                        # asked for again in the response, as the caller left them.
+                        if stager.stores_results and _transfer.refused_stored_results(error):
+                            stream_results = False
+                            continue
+                        raise
+                    return convert(response, t)
 
         return self._replicas.run(route, deadline, attempt)
 
@@ -654,8 +664,8 @@ def _nbytes(op) -> int:
 
 
 def _shape3(op) -> Tuple[int, int, int]:
-    shape = tuple(op.shape) if isinstance(op, Ref) else op[0].shape
-    return (1, *shape) if len(shape) == 2 else shape  # type: ignore[return-value]
+    """(batch, rows, cols) of an operand: a Ref or a prepared array."""
+    return _arrays.shape3(op if isinstance(op, Ref) else op[0])
 
 
 def _matmul_result_bytes(a, b, transpose_a: bool, transpose_b: bool) -> int:

@@ -308,17 +308,28 @@ absl::StatusOr<std::shared_ptr<DeviceCopy>> CudaBackend::to_device(Lane& lane, c
 
 absl::StatusOr<Matrix> CudaBackend::finish_output(Lane& lane, const MatrixDesc& desc,
                                                   std::shared_ptr<DeviceCopy> buffer,
-                                                  JobContext& ctx) {
+                                                  JobContext& ctx, const QueuedBefore* queued) {
   if (ctx.results_stay_on_server) return Matrix{desc, nullptr, std::move(buffer)};
-  auto host = allocate_matrix(desc);
-  if (!host.ok()) return host.status();
-  const auto t0 = Clock::now();
-  if (auto st = copy_to_host(*pinned_, lane.stream(), lane.staging_events(), host->data->data(),
-                             buffer->ptr, desc.bytes());
-      !st.ok()) {
-    return check_device(lane.device(), st);
+  auto host = allocate_matrix(desc);  // while queued work runs
+  if (!host.ok()) {
+    // Queued work may still use `buffer` and the operands: drained before they go.
+    if (queued != nullptr) (void)cudaStreamSynchronize(lane.stream());
+    return host.status();
   }
-  ctx.times.d2h_seconds += seconds_since(t0);
+  auto copy_start = Clock::now();
+  QueuedBefore timed;
+  if (queued != nullptr) {
+    timed = {queued->done, [&] {
+               queued->finished();
+               copy_start = Clock::now();
+             }};
+  }
+  if (auto st = copy_to_host(*pinned_, lane.stream(), lane.staging_events(), host->data->data(),
+                             buffer->ptr, desc.bytes(), queued != nullptr ? &timed : nullptr);
+      !st.ok()) {
+    return check_device(lane.device(), st);  // copy_to_host has drained the stream
+  }
+  ctx.times.d2h_seconds += seconds_since(copy_start);
   return host;
 }
 
@@ -331,31 +342,15 @@ absl::StatusOr<Matrix> CudaBackend::finish_with_output(Lane& lane, absl::Status 
     GC_RETURN_IF_ERROR(finish_compute(lane, std::move(launched), start, ctx));
     return finish_output(lane, desc, std::move(buffer), ctx);
   }
-  // On a failure below, the kernel and the copies may still be queued: the lane's stream is
-  // drained before `buffer`, the operands and the staging block are let go.
-  auto drained = [&](absl::Status failed) {
-    (void)cudaStreamSynchronize(lane.stream());
-    return check_device(lane.device(), std::move(failed));
-  };
-  auto host = allocate_matrix(desc);  // while the kernel runs
-  if (!host.ok()) return drained(host.status());
   // The lane's first context event: no kernel borrows it once its launch has returned.
   const cudaEvent_t computed = lane.context().events[0];
   if (cudaError_t err = cudaEventRecord(computed, lane.stream()); err != cudaSuccess) {
-    return drained(kernels::cuda::cuda_status(err, "cudaEventRecord", __FILE__, __LINE__));
+    (void)cudaStreamSynchronize(lane.stream());
+    return check_device(lane.device(),
+                        kernels::cuda::cuda_status(err, "cudaEventRecord", __FILE__, __LINE__));
   }
-  Clock::time_point copy_start = start;
-  const QueuedBefore kernel{computed, [&] {
-                              ctx.times.compute_seconds += seconds_since(start);
-                              copy_start = Clock::now();
-                            }};
-  if (auto st = copy_to_host(*pinned_, lane.stream(), lane.staging_events(), host->data->data(),
-                             buffer->ptr, desc.bytes(), &kernel);
-      !st.ok()) {
-    return drained(st);
-  }
-  ctx.times.d2h_seconds += seconds_since(copy_start);
-  return host;
+  const QueuedBefore kernel{computed, [&] { ctx.times.compute_seconds += seconds_since(start); }};
+  return finish_output(lane, desc, std::move(buffer), ctx, &kernel);
 }
 
 absl::StatusOr<std::shared_ptr<DeviceCopy>> CudaBackend::allocate_if(Lane& lane, bool wanted,
@@ -576,11 +571,7 @@ class DeviceUploadSink final : public UploadSink {
     if (desc_.bytes() <= CudaBackend::kHostTransposeBytes) {
       // A small matrix keeps its host bytes too, for the host's answers to small calls.
       if (!host_) host_ = std::make_shared<std::string>(desc_.bytes(), '\0');
-      std::uint64_t at = offset;
-      for (const std::span<const char> piece : pieces) {
-        std::memcpy(host_->data() + at, piece.data(), piece.size());
-        at += piece.size();
-      }
+      gather(pieces, host_->data() + offset);
     }
     return copy_to_device(pool_, stream_, events_, static_cast<char*>(buffer_->ptr) + offset,
                           pieces, size);

@@ -24,6 +24,8 @@
 
 namespace gcompute::server::cuda {
 
+struct QueuedBefore;
+
 class CudaBackend final : public Backend {
  public:
   /// Every visible GPU, with the kernels' tuning read from the environment once, here
@@ -138,12 +140,13 @@ class CudaBackend final : public Backend {
   absl::StatusOr<std::shared_ptr<DeviceCopy>> to_device(Lane& lane, const Matrix& m,
                                                         JobContext& ctx);
   /// Turns a device result into a Matrix: left on the device when the results stay on the
-  /// server, else copied back to host bytes.
+  /// server, else copied back to host bytes. With `queued` (work still running on the lane's
+  /// stream, timed by the caller), the copy is queued behind it: the host waits once.
   absl::StatusOr<Matrix> finish_output(Lane& lane, const MatrixDesc& desc,
-                                       std::shared_ptr<DeviceCopy> buffer, JobContext& ctx);
+                                       std::shared_ptr<DeviceCopy> buffer, JobContext& ctx,
+                                       const QueuedBefore* queued = nullptr);
   /// finish_compute() then finish_output() for work whose one result is `buffer`, except that a
-  /// result going back to the host is copied behind the kernel: the host waits once, and the
-  /// stream runs the copy the moment the kernel ends (small operations' latency).
+  /// result going back to the host is copied behind the kernel (small operations' latency).
   absl::StatusOr<Matrix> finish_with_output(Lane& lane, absl::Status launched,
                                             std::chrono::steady_clock::time_point start,
                                             const MatrixDesc& desc,
