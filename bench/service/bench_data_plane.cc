@@ -8,6 +8,8 @@
 //     answering gcompute's Transpose messages (protobuf both ways, no gcompute handler),
 //     GetServerInfo, Transpose of a stored 64 x 64 f32 (answered inline; also through the
 //     generated stub alone): p50 and p99;
+//   - a raw call answered from another thread after a delay (0.1 to 20 ms): what the platform
+//     adds to a call whose answer comes later, with no gcompute code (threads woken from idle);
 //   - bulk, for each size: Sink vs UploadMatrix and Source vs DownloadMatrix of the same
 //     bytes in the same chunks (4 MiB): median GB/s over the repetitions after a warm-up;
 //   - a Transpose of an f32 matrix of each size from host memory to host memory, end to end:
@@ -21,7 +23,7 @@
 // Prints a table last; writes CSV to the path given.
 //
 //   bench_data_plane [--device cpu|cuda] [--sizes-mib 16,64,256] [--reps 5] [--calls 2000]
-//                    [--csv FILE] [--profile-call echo|echo-reply|transpose N]
+//                    [--csv FILE] [--profile-call echo|echo-reply|typed|transpose N]
 #include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
@@ -34,9 +36,11 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
@@ -54,11 +58,51 @@ constexpr std::uint64_t kChunk = 4 * kMiB;
 
 // ---- The raw server ---------------------------------------------------------------------
 
+/// One thread that runs tasks at their time, as an engine worker answers calls: a delayed
+/// reply leaves from a thread that was waiting, not from a new one.
+class DelayedRunner {
+ public:
+  DelayedRunner() : thread_([this] { run(); }) {}
+  ~DelayedRunner() {
+    {
+      absl::MutexLock lock(&mu_);
+      stopping_ = true;
+    }
+    thread_.join();
+  }
+  void at(Clock::time_point when, std::function<void()> task) {
+    absl::MutexLock lock(&mu_);
+    tasks_.emplace_back(when, std::move(task));
+  }
+
+ private:
+  void run() {
+    for (;;) {
+      std::pair<Clock::time_point, std::function<void()>> task;
+      {
+        absl::MutexLock lock(&mu_);
+        mu_.Await(absl::Condition(
+            +[](DelayedRunner* r) { return r->stopping_ || !r->tasks_.empty(); }, this));
+        if (stopping_) return;
+        task = std::move(tasks_.front());
+        tasks_.erase(tasks_.begin());
+      }
+      std::this_thread::sleep_until(task.first);
+      task.second();
+    }
+  }
+
+  absl::Mutex mu_;
+  bool stopping_ = false;
+  std::vector<std::pair<Clock::time_point, std::function<void()>>> tasks_;
+  std::thread thread_;
+};
+
 /// One call of any of the three methods; lives until OnDone.
 class RawReactor final : public grpc::ServerGenericBidiReactor {
  public:
-  RawReactor(const std::string& method, const std::string& payload)
-      : method_(method), payload_(payload) {
+  RawReactor(const std::string& method, const std::string& payload, DelayedRunner& delayed)
+      : method_(method), payload_(payload), delayed_(delayed) {
     StartRead(&in_);
   }
 
@@ -98,6 +142,23 @@ class RawReactor final : public grpc::ServerGenericBidiReactor {
       bool own = false;
       (void)grpc::SerializationTraits<grpc::protobuf::Message>::Serialize(response, &out_, &own);
       StartWriteAndFinish(&out_, {}, grpc::Status::OK);
+    } else if (method_ == "/bench.Raw/Delayed" || method_ == "/bench.Raw/Busy") {
+      // The request is an 8-byte count of microseconds; the empty reply leaves from another
+      // thread that long after, as a result from an engine worker does.
+      std::uint64_t micros = 0;
+      if (!ok || !read_size(&micros)) {
+        Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "want an 8-byte delay"));
+        return;
+      }
+      if (method_ == "/bench.Raw/Delayed") {
+        delayed_.at(Clock::now() + std::chrono::microseconds(micros),
+                    [this] { StartWriteAndFinish(&in_, {}, grpc::Status::OK); });
+      } else {  // the same delay spent on this (gRPC's) thread, answered from it
+        const auto until = Clock::now() + std::chrono::microseconds(micros);
+        while (Clock::now() < until) {
+        }
+        StartWriteAndFinish(&in_, {}, grpc::Status::OK);
+      }
     } else if (method_ == "/bench.Raw/Sink") {
       if (ok) {
         received_ += in_.Length();
@@ -161,6 +222,7 @@ class RawReactor final : public grpc::ServerGenericBidiReactor {
 
   std::string method_;
   const std::string& payload_;
+  DelayedRunner& delayed_;
   grpc::ByteBuffer in_, out_, reply_;
   std::uint64_t received_ = 0, total_ = 0, sent_ = 0;
   bool started_ = false;
@@ -170,11 +232,12 @@ class RawService final : public grpc::CallbackGenericService {
  public:
   RawService() : payload_(kChunk, '\x5a') {}
   grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext* ctx) override {
-    return new RawReactor(ctx->method(), payload_);
+    return new RawReactor(ctx->method(), payload_, delayed_);
   }
 
  private:
   std::string payload_;
+  DelayedRunner delayed_;
 };
 
 // ---- The raw client ---------------------------------------------------------------------
@@ -211,6 +274,22 @@ class RawClient {
     for (const grpc::Slice& s : slices)
       copy.append(reinterpret_cast<const char*>(s.begin()), s.size());
     return copy.size() == reply_bytes;
+  }
+
+  /// The Delayed method: an empty reply `micros` after the request, sent from another thread
+  /// (`on_grpc_thread`: the Busy method, the same delay spent on the thread that received it).
+  bool delayed(std::uint64_t micros, bool on_grpc_thread = false) {
+    grpc::ClientContext ctx;
+    grpc::Slice body(&micros, sizeof micros);
+    const grpc::ByteBuffer request(&body, 1);
+    grpc::ByteBuffer reply;
+    grpc::CompletionQueue cq;
+    auto call = stub_->PrepareUnaryCall(
+        &ctx, on_grpc_thread ? "/bench.Raw/Busy" : "/bench.Raw/Delayed", request, &cq);
+    call->StartCall();
+    grpc::Status status;
+    call->Finish(&reply, &status, tag(1));
+    return wait(cq) && status.ok();
   }
 
   /// The Typed method: a TransposeRequest out, a TransposeResponse with a 16 KiB result back,
@@ -331,7 +410,7 @@ struct Options {
   int calls = 2000;
   std::string csv;
   // --profile-call KIND N: after the warm-up, only N calls of one kind (echo, echo-reply,
-  // transpose), then exit; for perf stat / perf record of one call path.
+  // typed, transpose), then exit; for perf stat / perf record of one call path.
   std::string profile_call;
   int profile_calls = 0;
 };
@@ -361,14 +440,14 @@ Options parse(int argc, char** argv) {
     } else if (a == "--profile-call") {
       o.profile_call = value();
       o.profile_calls = std::atoi(value().c_str());
-      if (o.profile_call != "echo" && o.profile_call != "echo-reply" &&
+      if (o.profile_call != "echo" && o.profile_call != "echo-reply" && o.profile_call != "typed" &&
           o.profile_call != "transpose") {
-        fail("--profile-call takes echo, echo-reply or transpose and a count");
+        fail("--profile-call takes echo, echo-reply, typed or transpose and a count");
       }
     } else {
       fail("unknown argument " + a +
            " (--device cpu|cuda --sizes-mib 16,64,256 --reps 5 --calls 2000 --csv FILE"
-           " --profile-call echo|echo-reply|transpose N)");
+           " --profile-call echo|echo-reply|typed|transpose N)");
     }
   }
   return o;
@@ -460,6 +539,8 @@ int main(int argc, char** argv) {
         if (!raw.echo()) fail("echo");
       } else if (opt.profile_call == "echo-reply") {
         if (!raw.echo(small_reply)) fail("echo with a reply");
+      } else if (opt.profile_call == "typed") {
+        if (!raw.typed_echo()) fail("typed echo");
       } else {
         (void)ok_or_fail(client.transpose(small_ref), "Transpose");
       }
@@ -499,6 +580,20 @@ int main(int argc, char** argv) {
       server_side.outside_us.push_back(transpose_us.back() - stats.total_seconds * 1e6);
     }
     for (int i = 0; i < kBlock; ++i) timed(raw_stub_transpose_us, stub_transpose);
+  }
+  // A raw call answered after a delay, from another thread: interleaved over the delays.
+  const std::vector<std::uint64_t> kDelaysUs = {0, 100, 1000, 3000, 20000};
+  constexpr int kDelayedCalls = 40;
+  std::vector<std::vector<double>> delayed_us(kDelaysUs.size()), busy_us(kDelaysUs.size());
+  for (int i = 0; i < kDelayedCalls; ++i) {
+    for (std::size_t d = 0; d < kDelaysUs.size(); ++d) {
+      for (const bool on_grpc_thread : {false, true}) {
+        const auto t0 = Clock::now();
+        if (!raw.delayed(kDelaysUs[d], on_grpc_thread)) fail("delayed echo");
+        (on_grpc_thread ? busy_us : delayed_us)[d].push_back(seconds_since(t0) * 1e6 -
+                                                             static_cast<double>(kDelaysUs[d]));
+      }
+    }
   }
 
   // ---- Bulk.
@@ -708,6 +803,21 @@ int main(int argc, char** argv) {
       percentile(server_side.queue_us, 0.5), percentile(server_side.compute_us, 0.5),
       percentile(server_side.d2h_us, 0.5), percentile(server_side.total_us, 0.5),
       percentile(server_side.outside_us, 0.5));
+  // A raw call answered from another thread after a delay: what the platform adds to a call
+  // whose answer comes later (threads and cores woken from idle), with no gcompute code.
+  std::printf(
+      "\nRaw echo answered after a delay, p50 of the time beyond the delay (us), %d calls each, "
+      "interleaved:\n| delay ms | answered from another thread | answered from gRPC's thread "
+      "(busy) |\n|---:|---:|---:|\n",
+      kDelayedCalls);
+  for (std::size_t d = 0; d < kDelaysUs.size(); ++d) {
+    std::printf("| %.1f | %.1f | %.1f |\n", kDelaysUs[d] / 1e3, percentile(delayed_us[d], 0.5),
+                percentile(busy_us[d], 0.5));
+    csv += "per call,raw echo busy on its gRPC thread for " + std::to_string(kDelaysUs[d]) +
+           " us (beyond it),," + std::to_string(percentile(busy_us[d], 0.5)) + ",,,,\n";
+    csv += "per call,raw echo after a delay of " + std::to_string(kDelaysUs[d]) +
+           " us (beyond it),," + std::to_string(percentile(delayed_us[d], 0.5)) + ",,,,\n";
+  }
   std::printf(
       "\n| size | raw stream in GB/s | UploadMatrix GB/s | ratio | raw stream out GB/s | "
       "DownloadMatrix GB/s | ratio | into a reused matrix GB/s | ratio |\n"

@@ -36,6 +36,9 @@ struct Row {
   std::string op;
   int n;
   double kernel_ms, rpc_ms;
+  // The server's own account (ExecutionStats medians): from arrival to the response, and the
+  // parts of it spent waiting for a worker or lane and in the kernel (with its stream wait).
+  double server_total_ms = 0, server_queue_ms = 0, server_compute_ms = 0;
 };
 
 gcompute::client::HostMatrix random_matrix(int n) {
@@ -129,7 +132,7 @@ int main(int argc, char** argv) {
     gcompute::kernels::TransposeShape ts{1, n, n, 4};
 
     for (const std::string op : {"matmul", "transpose"}) {
-      std::vector<double> kernel, rpc;
+      std::vector<double> kernel, rpc, server_total, server_queue, server_compute;
       for (int r = 0; r < reps + 2; ++r) {
         CHECK_CUDA(cudaEventRecord(e0.value(), stream));
         absl::Status st = op == "matmul" ? gcompute::kernels::cuda::matmul(ctx, da, db, dc, ms)
@@ -146,6 +149,7 @@ int main(int argc, char** argv) {
         grpc::ClientContext cctx;
         const auto t0 = Clock::now();
         std::string stored_id;
+        gcompute::v1::ExecutionStats stats;
         grpc::Status gs;
         if (op == "matmul") {
           gcompute::v1::MatMulRequest req;
@@ -155,6 +159,7 @@ int main(int argc, char** argv) {
           gcompute::v1::MatMulResponse resp;
           gs = stub->MatMul(&cctx, req, &resp);
           stored_id = resp.c().stored().ref().id();
+          stats = resp.stats();
         } else {
           gcompute::v1::TransposeRequest req;
           req.mutable_a()->mutable_ref()->set_id(ref_a->ref.id);
@@ -162,31 +167,42 @@ int main(int argc, char** argv) {
           gcompute::v1::TransposeResponse resp;
           gs = stub->Transpose(&cctx, req, &resp);
           stored_id = resp.at().stored().ref().id();
+          stats = resp.stats();
         }
         const double ms_r = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
         if (!gs.ok()) {
           std::fprintf(stderr, "rpc: %s\n", gs.error_message().c_str());
           return 1;
         }
-        if (r >= 2) rpc.push_back(ms_r);
+        if (r >= 2) {
+          rpc.push_back(ms_r);
+          server_total.push_back(stats.total_seconds() * 1e3);
+          server_queue.push_back(stats.queue_seconds() * 1e3);
+          server_compute.push_back(stats.compute_seconds() * 1e3);
+        }
         gcompute::client::MatrixRef del;
         del.id = stored_id;
         (void)client.delete_matrix(del);
       }
-      rows.push_back({op, n, median(kernel), median(rpc)});
+      rows.push_back({op, n, median(kernel), median(rpc), median(server_total),
+                      median(server_queue), median(server_compute)});
     }
     (void)client.delete_matrix(ref_a->ref);
     (void)client.delete_matrix(ref_b->ref);
   }
 
   std::ofstream csv(csv_path);
-  csv << "op,n,kernel_ms,rpc_ms,rpc_over_kernel\n";
-  std::printf("\n%-10s %6s %12s %12s %10s\n", "op", "n", "kernel ms", "rpc ms", "rpc/kernel");
+  csv << "op,n,kernel_ms,rpc_ms,rpc_over_kernel,server_total_ms,server_queue_ms,"
+         "server_compute_ms\n";
+  std::printf("\n%-10s %6s %12s %12s %10s %10s %10s %10s\n", "op", "n", "kernel ms", "rpc ms",
+              "rpc/kernel", "srv total", "srv queue", "srv comp");
   for (const Row& r : rows) {
-    std::printf("%-10s %6d %12.3f %12.3f %10.3f\n", r.op.c_str(), r.n, r.kernel_ms, r.rpc_ms,
-                r.kernel_ms > 0 ? r.rpc_ms / r.kernel_ms : 0.0);
-    csv << r.op << "," << r.n << "," << r.kernel_ms << "," << r.rpc_ms << ","
-        << (r.kernel_ms > 0 ? r.rpc_ms / r.kernel_ms : 0.0) << "\n";
+    const double ratio = r.kernel_ms > 0 ? r.rpc_ms / r.kernel_ms : 0.0;
+    std::printf("%-10s %6d %12.3f %12.3f %10.3f %10.3f %10.3f %10.3f\n", r.op.c_str(), r.n,
+                r.kernel_ms, r.rpc_ms, ratio, r.server_total_ms, r.server_queue_ms,
+                r.server_compute_ms);
+    csv << r.op << "," << r.n << "," << r.kernel_ms << "," << r.rpc_ms << "," << ratio << ","
+        << r.server_total_ms << "," << r.server_queue_ms << "," << r.server_compute_ms << "\n";
   }
   std::printf("csv: %s\n", csv_path.c_str());
   return 0;
