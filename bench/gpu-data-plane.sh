@@ -21,24 +21,8 @@ log=$out/data-plane.log
 nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv,noheader 2>&1 | tee -a "$log"
 
 rows=()
-step() {  # name limit command...
-  local name=$1 limit=$2
-  shift 2
-  local start rc
-  start=$(date +%s)
-  echo "== $name" | tee -a "$log"
-  timeout --kill-after=10 "$limit" "$@" >"$work/$name.log" 2>&1
-  rc=$?
-  cat "$work/$name.log" >>"$log"
-  local detail
-  detail=$(grep -oP '\[  PASSED  \] \K[0-9]+ tests?' "$work/$name.log" | tail -1)
-  local failed
-  failed=$(grep -oP '\[  FAILED  \] \K[0-9]+(?= tests?)' "$work/$name.log" | tail -1)
-  [[ -n $failed ]] && detail="$detail, FAILED $failed"
-  [[ -z $detail ]] && detail=$(tail -n 1 "$work/$name.log" | cut -c1-70)
-  [[ $rc == 124 || $rc == 137 ]] && detail="TIMED OUT after ${limit}s"
-  rows+=("$(printf '%-30s rc=%-3s %5ss  %s' "$name" "$rc" "$(($(date +%s) - start))" "$detail")")
-}
+# shellcheck source=bench/gpu-step.sh
+source "$(dirname "${BASH_SOURCE[0]}")/gpu-step.sh"
 
 step test_service_shared_memory_gpu 240 "$bin/test_service_shared_memory_gpu"
 step test_service_transfers_gpu 240 "$bin/test_service_transfers_gpu"
