@@ -70,13 +70,12 @@ __global__ void gather_s_kernel(GrownView d, const int* __restrict__ s_rows, int
   }
 }
 
-/// Lowers G_S by the new edges (in S indices), by one thread: a batch is small and may repeat
-/// a pair.
+/// Lowers G_S by the new edges (in S indices), one thread per edge: the plan keeps one edge,
+/// the lightest, per (tail, head) pair, so no two threads write one element.
 __global__ void lower_by_edges_kernel(float* gs, int s, const int* __restrict__ ea,
                                       const int* __restrict__ eb, const float* __restrict__ ew,
                                       int count) {
-  if (blockIdx.x != 0 || threadIdx.x != 0) return;
-  for (int e = 0; e < count; ++e) {
+  for (int e = blockIdx.x * blockDim.x + threadIdx.x; e < count; e += gridDim.x * blockDim.x) {
     float& x = gs[static_cast<long long>(ea[e]) * s + eb[e]];
     x = fminf(x, ew[e]);
   }
@@ -246,12 +245,29 @@ UpdatePlan make_plan(std::span<const GraphEdge> edges) {
     return static_cast<int>(std::lower_bound(p.s_rows.begin(), p.s_rows.end(), row) -
                             p.s_rows.begin());
   };
+  // One entry per (tail, head) pair, the lightest of its edges: the pairs then lower G_S in
+  // parallel without two threads writing one element.
+  struct Lowering {
+    int a, b;
+    float w;
+  };
+  std::vector<Lowering> lowerings;
+  lowerings.reserve(edges.size());
   for (const GraphEdge& e : edges) {
-    p.ea.push_back(index(e.src));
-    p.eb.push_back(index(e.dst));
-    p.ew.push_back(e.weight);
-    p.tails.push_back(p.ea.back());
-    p.heads.push_back(p.eb.back());
+    lowerings.push_back({index(e.src), index(e.dst), e.weight});
+    p.tails.push_back(lowerings.back().a);
+    p.heads.push_back(lowerings.back().b);
+  }
+  std::sort(lowerings.begin(), lowerings.end(), [](const Lowering& x, const Lowering& y) {
+    return x.a != y.a ? x.a < y.a : x.b != y.b ? x.b < y.b : x.w < y.w;
+  });
+  for (std::size_t i = 0; i < lowerings.size(); ++i) {
+    if (i > 0 && lowerings[i].a == lowerings[i - 1].a && lowerings[i].b == lowerings[i - 1].b) {
+      continue;  // heavier than the one kept
+    }
+    p.ea.push_back(lowerings[i].a);
+    p.eb.push_back(lowerings[i].b);
+    p.ew.push_back(lowerings[i].w);
   }
   for (std::vector<int>* v : {&p.tails, &p.heads}) {
     std::sort(v->begin(), v->end());
@@ -331,9 +347,8 @@ absl::StatusOr<ApspInfo> insert_one_by_one(const Context& ctx, float* dist, int*
 /// matrix in place and writing every element of the new one.
 absl::StatusOr<ApspInfo> add_edges_batched(const Context& ctx, const float* dist_old,
                                            long long n_old, float* dist, long long n,
-                                           std::span<const GraphEdge> edges, void* workspace) {
+                                           const UpdatePlan& p, void* workspace) {
   const cudaStream_t stream = ctx.stream;
-  const UpdatePlan p = make_plan(edges);
   const UpdateWorkspace w(workspace, p, ApspUpdateShape{n_old, n, false});
   const detail::GrownView old{dist_old, n_old};
   ApspInfo info;
@@ -351,8 +366,9 @@ absl::StatusOr<ApspInfo> add_edges_batched(const Context& ctx, const float* dist
   detail::gather_s_kernel<<<detail::grid_1d(ss, kThreads), kThreads, 0, stream>>>(old, w.s_rows, s,
                                                                                   w.gs);
   GC_CUDA_CHECK_LAUNCH("gather_s_kernel");
-  detail::lower_by_edges_kernel<<<1, 1, 0, stream>>>(w.gs, s, w.ea, w.eb, w.ew,
-                                                     static_cast<int>(p.ea.size()));
+  const long long pairs = static_cast<long long>(p.ea.size());
+  detail::lower_by_edges_kernel<<<detail::grid_1d(pairs, kThreads), kThreads, 0, stream>>>(
+      w.gs, s, w.ea, w.eb, w.ew, static_cast<int>(pairs));
   GC_CUDA_CHECK_LAUNCH("lower_by_edges_kernel");
   absl::StatusOr<ApspInfo> closed = apsp(
       ctx, w.gs, w.closure, nullptr, ApspShape{s, DType::kF32, false}, w.apsp_ws, w.apsp_ws_bytes);
@@ -409,7 +425,9 @@ absl::StatusOr<ApspInfo> apsp_add_edges(const Context& ctx, const float* dist_ol
                                                      " of weight ", e.weight, " with n = ", n));
     }
   }
-  const std::size_t need = apsp_add_edges_workspace_bytes(shape, edges);
+  // The plan (sorting the batch's endpoints) is made once: it sizes the workspace and runs.
+  const UpdatePlan p = edges.empty() ? UpdatePlan{} : make_plan(edges);
+  const std::size_t need = edges.empty() ? 0 : UpdateWorkspace(nullptr, p, shape).bytes;
   if (workspace_bytes < need || (need != 0 && workspace == nullptr)) {
     return absl::InvalidArgumentError(
         absl::StrCat("apsp update: workspace of ", workspace_bytes, " bytes, needs ", need));
@@ -419,7 +437,7 @@ absl::StatusOr<ApspInfo> apsp_add_edges(const Context& ctx, const float* dist_ol
   if (n == 0) return info;
   int* nx = shape.next_hop ? next : nullptr;
   if (!shape.next_hop && !edges.empty())
-    return add_edges_batched(ctx, dist_old, n_old, dist, n, edges, workspace);
+    return add_edges_batched(ctx, dist_old, n_old, dist, n, p, workspace);
   if (n == n_old) {
     GC_CUDA_TRY(
         cudaMemcpyAsync(dist, dist_old, n * n * sizeof(float), cudaMemcpyDeviceToDevice, stream));
@@ -437,7 +455,6 @@ absl::StatusOr<ApspInfo> apsp_add_edges(const Context& ctx, const float* dist_ol
     return info;
   }
 
-  const UpdatePlan p = make_plan(edges);
   const UpdateWorkspace w(workspace, p, shape);
   return insert_one_by_one(ctx, dist, nx, n, edges, w.flags);
 }

@@ -147,7 +147,11 @@ TEST_F(CudaApspUpdateTest, MatchesThePerEdgeHostUpdateAndAFullRecomputation) {
           std::uniform_int_distribution<int> weight(-4, 20);
           for (int e = 0; e < count; ++e) {
             edges.push_back(GraphEdge{v(rng), v(rng), static_cast<float>(weight(rng))});
-            if (e % 7 == 3) edges.push_back(edges.back());  // a repeated pair
+            if (e % 7 == 3) {  // a repeated pair, of another weight: the lighter one counts
+              GraphEdge again = edges.back();
+              again.weight = static_cast<float>(weight(rng));
+              edges.push_back(again);
+            }
           }
           const ApspUpdateShape shape{n_old, n, next_hop};
           HostApsp want{std::vector<float>(static_cast<std::size_t>(n * n)),
