@@ -8,8 +8,9 @@
 //     answering gcompute's Transpose messages (protobuf both ways, no gcompute handler),
 //     GetServerInfo, Transpose of a stored 64 x 64 f32 (answered inline; also through the
 //     generated stub alone): p50 and p99;
-//   - a raw call answered from another thread after a delay (0.1 to 20 ms): what the platform
-//     adds to a call whose answer comes later, with no gcompute code (threads woken from idle);
+//   - a raw call answered after a delay (0 to 20 ms), from a waiting thread or from gRPC's own
+//     (busy): what the platform adds to a call whose answer comes later, with no gcompute code
+//     (threads woken from idle);
 //   - bulk, for each size: Sink vs UploadMatrix and Source vs DownloadMatrix of the same
 //     bytes in the same chunks (4 MiB): median GB/s over the repetitions after a warm-up;
 //   - a Transpose of an f32 matrix of each size from host memory to host memory, end to end:
@@ -58,7 +59,8 @@ constexpr std::uint64_t kChunk = 4 * kMiB;
 
 // ---- The raw server ---------------------------------------------------------------------
 
-/// One thread that runs tasks at their time, as an engine worker answers calls: a delayed
+/// One thread that runs tasks in the order given, each not before its time, as an engine
+/// worker answers calls (the benchmark makes one call at a time): a delayed
 /// reply leaves from a thread that was waiting, not from a new one.
 class DelayedRunner {
  public:
@@ -98,7 +100,7 @@ class DelayedRunner {
   std::thread thread_;
 };
 
-/// One call of any of the three methods; lives until OnDone.
+/// One call of any of the raw methods; lives until OnDone.
 class RawReactor final : public grpc::ServerGenericBidiReactor {
  public:
   RawReactor(const std::string& method, const std::string& payload, DelayedRunner& delayed)
@@ -143,8 +145,8 @@ class RawReactor final : public grpc::ServerGenericBidiReactor {
       (void)grpc::SerializationTraits<grpc::protobuf::Message>::Serialize(response, &out_, &own);
       StartWriteAndFinish(&out_, {}, grpc::Status::OK);
     } else if (method_ == "/bench.Raw/Delayed" || method_ == "/bench.Raw/Busy") {
-      // The request is an 8-byte count of microseconds; the empty reply leaves from another
-      // thread that long after, as a result from an engine worker does.
+      // The request is an 8-byte count of microseconds, echoed back that long after: Delayed
+      // from another thread, as a result from an engine worker; Busy from this one.
       std::uint64_t micros = 0;
       if (!ok || !read_size(&micros)) {
         Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "want an 8-byte delay"));
@@ -276,7 +278,7 @@ class RawClient {
     return copy.size() == reply_bytes;
   }
 
-  /// The Delayed method: an empty reply `micros` after the request, sent from another thread
+  /// The Delayed method: the request echoed `micros` after it, sent from another thread
   /// (`on_grpc_thread`: the Busy method, the same delay spent on the thread that received it).
   bool delayed(std::uint64_t micros, bool on_grpc_thread = false) {
     grpc::ClientContext ctx;

@@ -100,7 +100,8 @@ absl::Status download_in_chunks(const TransferTarget& target, const MatrixRef& r
   bool have_header = false;
   uint64_t expected = 0;
   absl::Status protocol_error;
-  // Declared after `out` is sized and before it can change: stopped (joined) on every return.
+  // Faults in `out`'s fresh buffer once make_room() gives it one; stopped (joined) on every
+  // return, before the caller can touch `out` again.
   wire::PrefaultAhead prefault;
   // A chunk goes from gRPC's buffers straight into `out`, appended (chunks come in order): the
   // one copy any receiver makes, with no zero-filling before it.

@@ -401,7 +401,8 @@ absl::StatusOr<ApspInfo> add_edges_batched(const Context& ctx, const float* dist
 std::size_t apsp_add_edges_workspace_bytes(const ApspUpdateShape& shape,
                                            std::span<const GraphEdge> edges) {
   if (!validate(shape).ok() || edges.empty()) return 0;
-  return UpdateWorkspace(nullptr, make_plan(edges), shape).bytes;
+  // With next hops the workspace is the flags alone: no plan is needed to size it.
+  return UpdateWorkspace(nullptr, shape.next_hop ? UpdatePlan{} : make_plan(edges), shape).bytes;
 }
 
 absl::StatusOr<ApspInfo> apsp_add_edges(const Context& ctx, const float* dist_old,
@@ -425,8 +426,10 @@ absl::StatusOr<ApspInfo> apsp_add_edges(const Context& ctx, const float* dist_ol
                                                      " of weight ", e.weight, " with n = ", n));
     }
   }
-  // The plan (sorting the batch's endpoints) is made once: it sizes the workspace and runs.
-  const UpdatePlan p = edges.empty() ? UpdatePlan{} : make_plan(edges);
+  // The plan (sorting the batch's endpoints) is made once here, to check the workspace and to
+  // run (a caller sizing the workspace first makes its own); the per-edge path with next hops
+  // needs none.
+  const UpdatePlan p = edges.empty() || shape.next_hop ? UpdatePlan{} : make_plan(edges);
   const std::size_t need = edges.empty() ? 0 : UpdateWorkspace(nullptr, p, shape).bytes;
   if (workspace_bytes < need || (need != 0 && workspace == nullptr)) {
     return absl::InvalidArgumentError(

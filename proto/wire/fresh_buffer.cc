@@ -5,8 +5,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <system_error>
 
 namespace gcompute::wire {
 namespace {
@@ -28,6 +31,10 @@ bool prefault_enabled() {
   return enabled;
 }
 
+/// Cleared the first time the kernel refuses MADV_POPULATE_WRITE (before Linux 5.14): no thread
+/// is started for it again.
+std::atomic<bool> kernel_can_populate{true};
+
 }  // namespace
 
 void advise_huge_pages(char* data, std::uint64_t size) {
@@ -40,9 +47,16 @@ void advise_huge_pages(char* data, std::uint64_t size) {
 
 void PrefaultAhead::start(char* data, std::uint64_t size) {
   stop();
-  if (size < kMinBytes || !prefault_enabled()) return;
+  if (size < kMinBytes || !prefault_enabled() ||
+      !kernel_can_populate.load(std::memory_order_relaxed)) {
+    return;
+  }
   written_.store(0, std::memory_order_relaxed);
-  thread_ = std::thread([this, data, size] { run(data, size); });
+  try {
+    thread_ = std::thread([this, data, size] { run(data, size); });
+  } catch (const std::system_error&) {
+    // No thread to spare: the writer faults its pages in as before.
+  }
 }
 
 void PrefaultAhead::stop() {
@@ -63,13 +77,14 @@ void PrefaultAhead::run(char* data, std::uint64_t size) {
     const std::uint64_t written = written_.load(std::memory_order_acquire);
     if (written == kStopped) return;
     const std::uintptr_t limit = std::min<std::uintptr_t>(
-        end, (first + std::min(size, written + kWindowBytes)) & ~(page - 1));
+        end, (first + std::min(size, written + window(written))) & ~(page - 1));
     if (next >= limit) {
       written_.wait(written, std::memory_order_acquire);
       continue;
     }
     const std::uintptr_t step_end = std::min<std::uintptr_t>(limit, next + kStepBytes);
     if (::madvise(reinterpret_cast<void*>(next), step_end - next, MADV_POPULATE_WRITE) != 0) {
+      if (errno == EINVAL) kernel_can_populate.store(false, std::memory_order_relaxed);
       return;  // not supported here (EINVAL), or out of memory: the writer faults as before
     }
     next = step_end;

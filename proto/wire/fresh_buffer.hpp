@@ -18,13 +18,23 @@ void advise_huge_pages(char* data, std::uint64_t size);
 /// writer that fills it from the front. Zeroing fresh pages was the largest cost left in a
 /// chunked transfer (22 % of a download's CPU in the profile, on the receiving thread); here it
 /// runs beside the receiving. MADV_POPULATE_WRITE changes no byte, so it may run while the
-/// writer writes. The window keeps a stalled stream from holding more than `kWindowBytes`
-/// beyond what it sent. Buffers under kMinBytes, and kernels without MADV_POPULATE_WRITE
-/// (before Linux 5.14): nothing happens.
+/// writer writes. The window is as large as what was written, between kMinWindowBytes and
+/// kMaxWindowBytes: a stream that stalls holds at most twice what it sent (and 4 MiB), a
+/// header alone 4 MiB. Buffers under kMinBytes: nothing happens; on a kernel without
+/// MADV_POPULATE_WRITE (before Linux 5.14) the first thread finds out and no other is started;
+/// where no thread can be created, none is. The writer then faults its pages in itself.
 class PrefaultAhead {
  public:
   static constexpr std::uint64_t kMinBytes = std::uint64_t{16} << 20;
-  static constexpr std::uint64_t kWindowBytes = std::uint64_t{64} << 20;
+  static constexpr std::uint64_t kMinWindowBytes = std::uint64_t{4} << 20;
+  static constexpr std::uint64_t kMaxWindowBytes = std::uint64_t{64} << 20;
+
+  /// How far ahead of `written` bytes pages are faulted in.
+  static constexpr std::uint64_t window(std::uint64_t written) {
+    return written < kMinWindowBytes   ? kMinWindowBytes
+           : written > kMaxWindowBytes ? kMaxWindowBytes
+                                       : written;
+  }
 
   PrefaultAhead() = default;
   ~PrefaultAhead() { stop(); }

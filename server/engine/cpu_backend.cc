@@ -32,8 +32,9 @@ auto timed(JobContext& ctx, Fn&& fn) {
 
 /// Uploads land directly in the host matrix. The first chunk reserves the whole matrix's
 /// address space, once (no reallocation copies later); physical memory is taken as chunks are
-/// written (faulted in at most wire::PrefaultAhead::kWindowBytes ahead of them), so a header
-/// alone holds nothing and a stalled stream little more than it sent.
+/// written (faulted in ahead of them by wire::PrefaultAhead, at most as far as they reach and
+/// 64 MiB), so a header alone holds nothing and a stalled stream at most about twice what it
+/// sent.
 class HostUploadSink final : public UploadSink {
  public:
   explicit HostUploadSink(const MatrixDesc& desc)

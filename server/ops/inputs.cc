@@ -56,6 +56,7 @@ absl::StatusOr<std::shared_ptr<const SharedRegion>> find_region(const OpEnv& env
 
 absl::StatusOr<Matrix> take_operand(OperandInput input, const std::string& field, const OpEnv& env,
                                     const Caller& caller, std::optional<RegionRead>* read_from) {
+  if (read_from != nullptr) read_from->reset();
   if (auto* m = std::get_if<MatrixInput>(&input)) {
     return take_matrix(std::move(*m), field + ".inline", env.limits);
   }

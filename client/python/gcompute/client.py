@@ -591,6 +591,7 @@ class Client:
                         # Results this client chose to store, refused by the store's quota:
                         # asked for again in the response, as the caller left them.
                         if stager.stores_results and _transfer.refused_stored_results(error):
+                            stager.close()  # this attempt's uploads go, as for any failure
                             stream_results = False
                             continue
                         raise

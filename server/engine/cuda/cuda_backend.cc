@@ -309,7 +309,15 @@ absl::StatusOr<std::shared_ptr<DeviceCopy>> CudaBackend::to_device(Lane& lane, c
 absl::StatusOr<Matrix> CudaBackend::finish_output(Lane& lane, const MatrixDesc& desc,
                                                   std::shared_ptr<DeviceCopy> buffer,
                                                   JobContext& ctx, const QueuedBefore* queued) {
-  if (ctx.results_stay_on_server) return Matrix{desc, nullptr, std::move(buffer)};
+  if (ctx.results_stay_on_server) {
+    if (queued != nullptr) {  // the result is ready once the queued work is
+      GC_RETURN_IF_ERROR(check_device(
+          lane.device(), kernels::cuda::cuda_status(cudaEventSynchronize(queued->done),
+                                                    "cudaEventSynchronize", __FILE__, __LINE__)));
+      queued->finished();
+    }
+    return Matrix{desc, nullptr, std::move(buffer)};
+  }
   auto host = allocate_matrix(desc);  // while queued work runs
   if (!host.ok()) {
     // Queued work may still use `buffer` and the operands: drained before they go.
@@ -327,7 +335,9 @@ absl::StatusOr<Matrix> CudaBackend::finish_output(Lane& lane, const MatrixDesc& 
   if (auto st = copy_to_host(*pinned_, lane.stream(), lane.staging_events(), host->data->data(),
                              buffer->ptr, desc.bytes(), queued != nullptr ? &timed : nullptr);
       !st.ok()) {
-    return check_device(lane.device(), st);  // copy_to_host has drained the stream
+    // Queued work may still use `buffer` and the operands: drained before they go.
+    (void)cudaStreamSynchronize(lane.stream());
+    return check_device(lane.device(), st);
   }
   ctx.times.d2h_seconds += seconds_since(copy_start);
   return host;
