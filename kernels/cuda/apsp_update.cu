@@ -276,6 +276,12 @@ UpdatePlan make_plan(std::span<const GraphEdge> edges) {
   return p;
 }
 
+/// The plan a batch needs: none for an empty one or with next hops (the per-edge passes work
+/// from the edges themselves and need only the flags).
+UpdatePlan plan_for(const ApspUpdateShape& shape, std::span<const GraphEdge> edges) {
+  return edges.empty() || shape.next_hop ? UpdatePlan{} : make_plan(edges);
+}
+
 /// The workspace's pieces; with a null base only the size. With next hops only the flags
 /// (the per-edge passes need nothing else).
 struct UpdateWorkspace {
@@ -401,8 +407,7 @@ absl::StatusOr<ApspInfo> add_edges_batched(const Context& ctx, const float* dist
 std::size_t apsp_add_edges_workspace_bytes(const ApspUpdateShape& shape,
                                            std::span<const GraphEdge> edges) {
   if (!validate(shape).ok() || edges.empty()) return 0;
-  // With next hops the workspace is the flags alone: no plan is needed to size it.
-  return UpdateWorkspace(nullptr, shape.next_hop ? UpdatePlan{} : make_plan(edges), shape).bytes;
+  return UpdateWorkspace(nullptr, plan_for(shape, edges), shape).bytes;
 }
 
 absl::StatusOr<ApspInfo> apsp_add_edges(const Context& ctx, const float* dist_old,
@@ -427,9 +432,8 @@ absl::StatusOr<ApspInfo> apsp_add_edges(const Context& ctx, const float* dist_ol
     }
   }
   // The plan (sorting the batch's endpoints) is made once here, to check the workspace and to
-  // run (a caller sizing the workspace first makes its own); the per-edge path with next hops
-  // needs none.
-  const UpdatePlan p = edges.empty() || shape.next_hop ? UpdatePlan{} : make_plan(edges);
+  // run (a caller sizing the workspace first makes its own).
+  const UpdatePlan p = plan_for(shape, edges);
   const std::size_t need = edges.empty() ? 0 : UpdateWorkspace(nullptr, p, shape).bytes;
   if (workspace_bytes < need || (need != 0 && workspace == nullptr)) {
     return absl::InvalidArgumentError(

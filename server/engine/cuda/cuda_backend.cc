@@ -225,18 +225,6 @@ absl::StatusOr<CudaBackend::LaneLease> CudaBackend::acquire_lane_for(JobContext&
   return lane;
 }
 
-absl::Status CudaBackend::finish_compute(Lane& lane, absl::Status launched,
-                                         std::chrono::steady_clock::time_point start,
-                                         JobContext& ctx) {
-  if (launched.ok()) {
-    launched = kernels::cuda::cuda_status(cudaStreamSynchronize(lane.stream()),
-                                          "cudaStreamSynchronize", __FILE__, __LINE__);
-  }
-  if (!launched.ok()) return check_device(lane.device(), launched);
-  ctx.times.compute_seconds += seconds_since(start);
-  return absl::OkStatus();
-}
-
 absl::StatusOr<std::shared_ptr<DeviceCopy>> CudaBackend::allocate(Lane& lane, std::uint64_t bytes) {
   return allocate(lane.device(), lane.stream(), bytes);
 }
@@ -321,7 +309,7 @@ absl::StatusOr<Matrix> CudaBackend::finish_output(Lane& lane, const MatrixDesc& 
   auto host = allocate_matrix(desc);  // while queued work runs
   if (!host.ok()) {
     // Queued work may still use `buffer` and the operands: drained before they go.
-    if (queued != nullptr) (void)cudaStreamSynchronize(lane.stream());
+    (void)cudaStreamSynchronize(lane.stream());
     return host.status();
   }
   auto copy_start = Clock::now();
@@ -348,10 +336,7 @@ absl::StatusOr<Matrix> CudaBackend::finish_with_output(Lane& lane, absl::Status 
                                                        const MatrixDesc& desc,
                                                        std::shared_ptr<DeviceCopy> buffer,
                                                        JobContext& ctx) {
-  if (!launched.ok() || ctx.results_stay_on_server) {
-    GC_RETURN_IF_ERROR(finish_compute(lane, std::move(launched), start, ctx));
-    return finish_output(lane, desc, std::move(buffer), ctx);
-  }
+  if (!launched.ok()) return check_device(lane.device(), std::move(launched));
   // The lane's first context event: no kernel borrows it once its launch has returned.
   const cudaEvent_t computed = lane.context().events[0];
   if (cudaError_t err = cudaEventRecord(computed, lane.stream()); err != cudaSuccess) {

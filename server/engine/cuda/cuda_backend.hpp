@@ -130,9 +130,6 @@ class CudaBackend final : public Backend {
   void release_lane(Lane* lane);
   /// acquire_lane(), recording the device and lane in ctx.
   absl::StatusOr<LaneLease> acquire_lane_for(JobContext& ctx);
-  /// Waits for the work `launched` on lane's stream, checks it, and books the compute time.
-  absl::Status finish_compute(Lane& lane, absl::Status launched,
-                              std::chrono::steady_clock::time_point start, JobContext& ctx);
   /// Checks a failed status for a sticky device error: marks the device failed and reports
   /// it as fatal. Returns `status` unchanged.
   absl::Status check_device(int device, absl::Status status);
@@ -145,8 +142,9 @@ class CudaBackend final : public Backend {
   absl::StatusOr<Matrix> finish_output(Lane& lane, const MatrixDesc& desc,
                                        std::shared_ptr<DeviceCopy> buffer, JobContext& ctx,
                                        const QueuedBefore* queued = nullptr);
-  /// finish_compute() then finish_output() for work whose one result is `buffer`, except that a
-  /// result going back to the host is copied behind the kernel (small operations' latency).
+  /// finish_output() of work just launched on lane's stream whose one result is `buffer`, with
+  /// the kernel as the queued work: its time is booked as compute, and a result going back to
+  /// the host is copied behind it with one wait (small operations' latency).
   absl::StatusOr<Matrix> finish_with_output(Lane& lane, absl::Status launched,
                                             std::chrono::steady_clock::time_point start,
                                             const MatrixDesc& desc,
