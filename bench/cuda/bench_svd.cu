@@ -61,6 +61,10 @@ std::string knob_suffix(const SvdTuning& t) {
     out +=
         std::string(out.empty() ? "" : ";") + "SVD_INNER_SWEEPS=" + std::to_string(t.inner_sweeps);
   }
+  if (t.inner_solver != defaults.inner_solver) {
+    out += std::string(out.empty() ? "" : ";") +
+           "SVD_INNER_SOLVER=" + std::to_string(static_cast<int>(t.inner_solver));
+  }
   return out.empty() ? "" : "[" + out + "]";
 }
 

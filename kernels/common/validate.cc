@@ -114,6 +114,11 @@ absl::Status validate(const SvdTuning& t) {
     return absl::InvalidArgumentError(
         absl::StrCat("svd tuning: inner_sweeps must be in 1..30, got ", t.inner_sweeps));
   }
+  const int solver = static_cast<int>(t.inner_solver);
+  if (solver < 0 || solver > static_cast<int>(SvdTuning::InnerSolver::kOneSided)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "svd tuning: inner_solver must be 0 (auto), 1 (two-sided) or 2 (one-sided), got ", solver));
+  }
   return absl::OkStatus();
 }
 

@@ -18,12 +18,13 @@
 //    kernel, one warp per column pair of a round-robin round;
 //  * blocked (everything else): columns in blocks of nb; block pairs of a round-robin round are
 //    orthogonalised together: G = [Wi Wj]^T [Wi Wj] (one strided-batched GEMM for the round),
-//    G diagonalised by a shared-memory Jacobi (one block per pair), then [Wi Wj] Q and [Vi Vj] Q
-//    (batched GEMMs, FP32 for f32 and FP64 for f64, never TF32). W and V are double-buffered: the
-//    update GEMMs write each block to its slot of the next round, so that the pairs of every round
-//    are adjacent and G is a strided batch. After a full sweep (k - 1 rounds for k blocks) the
-//    blocks are back in their original order. One flag read per sweep decides convergence. After
-//    kEscalateAfterSweeps outer sweeps the inner solver takes more sweeps (see there).
+//    G diagonalised in shared memory (one block per pair: by default one-sided Jacobi on G's
+//    Cholesky factor for f64 at nb = 32, two-sided Jacobi on G otherwise), then [Wi Wj] Q and [Vi
+//    Vj] Q (batched GEMMs, FP32 for f32 and FP64 for f64, never TF32). W and V are double-buffered:
+//    the update GEMMs write each block to its slot of the next round, so that the pairs of every
+//    round are adjacent and G is a strided batch. After a full sweep (k - 1 rounds for k blocks)
+//    the blocks are back in their original order. One flag read per sweep decides convergence.
+//    After kEscalateAfterSweeps outer sweeps the inner solver takes more sweeps (see there).
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -63,6 +64,9 @@ constexpr int kWarpThreads = 128;
 // converged after 60 sweeps; 34 with this rule). Random inputs need at most 16 sweeps (n = 4096,
 // docs/performance.md), so their results and times do not change.
 constexpr int kEscalateAfterSweeps = 20;
+// Widest block pair (2 nb columns) of the one-sided inner solver: 4 nb2 threads (a 4 x 4 tile of
+// the lower triangle each in the factorization), its factor and Q in double in shared memory.
+constexpr int kOneSidedMaxNb2 = 64;
 constexpr int kEscalatedInnerSweeps = 4;
 
 /// SvdTuning::profile: CUDA events around every round of the blocked driver split its device
@@ -539,17 +543,38 @@ absl::Status upload_round_pointers(const Blocked<T>& x) {
 
 /// Launch configuration of the inner Gram solver.
 struct GramSolver {
-  bool inner_double = false;  ///< f32 data, double arithmetic
+  /// gram_cholesky_jacobi_kernel (nb2 <= 64, chosen by tuning.inner_solver), else the
+  /// two-sided gram_jacobi_kernel.
+  bool one_sided = false;
+  bool inner_double = false;  ///< two-sided, f32 data: double arithmetic
   std::size_t smem = 0;
   int threads = 0;
 };
 
-/// The inner solver computes in the element type (f32: half the shared-memory traffic and
-/// single-precision sqrt/divide on its latency-bound path) unless tuning.inner_double.
+/// The one-sided solver on the Cholesky factor where the block allows it: eight lanes per column
+/// pair (4 nb2 threads), G's factor and Q in double. The two-sided one computes in the element
+/// type (f32: half the shared-memory traffic and single-precision sqrt/divide on its
+/// latency-bound path) unless tuning.inner_double.
 template <typename T>
 absl::StatusOr<GramSolver> configure_gram_solver(const Plan& pl, const SvdTuning& tuning) {
   GramSolver g;
   const std::int64_t nb2 = 2 * pl.nb;
+  using Inner = SvdTuning::InnerSolver;
+  // Auto: f64 at nb2 = 64 (N > 512), where it took 3-9 % less time than the two-sided solver on
+  // the H200 (one outer sweep fewer at 1024 and 4096); at nb2 = 32 and in f32 it was up to 12 %
+  // slower (docs/performance.md, SVD).
+  const bool wanted = tuning.inner_solver == Inner::kOneSided ||
+                      (tuning.inner_solver == Inner::kAuto && sizeof(T) == 8 && nb2 > 32);
+  g.one_sided = wanted && nb2 <= kOneSidedMaxNb2;
+  if (g.one_sided) {
+    // R and Q (leading dimension nb2 + 4), G's diagonal and the pivot reciprocals.
+    g.smem = (2 * static_cast<std::size_t>(nb2) * (nb2 + 4) + 2 * nb2) * sizeof(double);
+    g.threads = static_cast<int>(4 * nb2);
+    absl::Status st = nb2 <= 32 ? allow_max_dynamic_smem(detail::gram_cholesky_jacobi_kernel<T, 4>)
+                                : allow_max_dynamic_smem(detail::gram_cholesky_jacobi_kernel<T, 8>);
+    if (!st.ok()) return st;
+    return g;
+  }
   g.inner_double = sizeof(T) == 8 || tuning.inner_double;
   const std::size_t ti_size = g.inner_double ? sizeof(double) : sizeof(T);
   g.smem = (2 * static_cast<std::size_t>(nb2) * (nb2 + 1) + nb2) * ti_size + nb2 * sizeof(int);
@@ -564,6 +589,27 @@ absl::StatusOr<GramSolver> configure_gram_solver(const Plan& pl, const SvdTuning
   const std::int64_t gram_items = nb2 * nb2 / 4 + nb2 * nb2 / 2;
   g.threads = static_cast<int>(std::clamp<std::int64_t>((gram_items / 3 + 31) / 32 * 32, 32, 1024));
   return g;
+}
+
+/// One launch of the configured inner solver over the k / 2 block pairs of a round.
+template <typename T>
+void launch_gram_solver(const GramSolver& gram, const Plan& pl, cudaStream_t st, const T* g, T* q,
+                        T tol, int inner_sweeps, int* flag) {
+  const auto pairs = static_cast<unsigned>(pl.k / 2);
+  const int nb2 = 2 * pl.nb;
+  if (gram.one_sided && nb2 <= 32) {
+    detail::gram_cholesky_jacobi_kernel<T, 4>
+        <<<pairs, gram.threads, gram.smem, st>>>(g, q, nb2, tol, inner_sweeps, flag);
+  } else if (gram.one_sided) {
+    detail::gram_cholesky_jacobi_kernel<T, 8>
+        <<<pairs, gram.threads, gram.smem, st>>>(g, q, nb2, tol, inner_sweeps, flag);
+  } else if (gram.inner_double) {
+    detail::gram_jacobi_kernel<T, double>
+        <<<pairs, gram.threads, gram.smem, st>>>(g, q, nb2, tol, inner_sweeps, flag);
+  } else {
+    detail::gram_jacobi_kernel<T, T>
+        <<<pairs, gram.threads, gram.smem, st>>>(g, q, nb2, tol, inner_sweeps, flag);
+  }
 }
 
 /// Matrix `bi` into W (buffer 0; the padding columns zero) and V = I.
@@ -635,15 +681,8 @@ absl::Status run_round(const Blocked<T>& x, const GramSolver& gram, int inner_sw
       static_cast<int>(M), nb2 * M, &zero, b.g, ty, static_cast<int>(nb2), nb2 * nb2,
       static_cast<int>(k / 2), ct, CUBLAS_GEMM_DEFAULT));
   prof.mark();
-  if (gram.inner_double) {
-    detail::gram_jacobi_kernel<T, double>
-        <<<static_cast<unsigned>(k / 2), gram.threads, gram.smem, st>>>(
-            b.g, b.q, static_cast<int>(nb2), x.tol, inner_sweeps, b.flag);
-  } else {
-    detail::gram_jacobi_kernel<T, T><<<static_cast<unsigned>(k / 2), gram.threads, gram.smem, st>>>(
-        b.g, b.q, static_cast<int>(nb2), x.tol, inner_sweeps, b.flag);
-  }
-  GC_CUDA_CHECK_LAUNCH("gram_jacobi_kernel");
+  launch_gram_solver<T>(gram, pl, st, b.g, b.q, x.tol, inner_sweeps, b.flag);
+  GC_CUDA_CHECK_LAUNCH("inner Gram solver");
   prof.mark();
   GC_CUBLAS_TRY(cublasGemmBatchedEx(h, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(M),
                                     static_cast<int>(nb), static_cast<int>(nb2), &one, e, ty,

@@ -22,6 +22,8 @@ Tuning tuning_from_environment() {
   const int block = env_int("GCOMPUTE_SVD_BLOCK", 0, 8, 64);
   t.svd.block = block - block % 8;
   t.svd.inner_sweeps = env_int("GCOMPUTE_SVD_INNER_SWEEPS", t.svd.inner_sweeps, 1, 30);
+  t.svd.inner_solver =
+      static_cast<SvdTuning::InnerSolver>(env_int("GCOMPUTE_SVD_INNER_SOLVER", 0, 0, 2));
   t.svd.inner_double = env_int("GCOMPUTE_SVD_INNER_DOUBLE", 0, 0, 1) != 0;
   t.svd.sort_columns = env_int("GCOMPUTE_SVD_SORT", 1, 0, 1) != 0;
   t.svd.profile = env_int("GCOMPUTE_SVD_PROFILE", 0, 0, 1) != 0;

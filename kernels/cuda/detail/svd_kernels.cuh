@@ -594,6 +594,260 @@ __global__ void __launch_bounds__(1024)
   if (first_rot && threadIdx.x == 0) atomicOr(rotated_flag, 1);
 }
 
+/// Lanes of gram_cholesky_jacobi_kernel that share one column pair (a round's pair per group).
+constexpr int kPairLanes = 8;
+/// Side of the square tile of G that a thread of that kernel's factorization holds in registers.
+constexpr int kCholeskyTile = 4;
+
+/// 1 / sqrt(x) and 1 / x in double for x in about [2^-60, 2^60]: the float estimate and two Newton
+/// steps (a few ulps, against IEEE's correctly rounded results at several times the latency).
+__device__ inline double fast_rsqrt(double x) {
+  double y = static_cast<double>(rsqrtf(static_cast<float>(x)));
+  y = fma(0.5 * y, fma(-x * y, y, 1.0), y);
+  return fma(0.5 * y, fma(-x * y, y, 1.0), y);
+}
+__device__ inline double fast_rcp(double x) {
+  double y = static_cast<double>(__frcp_rn(static_cast<float>(x)));
+  y = fma(y, fma(-x, y, 1.0), y);
+  return fma(y, fma(-x, y, 1.0), y);
+}
+
+/// jacobi_rotation's rotation at `tol` in a short chain: d = (beta - alpha) / 2 and gamma are
+/// scaled by the power of two that brings the larger into [0.5, 1) (exact; s and c do not depend
+/// on it), so that fast_rsqrt and fast_rcp see arguments near 1: h = sqrt(d^2 + gamma^2),
+/// rho = 1 / sqrt(2 h (|d| + h)), s = sign(d) gamma rho, c = (|d| + h) rho, c - 1 = -s^2 / (1 + c)
+/// (jacobi_rotation_scaled's formulas). Columns below 1e-100 take jacobi_rotation itself.
+__device__ inline bool inner_rotation(double alpha, double beta, double gamma, double tol,
+                                      double negligible, double* cm1, double* s) {
+  if (!(alpha > 1e-100 && beta > 1e-100)) {
+    return jacobi_rotation(alpha, beta, gamma, tol, negligible, cm1, s);
+  }
+  if (!(gamma * gamma > tol * tol * alpha * beta)) {
+    *cm1 = 0.0;
+    *s = 0.0;
+    return false;
+  }
+  double d = 0.5 * (beta - alpha);
+  const double big = fmax(fabs(d), fabs(gamma));
+  const int biased = (__double2hiint(big) >> 20) & 0x7ff;           // big = 1.f x 2^(biased - 1023)
+  const double scale = __hiloint2double((2046 - biased) << 20, 0);  // 2^(1023 - biased)
+  d *= scale;
+  const double g = gamma * scale;
+  const double h2 = fma(d, d, g * g);
+  const double h = h2 * fast_rsqrt(h2);
+  const double dh = fabs(d) + h;
+  const double rho = fast_rsqrt(2.0 * h * dh);
+  const double sin = (d >= 0.0 ? g : -g) * rho;
+  const double c = dh * rho;
+  *cm1 = -(sin * sin) * fast_rcp(1.0 + c);
+  *s = sin;
+  return true;
+}
+
+/// For block pair blockIdx.x: the same job as gram_jacobi_kernel (Q with [Wi Wj] Q orthogonal,
+/// *rotated_flag raised when the pair set needed it) by one-sided Jacobi on R, the Cholesky
+/// factor of G = [Wi Wj]^T [Wi Wj] = R^T R (nb2 <= 64, double arithmetic for both types), with
+/// 4 nb2 threads. Rotating R's columns rotates [Wi Wj]'s, and only columns move.
+///
+/// A round: each group of kPairLanes lanes loads its pair's two columns of R and Q (kRows rows a
+/// lane), sums the three dot products over the group, computes the rotation (inner_rotation,
+/// every lane of the group the same), rotates and stores; one barrier. The cost is shared-memory
+/// bandwidth (every element of R and Q is read and written once a round), so the groups are
+/// small: a warp-wide sum or a rotation per warp costs shuffles and FP64 work that 32 warps
+/// would have to share.
+///
+/// Whether the pair set needs rotating is decided on G itself with jacobi_rotation's test at
+/// `tol`, as the two-sided solver decides it, so that the outer convergence test does not depend
+/// on the factorization's rounding; a set that passes gets Q = I with no factorization. Inside,
+/// rotations use kInnerTol, below any outer tolerance, so that rounding in R cannot hide an
+/// off-diagonal that the outer test still sees.
+///
+/// The factorization is right-looking on the lower triangle, one barrier a step: each thread
+/// keeps a kCholeskyTile square of G in registers and reads only column k from shared memory;
+/// column k + 1, final after step k, goes back to shared memory, and the thread holding its
+/// diagonal element computes the next pivot's reciprocal. A pivot at or below kPivotFloor times
+/// its column's squared norm in G (a column numerically in the span of the ones before it, or G
+/// indefinite by rounding) leaves that row of R zero.
+template <typename T, int kRows>
+__global__ void __launch_bounds__(256)
+    gram_cholesky_jacobi_kernel(const T* __restrict__ g_all, T* __restrict__ q_all, int nb2, T tol,
+                                int max_inner_sweeps, int* __restrict__ rotated_flag) {
+  constexpr double kInnerTol = 4 * DBL_EPSILON;
+  constexpr double kPivotFloor = 256 * DBL_EPSILON;
+  constexpr int kTile = kCholeskyTile;
+  extern __shared__ unsigned char smem_raw[];
+  const int ld = nb2 + 4;                           // spreads the groups' columns over the banks
+  double* r = reinterpret_cast<double*>(smem_raw);  // G, then R (column-major)
+  double* q = r + nb2 * ld;
+  double* diag = q + nb2 * ld;     // G's diagonal
+  double* pivot_inv = diag + nb2;  // 1 / pivot, 0 for a pivot below the floor
+  __shared__ int any_above;
+  const int elems = nb2 * nb2;
+  const int tid = static_cast<int>(threadIdx.x);
+  const int threads = static_cast<int>(blockDim.x);
+  const T* gsrc = g_all + static_cast<std::int64_t>(blockIdx.x) * elems;
+  T* qdst = q_all + static_cast<std::int64_t>(blockIdx.x) * elems;
+  const double negligible = SvdLimits<T>::kNegligible;
+  const double outer_tol = tol;
+  // On the factorization's critical path: fast_rcp where the float estimate is in range.
+  const auto pivot_of = [&](int k, double d) {
+    const bool keep = d > diag[k] * kPivotFloor && d > negligible;
+    pivot_inv[k] = !keep ? 0.0 : (d > 1e-30 && d < 1e30 ? fast_rcp(d) : 1.0 / d);
+  };
+
+  for (int e = tid; e < elems; e += threads) {
+    const int i = e % nb2, j = e / nb2;
+    // GEMM need not produce an exactly symmetric G; use the mean of both triangles.
+    const double v =
+        0.5 * (static_cast<double>(gsrc[i + j * nb2]) + static_cast<double>(gsrc[j + i * nb2]));
+    r[i + j * ld] = v;
+    q[i + j * ld] = i == j ? 1.0 : 0.0;
+    if (i == j) diag[i] = v;
+  }
+  __syncthreads();
+  bool needs = false;
+  for (int e = tid; e < elems; e += threads) {
+    const int i = e % nb2, j = e / nb2;
+    if (i >= j) continue;
+    const double a = diag[i], b = diag[j];
+    needs |=
+        fabs(r[i + j * ld]) > outer_tol * sqrt(a) * sqrt(b) && a > negligible && b > negligible;
+  }
+  if (tid == 0) pivot_of(0, r[0]);
+  if (!__syncthreads_or(needs)) {
+    for (int e = tid; e < elems; e += threads) qdst[e] = (e % nb2 == e / nb2) ? T(1) : T(0);
+    return;
+  }
+
+  // G = L L^T on the lower triangle; thread t holds tile (ti, tj) of it, ti >= tj.
+  const int tiles = nb2 / kTile;
+  const int ti = tid % tiles, tj = tid / tiles;
+  const bool holds = tj < tiles && ti >= tj;
+  const int i0 = ti * kTile, j0 = tj * kTile;
+  double tile[kTile][kTile];
+#pragma unroll
+  for (int a = 0; a < kTile; ++a) {
+#pragma unroll
+    for (int b = 0; b < kTile; ++b) tile[a][b] = holds ? r[(i0 + a) + (j0 + b) * ld] : 0.0;
+  }
+  for (int k = 0; k + 1 < nb2; ++k) {
+    const double inv = pivot_inv[k];
+    if (holds && inv != 0.0 && i0 + kTile - 1 > k && j0 + kTile - 1 > k) {
+      double li[kTile], lj[kTile];
+#pragma unroll
+      for (int a = 0; a < kTile; ++a) {
+        li[a] = r[(i0 + a) + k * ld];
+        lj[a] = r[(j0 + a) + k * ld] * inv;
+      }
+#pragma unroll
+      for (int a = 0; a < kTile; ++a) {
+#pragma unroll
+        for (int b = 0; b < kTile; ++b) {
+          if (i0 + a >= j0 + b && j0 + b > k) tile[a][b] = fma(-li[a], lj[b], tile[a][b]);
+        }
+      }
+    }
+    // Column k + 1 is final: publish it (rows from k + 1 on) and its pivot.
+    if (holds && j0 <= k + 1 && k + 1 < j0 + kTile) {
+      const int b = k + 1 - j0;
+#pragma unroll
+      for (int a = 0; a < kTile; ++a) {
+        if (i0 + a >= k + 1) r[(i0 + a) + (k + 1) * ld] = tile[a][b];
+        if (i0 + a == k + 1) pivot_of(k + 1, tile[a][b]);
+      }
+    }
+    __syncthreads();
+  }
+  // R = (L D^-1/2)^T: row j of R from column j of L, where the lower triangle now holds every
+  // column as published.
+  double rv[kTile][kTile];
+#pragma unroll
+  for (int a = 0; a < kTile; ++a) {
+#pragma unroll
+    for (int b = 0; b < kTile; ++b) {
+      const int i = i0 + a, j = j0 + b;
+      rv[a][b] = holds && i >= j ? r[i + j * ld] * sqrt(pivot_inv[j]) : 0.0;
+    }
+  }
+  __syncthreads();
+  if (holds) {
+#pragma unroll
+    for (int a = 0; a < kTile; ++a) {
+#pragma unroll
+      for (int b = 0; b < kTile; ++b) {
+        const int i = i0 + a, j = j0 + b;
+        if (i < j) continue;
+        r[j + i * ld] = rv[a][b];        // R[j][i]
+        if (i > j) r[i + j * ld] = 0.0;  // below R's diagonal
+      }
+    }
+  }
+  __syncthreads();
+
+  const int p = tid / kPairLanes, gl = tid % kPairLanes, pairs = nb2 / 2;
+  for (int sweep = 0; sweep < max_inner_sweeps; ++sweep) {
+    if (tid == 0) any_above = 0;
+    __syncthreads();
+    bool above = false;
+    for (int round = 0; round < nb2 - 1; ++round) {
+      if (p < pairs) {
+        int i, j;
+        round_robin_pair(nb2, round, p, &i, &j);
+        double x[kRows], y[kRows], u[kRows], v[kRows];
+        double aa = 0, bb = 0, ab = 0;
+#pragma unroll
+        for (int h = 0; h < kRows; ++h) {
+          const int row = gl + kPairLanes * h;
+          const bool in = row < nb2;
+          x[h] = in ? r[row + i * ld] : 0.0;
+          y[h] = in ? r[row + j * ld] : 0.0;
+          u[h] = in ? q[row + i * ld] : 0.0;
+          v[h] = in ? q[row + j * ld] : 0.0;
+          aa = fma(x[h], x[h], aa);
+          bb = fma(y[h], y[h], bb);
+          ab = fma(x[h], y[h], ab);
+        }
+        // The group's sums; a butterfly gives every lane the same ones, so the same rotation.
+#pragma unroll
+        for (int o = kPairLanes / 2; o > 0; o >>= 1) {
+          aa += __shfl_xor_sync(0xffffffffu, aa, o);
+          bb += __shfl_xor_sync(0xffffffffu, bb, o);
+          ab += __shfl_xor_sync(0xffffffffu, ab, o);
+        }
+        if (max_inner_sweeps > 1) {
+          above |= fabs(ab) > outer_tol * sqrt(aa) * sqrt(bb) && aa > negligible && bb > negligible;
+        }
+        double cm1, s;
+        if (inner_rotation(aa, bb, ab, kInnerTol, negligible, &cm1, &s)) {
+#pragma unroll
+          for (int h = 0; h < kRows; ++h) {
+            apply_rotation(cm1, s, &x[h], &y[h]);
+            apply_rotation(cm1, s, &u[h], &v[h]);
+            const int row = gl + kPairLanes * h;
+            if (row < nb2) {
+              r[row + i * ld] = x[h];
+              r[row + j * ld] = y[h];
+              q[row + i * ld] = u[h];
+              q[row + j * ld] = v[h];
+            }
+          }
+        }
+      }
+      __syncthreads();
+    }
+    if (max_inner_sweeps == 1) break;
+    if (above) any_above = 1;
+    __syncthreads();
+    const bool again = any_above != 0;
+    __syncthreads();  // every thread has read any_above before thread 0 clears it
+    if (!again) break;
+  }
+  for (int e = tid; e < elems; e += threads) {
+    qdst[e] = static_cast<T>(q[(e % nb2) + (e / nb2) * ld]);
+  }
+  if (tid == 0) atomicOr(rotated_flag, 1);
+}
+
 /// De Rijk ordering between sweeps: order[r] = the column of norm rank r (descending, ties by
 /// index, NaN first) among the n values norm[0..n). Exact zeros (the padding columns, which no
 /// rotation ever touches, and which come after every real column) keep their places.

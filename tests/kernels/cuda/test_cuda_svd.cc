@@ -509,13 +509,47 @@ TEST_F(CudaSvdTest, NarrowBlocksManyRounds) {
 }
 
 TEST_F(CudaSvdTest, TuningVariantsAgreeWithLapack) {
-  // Every knob of SvdTuning away from its default, on the blocked driver.
+  // Every knob of SvdTuning away from its default, on the blocked driver: first the two-sided
+  // inner solver for both types (in double for f32), then the one-sided one for both with several
+  // inner sweeps, at a width whose block pair (48 columns) leaves rows of the lane groups empty;
+  // then a width above the one-sided solver's (80 columns), where it falls back to the two-sided.
+  tuning_.inner_solver = SvdTuning::InnerSolver::kTwoSided;
   tuning_.inner_sweeps = 3;
   tuning_.inner_double = true;
   tuning_.sort_columns = false;
   tuning_.block = 24;
   shape_case<float>(Kind::kGaussian, 1, 150, 110, true, false);
   shape_case<double>(Kind::kRankDeficient, 1, 110, 150, true, true, 12);
+  tuning_.inner_solver = SvdTuning::InnerSolver::kOneSided;
+  shape_case<float>(Kind::kRankDeficient, 1, 150, 110, true, true, 12);
+  shape_case<double>(Kind::kGaussian, 1, 110, 150, true, false);
+  tuning_ = SvdTuning{.block = 40, .inner_solver = SvdTuning::InnerSolver::kOneSided};
+  shape_case<float>(Kind::kGaussian, 1, 170, 170, true, false);
+  shape_case<double>(Kind::kIllConditioned, 1, 170, 170, true, true);
+}
+
+TEST_F(CudaSvdTest, OneSidedInnerSolverAtEveryWidthAndType) {
+  // The default takes the one-sided inner solver for f64 at width 32 only: both types through it
+  // at width 16 (the default up to N = 512) and 32 (above), hard inputs included.
+  tuning_.inner_solver = SvdTuning::InnerSolver::kOneSided;
+  shape_case<float>(Kind::kGaussian, 1, 512, 512, true, false);
+  shape_case<float>(Kind::kIllConditioned, 1, 160, 120, true, false);
+  shape_case<float>(Kind::kRankDeficient, 1, 150, 100, true, false, 20);
+  for (const Kind kind : {Kind::kIntegerRankOne, Kind::kOnesWithZeroColumns, Kind::kRepeatedRow}) {
+    SCOPED_TRACE(kind_name(kind));
+    shape_case<float>(kind, 1, 65, 200, true, true);
+    shape_case<float>(kind, 1, 200, 65, true, false);
+  }
+  tuning_.block = 32;
+  shape_case<double>(Kind::kGaussian, 1, 300, 260, true, true);
+  shape_case<double>(Kind::kIllConditioned, 1, 200, 200, true, false);
+  shape_case<double>(Kind::kRankDeficient, 1, 250, 190, true, false, 30);
+  shape_case<float>(Kind::kGaussian, 1, 260, 300, true, false);
+  for (const Kind kind : {Kind::kIntegerRankOne, Kind::kOnes, Kind::kRepeatedRow}) {
+    SCOPED_TRACE(kind_name(kind));
+    shape_case<double>(kind, 1, 100, 150, true, false);
+    shape_case<double>(kind, 1, 150, 100, true, true);
+  }
 }
 
 TEST_F(CudaSvdTest, MixedBatchOfZeroRankOneAndRandomConverges) {

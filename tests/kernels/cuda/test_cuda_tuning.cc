@@ -13,20 +13,22 @@ namespace gcompute::kernels::cuda {
 namespace {
 
 constexpr const char* kVariables[] = {"GCOMPUTE_SVD_BLOCK",        "GCOMPUTE_SVD_INNER_SWEEPS",
-                                      "GCOMPUTE_SVD_INNER_DOUBLE", "GCOMPUTE_SVD_SORT",
-                                      "GCOMPUTE_SVD_PROFILE",      "GCOMPUTE_APSP_DEPTH"};
+                                      "GCOMPUTE_SVD_INNER_SOLVER", "GCOMPUTE_SVD_INNER_DOUBLE",
+                                      "GCOMPUTE_SVD_SORT",         "GCOMPUTE_SVD_PROFILE",
+                                      "GCOMPUTE_APSP_DEPTH"};
 
 /// The value of every knob of kVariables, in that order.
 struct Knobs {
-  int block, inner_sweeps;
+  int block, inner_sweeps, inner_solver;
   bool inner_double, sort_columns, profile;
   int apsp_depth;
 };
-constexpr Knobs kDefaults = {0, 1, false, true, false, 0};
+constexpr Knobs kDefaults = {0, 1, 0, false, true, false, 0};
 
 void expect_knobs(const Tuning& t, const Knobs& want) {
   EXPECT_EQ(t.svd.block, want.block);
   EXPECT_EQ(t.svd.inner_sweeps, want.inner_sweeps);
+  EXPECT_EQ(static_cast<int>(t.svd.inner_solver), want.inner_solver);
   EXPECT_EQ(t.svd.inner_double, want.inner_double);
   EXPECT_EQ(t.svd.sort_columns, want.sort_columns);
   EXPECT_EQ(t.svd.profile, want.profile);
@@ -57,11 +59,14 @@ TEST_F(TuningFromEnvironment, UnsetGivesTheDefaults) {
 TEST_F(TuningFromEnvironment, ValuesInRangeAreTaken) {
   set("GCOMPUTE_SVD_BLOCK", "24");
   set("GCOMPUTE_SVD_INNER_SWEEPS", "30");
+  set("GCOMPUTE_SVD_INNER_SOLVER", "2");
   set("GCOMPUTE_SVD_INNER_DOUBLE", "1");
   set("GCOMPUTE_SVD_SORT", "0");
   set("GCOMPUTE_SVD_PROFILE", "1");
   set("GCOMPUTE_APSP_DEPTH", "2");
-  expect_knobs(tuning_from_environment(), {24, 30, true, false, true, 2});
+  expect_knobs(tuning_from_environment(), {24, 30, 2, true, false, true, 2});
+  set("GCOMPUTE_SVD_INNER_SOLVER", "1");
+  EXPECT_EQ(tuning_from_environment().svd.inner_solver, SvdTuning::InnerSolver::kTwoSided);
   set("GCOMPUTE_APSP_DEPTH", "1");
   EXPECT_EQ(tuning_from_environment().apsp.depth, 1);
 }
@@ -79,6 +84,7 @@ TEST_F(TuningFromEnvironment, BlockWidthIsRoundedDownToAMultipleOfEight) {
 TEST_F(TuningFromEnvironment, OutOfRangeKeepsTheDefault) {
   set("GCOMPUTE_SVD_BLOCK", "7");
   set("GCOMPUTE_SVD_INNER_SWEEPS", "31");
+  set("GCOMPUTE_SVD_INNER_SOLVER", "3");
   set("GCOMPUTE_SVD_INNER_DOUBLE", "2");
   set("GCOMPUTE_SVD_SORT", "-1");
   set("GCOMPUTE_SVD_PROFILE", "5");
@@ -114,6 +120,10 @@ TEST(TuningValidation, NamesTheField) {
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << sweeps;
     EXPECT_NE(s.message().find("inner_sweeps"), absl::string_view::npos) << s;
   }
+  const absl::Status bad_solver =
+      validate(SvdTuning{.inner_solver = static_cast<SvdTuning::InnerSolver>(3)});
+  EXPECT_EQ(bad_solver.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad_solver.message().find("inner_solver"), absl::string_view::npos) << bad_solver;
   for (const int depth : {0, 1, 2}) EXPECT_TRUE(validate(ApspTuning{.depth = depth}).ok());
   for (const int depth : {-1, 3}) {
     const absl::Status s = validate(ApspTuning{.depth = depth});

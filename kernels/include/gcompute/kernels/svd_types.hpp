@@ -80,7 +80,16 @@ struct SvdTuning {
   /// solve is latency-bound). Outer sweeps after the 20th use at least 4: one converges only
   /// slowly on the clustered rounding noise of exactly rank-deficient inputs.
   int inner_sweeps = 1;
-  /// f32: the blocked driver's inner Gram solver computes in double (f64 always does).
+  /// The blocked driver's inner solver on each block pair's Gram matrix G.
+  enum class InnerSolver {
+    kAuto,      ///< one-sided for f64 at block width 32 (N > 512), else two-sided
+    kTwoSided,  ///< two-sided Jacobi on G
+    kOneSided,  ///< one-sided Jacobi on G's Cholesky factor (block widths up to 32; above,
+                ///< two-sided)
+  };
+  InnerSolver inner_solver = InnerSolver::kAuto;
+  /// f32: the two-sided inner solver computes in double (f64 always does, and so does the
+  /// one-sided one).
   bool inner_double = false;
   /// De Rijk ordering: the blocked driver sorts the columns by norm before every sweep.
   bool sort_columns = true;
