@@ -47,9 +47,11 @@ namespace {
 constexpr int kSmallMaxN = 64;
 constexpr std::size_t kSmallMaxSmem = 96 * 1024;
 constexpr int kDefaultBlock = 32;
-// Block width 16 up to this N (half the inner Gram size, twice the rounds). Measured on the H200
-// (f32 / f64 ms at n = 256, 512): 7-15 % faster than width 32; 1-4 % slower at n = 1024.
-constexpr std::int64_t kNarrowBlockMaxN = 512;
+// Block width 16 up to this N (half the inner Gram size, twice the rounds), with the two-sided
+// inner solver (kTwoSidedMaxN). With the two-sided solver at both widths, 16 was 7-15 % faster
+// at n = 256 and 512 on the H200; with the one-sided solver at width 32, n = 512 took 19.5 / 20.6
+// ms (f32 / f64) against 22.6 / 22.9 at width 16 (same run).
+constexpr std::int64_t kNarrowBlockMaxN = 256;
 constexpr int kNarrowBlock = 16;
 constexpr std::int64_t kSmallChunk = 1 << 16;  // most matrices per launch (see small_chunk)
 constexpr int kWarpMaxM = 32;                  // tiny driver: max(m, n) <= 32, one lane per column
@@ -67,6 +69,9 @@ constexpr int kEscalateAfterSweeps = 20;
 // Widest block pair (2 nb columns) of the one-sided inner solver: 4 nb2 threads (a 4 x 4 tile of
 // the lower triangle each in the factorization), its factor and Q in double in shared memory.
 constexpr int kOneSidedMaxNb2 = 64;
+// SvdTuning::InnerSolver::kAuto: the two-sided inner solver up to this N (see
+// configure_gram_solver).
+constexpr std::int64_t kTwoSidedMaxN = 256;
 constexpr int kEscalatedInnerSweeps = 4;
 
 /// SvdTuning::profile: CUDA events around every round of the blocked driver split its device
@@ -560,15 +565,15 @@ absl::StatusOr<GramSolver> configure_gram_solver(const Plan& pl, const SvdTuning
   GramSolver g;
   const std::int64_t nb2 = 2 * pl.nb;
   using Inner = SvdTuning::InnerSolver;
-  // Auto: f64 at nb2 = 64 (N > 512), where it took 3-9 % less time than the two-sided solver on
-  // the H200 (one outer sweep fewer at 1024 and 4096); at nb2 = 32 and in f32 it was up to 12 %
-  // slower (docs/performance.md, SVD).
+  // Auto: one-sided above N = 256. On the H200 (same run, ms one-sided / two-sided) f32 512
+  // 21.2 / 22.5, 1024 47.9 / 60.0, 2048 179 / 200; f64 512 23.3 / 25.2, 1024 52.4 / 75.3, 2048
+  // 171 / 210; at 256 it took one outer sweep more (f32 8.7 / 7.9, f64 9.9 / 9.6).
   const bool wanted = tuning.inner_solver == Inner::kOneSided ||
-                      (tuning.inner_solver == Inner::kAuto && sizeof(T) == 8 && nb2 > 32);
+                      (tuning.inner_solver == Inner::kAuto && pl.N > kTwoSidedMaxN);
   g.one_sided = wanted && nb2 <= kOneSidedMaxNb2;
   if (g.one_sided) {
-    // R and Q (leading dimension nb2 + 4), G's diagonal and the pivot reciprocals.
-    g.smem = (2 * static_cast<std::size_t>(nb2) * (nb2 + 4) + 2 * nb2) * sizeof(double);
+    // R and Q (leading dimension nb2 + 8), G's diagonal and the pivot reciprocals.
+    g.smem = (2 * static_cast<std::size_t>(nb2) * (nb2 + 8) + 2 * nb2) * sizeof(double);
     g.threads = static_cast<int>(4 * nb2);
     absl::Status st = nb2 <= 32 ? allow_max_dynamic_smem(detail::gram_cholesky_jacobi_kernel<T, 4>)
                                 : allow_max_dynamic_smem(detail::gram_cholesky_jacobi_kernel<T, 8>);

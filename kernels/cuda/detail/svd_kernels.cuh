@@ -116,6 +116,17 @@ __device__ inline void apply_rotation(T cm1, T s, T* x, T* y) {
   *y = y0 + fma(cm1, y0, s * x0);
 }
 
+/// apply_rotation in two correctly rounded operations an element, fma(-s, y, fma(cm1, x, x)):
+/// c x is rounded from the exact c - 1, so without the upward bias of rounding c to 1 (see
+/// jacobi_rotation), as warp_jacobi_sweeps applies it under kTrackNorms.
+template <typename T>
+__device__ inline void apply_rotation_fused(T cm1, T s, T* x, T* y) {
+  const T x0 = *x;
+  const T y0 = *y;
+  *x = fma(-s, y0, fma(cm1, x0, x0));
+  *y = fma(s, x0, fma(cm1, y0, y0));
+}
+
 template <typename T>
 __device__ inline T warp_sum(T v) {
 #pragma unroll
@@ -669,14 +680,18 @@ __device__ inline bool inner_rotation(double alpha, double beta, double gamma, d
 /// its column's squared norm in G (a column numerically in the span of the ones before it, or G
 /// indefinite by rounding) leaves that row of R zero.
 template <typename T, int kRows>
-__global__ void __launch_bounds__(256)
+__global__ void __launch_bounds__(256, 1)
     gram_cholesky_jacobi_kernel(const T* __restrict__ g_all, T* __restrict__ q_all, int nb2, T tol,
                                 int max_inner_sweeps, int* __restrict__ rotated_flag) {
   constexpr double kInnerTol = 4 * DBL_EPSILON;
   constexpr double kPivotFloor = 256 * DBL_EPSILON;
   constexpr int kTile = kCholeskyTile;
   extern __shared__ unsigned char smem_raw[];
-  const int ld = nb2 + 4;                           // spreads the groups' columns over the banks
+  // Eight lanes read eight consecutive doubles of a column (16 banks); at ld = nb2 + 8 columns
+  // start on bank 0 or 16, so two groups of a warp share a wavefront unless their columns start
+  // on the same bank (nb2 + 4 left most requests at three or four wavefronts: 2.3 k against
+  // 3.2 k cycles a round at nb2 = 64).
+  const int ld = nb2 + 8;
   double* r = reinterpret_cast<double*>(smem_raw);  // G, then R (column-major)
   double* q = r + nb2 * ld;
   double* diag = q + nb2 * ld;     // G's diagonal
@@ -695,23 +710,27 @@ __global__ void __launch_bounds__(256)
     pivot_inv[k] = !keep ? 0.0 : (d > 1e-30 && d < 1e30 ? fast_rcp(d) : 1.0 / d);
   };
 
+  // G's lower triangle (the factorization reads no other; the GEMM's two triangles may differ
+  // by rounding) and Q = I.
   for (int e = tid; e < elems; e += threads) {
     const int i = e % nb2, j = e / nb2;
-    // GEMM need not produce an exactly symmetric G; use the mean of both triangles.
-    const double v =
-        0.5 * (static_cast<double>(gsrc[i + j * nb2]) + static_cast<double>(gsrc[j + i * nb2]));
-    r[i + j * ld] = v;
+    if (i >= j) {
+      const double v = static_cast<double>(gsrc[i + j * nb2]);
+      r[i + j * ld] = v;
+      if (i == j) diag[i] = v;
+    }
     q[i + j * ld] = i == j ? 1.0 : 0.0;
-    if (i == j) diag[i] = v;
   }
   __syncthreads();
   bool needs = false;
   for (int e = tid; e < elems; e += threads) {
     const int i = e % nb2, j = e / nb2;
-    if (i >= j) continue;
-    const double a = diag[i], b = diag[j];
-    needs |=
-        fabs(r[i + j * ld]) > outer_tol * sqrt(a) * sqrt(b) && a > negligible && b > negligible;
+    if (i <= j) continue;
+    const double a = diag[i], b = diag[j], g = r[i + j * ld];
+    if (!(a > negligible && b > negligible)) continue;
+    // jacobi_rotation's test; squared where a b cannot underflow.
+    needs |= a * b > 1e-280 ? g * g > outer_tol * outer_tol * (a * b)
+                            : fabs(g) > outer_tol * sqrt(a) * sqrt(b);
   }
   if (tid == 0) pivot_of(0, r[0]);
   if (!__syncthreads_or(needs)) {
@@ -749,11 +768,14 @@ __global__ void __launch_bounds__(256)
     }
     // Column k + 1 is final: publish it (rows from k + 1 on) and its pivot.
     if (holds && j0 <= k + 1 && k + 1 < j0 + kTile) {
-      const int b = k + 1 - j0;
 #pragma unroll
-      for (int a = 0; a < kTile; ++a) {
-        if (i0 + a >= k + 1) r[(i0 + a) + (k + 1) * ld] = tile[a][b];
-        if (i0 + a == k + 1) pivot_of(k + 1, tile[a][b]);
+      for (int b = 0; b < kTile; ++b) {  // constant indices keep the tile in registers
+        if (j0 + b != k + 1) continue;
+#pragma unroll
+        for (int a = 0; a < kTile; ++a) {
+          if (i0 + a >= k + 1) r[(i0 + a) + (k + 1) * ld] = tile[a][b];
+          if (i0 + a == k + 1) pivot_of(k + 1, tile[a][b]);
+        }
       }
     }
     __syncthreads();
@@ -821,8 +843,8 @@ __global__ void __launch_bounds__(256)
         if (inner_rotation(aa, bb, ab, kInnerTol, negligible, &cm1, &s)) {
 #pragma unroll
           for (int h = 0; h < kRows; ++h) {
-            apply_rotation(cm1, s, &x[h], &y[h]);
-            apply_rotation(cm1, s, &u[h], &v[h]);
+            apply_rotation_fused(cm1, s, &x[h], &y[h]);
+            apply_rotation_fused(cm1, s, &u[h], &v[h]);
             const int row = gl + kPairLanes * h;
             if (row < nb2) {
               r[row + i * ld] = x[h];

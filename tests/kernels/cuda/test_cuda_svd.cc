@@ -529,8 +529,8 @@ TEST_F(CudaSvdTest, TuningVariantsAgreeWithLapack) {
 }
 
 TEST_F(CudaSvdTest, OneSidedInnerSolverAtEveryWidthAndType) {
-  // The default takes the one-sided inner solver for f64 at width 32 only: both types through it
-  // at width 16 (the default up to N = 512) and 32 (above), hard inputs included.
+  // The default takes the one-sided inner solver above N = 256 only: both types through it at
+  // width 16 (the default up to N = 512) and 32 (above), smaller N and hard inputs included.
   tuning_.inner_solver = SvdTuning::InnerSolver::kOneSided;
   shape_case<float>(Kind::kGaussian, 1, 512, 512, true, false);
   shape_case<float>(Kind::kIllConditioned, 1, 160, 120, true, false);

@@ -72,7 +72,7 @@ constexpr int kSvdDefaultMaxSweeps = 60;
 /// (cuda::tuning_from_environment, docs/dev/knobs.md); benchmarks and tests set it directly.
 struct SvdTuning {
   /// Column block width of the blocked driver: 8..64, a multiple of 8; 0 picks by N (16 up to
-  /// N = 512, 32 above).
+  /// N = 256, 32 above).
   int block = 0;
   /// Jacobi sweeps on each block pair's Gram matrix, 1..30. Measured on the H200 (f32,
   /// n = 256..2048, ms): 4 sweeps 29.6 / 77.3 / 190 / 497, 2 sweeps 19.0 / 49.6 / 129 / 362,
@@ -82,7 +82,7 @@ struct SvdTuning {
   int inner_sweeps = 1;
   /// The blocked driver's inner solver on each block pair's Gram matrix G.
   enum class InnerSolver {
-    kAuto,      ///< one-sided for f64 at block width 32 (N > 512), else two-sided
+    kAuto,      ///< one-sided above N = 256, two-sided up to it
     kTwoSided,  ///< two-sided Jacobi on G
     kOneSided,  ///< one-sided Jacobi on G's Cholesky factor (block widths up to 32; above,
                 ///< two-sided)
