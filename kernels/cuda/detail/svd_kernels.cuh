@@ -747,7 +747,10 @@ __global__ void __launch_bounds__(256, 1)
 #pragma unroll
   for (int a = 0; a < kTile; ++a) {
 #pragma unroll
-    for (int b = 0; b < kTile; ++b) tile[a][b] = holds ? r[(i0 + a) + (j0 + b) * ld] : 0.0;
+    for (int b = 0; b < kTile; ++b) {
+      // Only the lower triangle was loaded (a diagonal tile's upper part is never read).
+      tile[a][b] = holds && i0 + a >= j0 + b ? r[(i0 + a) + (j0 + b) * ld] : 0.0;
+    }
   }
   for (int k = 0; k + 1 < nb2; ++k) {
     const double inv = pivot_inv[k];
