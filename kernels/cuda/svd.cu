@@ -19,7 +19,7 @@
 //  * blocked (everything else): columns in blocks of nb; block pairs of a round-robin round are
 //    orthogonalised together: G = [Wi Wj]^T [Wi Wj] (one strided-batched GEMM for the round),
 //    G diagonalised in shared memory (one block per pair: by default one-sided Jacobi on G's
-//    Cholesky factor for f64 at nb = 32, two-sided Jacobi on G otherwise), then [Wi Wj] Q and [Vi
+//    Cholesky factor above N = 256, two-sided Jacobi on G up to it), then [Wi Wj] Q and [Vi
 //    Vj] Q (batched GEMMs, FP32 for f32 and FP64 for f64, never TF32). W and V are double-buffered:
 //    the update GEMMs write each block to its slot of the next round, so that the pairs of every
 //    round are adjacent and G is a strided batch. After a full sweep (k - 1 rounds for k blocks)

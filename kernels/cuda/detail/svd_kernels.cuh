@@ -624,7 +624,7 @@ __device__ inline double fast_rcp(double x) {
 }
 
 /// jacobi_rotation's rotation at `tol` in a short chain: d = (beta - alpha) / 2 and gamma are
-/// scaled by the power of two that brings the larger into [0.5, 1) (exact; s and c do not depend
+/// scaled by the power of two that brings the larger into [1, 2) (exact; s and c do not depend
 /// on it), so that fast_rsqrt and fast_rcp see arguments near 1: h = sqrt(d^2 + gamma^2),
 /// rho = 1 / sqrt(2 h (|d| + h)), s = sign(d) gamma rho, c = (|d| + h) rho, c - 1 = -s^2 / (1 + c)
 /// (jacobi_rotation_scaled's formulas). Columns below 1e-100 take jacobi_rotation itself.
@@ -670,7 +670,8 @@ __device__ inline bool inner_rotation(double alpha, double beta, double gamma, d
 /// Whether the pair set needs rotating is decided on G itself with jacobi_rotation's test at
 /// `tol`, as the two-sided solver decides it, so that the outer convergence test does not depend
 /// on the factorization's rounding; a set that passes gets Q = I with no factorization. Inside,
-/// rotations use kInnerTol, below any outer tolerance, so that rounding in R cannot hide an
+/// rotations use kInnerTol (or `tol` where a caller asked for less), below the default outer
+/// tolerance (sqrt(max(m, n)) eps, at least 16 eps here), so that rounding in R cannot hide an
 /// off-diagonal that the outer test still sees.
 ///
 /// The factorization is right-looking on the lower triangle, one barrier a step: each thread
@@ -704,6 +705,7 @@ __global__ void __launch_bounds__(256, 1)
   T* qdst = q_all + static_cast<std::int64_t>(blockIdx.x) * elems;
   const double negligible = SvdLimits<T>::kNegligible;
   const double outer_tol = tol;
+  const double inner_tol = fmin(kInnerTol, outer_tol);
   // On the factorization's critical path: fast_rcp where the float estimate is in range.
   const auto pivot_of = [&](int k, double d) {
     const bool keep = d > diag[k] * kPivotFloor && d > negligible;
@@ -843,7 +845,7 @@ __global__ void __launch_bounds__(256, 1)
           above |= fabs(ab) > outer_tol * sqrt(aa) * sqrt(bb) && aa > negligible && bb > negligible;
         }
         double cm1, s;
-        if (inner_rotation(aa, bb, ab, kInnerTol, negligible, &cm1, &s)) {
+        if (inner_rotation(aa, bb, ab, inner_tol, negligible, &cm1, &s)) {
 #pragma unroll
           for (int h = 0; h < kRows; ++h) {
             apply_rotation_fused(cm1, s, &x[h], &y[h]);

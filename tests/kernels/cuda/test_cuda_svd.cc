@@ -530,7 +530,7 @@ TEST_F(CudaSvdTest, TuningVariantsAgreeWithLapack) {
 
 TEST_F(CudaSvdTest, OneSidedInnerSolverAtEveryWidthAndType) {
   // The default takes the one-sided inner solver above N = 256 only: both types through it at
-  // width 16 (the default up to N = 512) and 32 (above), smaller N and hard inputs included.
+  // widths 8, 16 (the default up to N = 256) and 32 (above), smaller N and hard inputs included.
   tuning_.inner_solver = SvdTuning::InnerSolver::kOneSided;
   shape_case<float>(Kind::kGaussian, 1, 512, 512, true, false);
   shape_case<float>(Kind::kIllConditioned, 1, 160, 120, true, false);
@@ -540,6 +540,9 @@ TEST_F(CudaSvdTest, OneSidedInnerSolverAtEveryWidthAndType) {
     shape_case<float>(kind, 1, 65, 200, true, true);
     shape_case<float>(kind, 1, 200, 65, true, false);
   }
+  tuning_.block = 8;  // 16 columns a pair: rows of the lane groups half empty
+  shape_case<float>(Kind::kGaussian, 1, 130, 100, true, true);
+  shape_case<double>(Kind::kRankDeficient, 1, 100, 130, true, false, 15);
   tuning_.block = 32;
   shape_case<double>(Kind::kGaussian, 1, 300, 260, true, true);
   shape_case<double>(Kind::kIllConditioned, 1, 200, 200, true, false);
