@@ -546,12 +546,11 @@ absl::Status upload_round_pointers(const Blocked<T>& x) {
   return absl::OkStatus();
 }
 
-/// Launch configuration of the inner Gram solver.
+/// The inner Gram solver, chosen once: kernel and launch configuration.
+template <typename T>
 struct GramSolver {
-  /// gram_cholesky_jacobi_kernel (nb2 <= 64, chosen by tuning.inner_solver), else the
-  /// two-sided gram_jacobi_kernel.
-  bool one_sided = false;
-  bool inner_double = false;  ///< two-sided, f32 data: double arithmetic
+  /// gram_cholesky_jacobi_kernel<T, rows a lane> or gram_jacobi_kernel<T, arithmetic type>.
+  void (*kernel)(const T*, T*, int, double, int, int*) = nullptr;
   std::size_t smem = 0;
   int threads = 0;
 };
@@ -561,60 +560,44 @@ struct GramSolver {
 /// type (f32: half the shared-memory traffic and single-precision sqrt/divide on its
 /// latency-bound path) unless tuning.inner_double.
 template <typename T>
-absl::StatusOr<GramSolver> configure_gram_solver(const Plan& pl, const SvdTuning& tuning) {
-  GramSolver g;
+absl::StatusOr<GramSolver<T>> configure_gram_solver(const Plan& pl, const SvdTuning& tuning) {
+  GramSolver<T> g;
   const std::int64_t nb2 = 2 * pl.nb;
   using Inner = SvdTuning::InnerSolver;
   // Auto: one-sided above N = 256. On the H200 (same run, ms one-sided / two-sided) f32 512
   // 21.2 / 22.5, 1024 47.9 / 60.0, 2048 179 / 200; f64 512 23.3 / 25.2, 1024 52.4 / 75.3, 2048
   // 171 / 210; at 256 it took one outer sweep more (f32 8.7 / 7.9, f64 9.9 / 9.6).
-  const bool wanted = tuning.inner_solver == Inner::kOneSided ||
-                      (tuning.inner_solver == Inner::kAuto && pl.N > kTwoSidedMaxN);
-  g.one_sided = wanted && nb2 <= kOneSidedMaxNb2;
-  if (g.one_sided) {
+  const bool one_sided = (tuning.inner_solver == Inner::kOneSided ||
+                          (tuning.inner_solver == Inner::kAuto && pl.N > kTwoSidedMaxN)) &&
+                         nb2 <= kOneSidedMaxNb2;
+  if (one_sided) {
     // R and Q (leading dimension nb2 + 8), G's diagonal and the pivot reciprocals.
     g.smem = (2 * static_cast<std::size_t>(nb2) * (nb2 + 8) + 2 * nb2) * sizeof(double);
     g.threads = static_cast<int>(4 * nb2);
-    absl::Status st = nb2 <= 32 ? allow_max_dynamic_smem(detail::gram_cholesky_jacobi_kernel<T, 4>)
-                                : allow_max_dynamic_smem(detail::gram_cholesky_jacobi_kernel<T, 8>);
-    if (!st.ok()) return st;
-    return g;
+    g.kernel = nb2 <= 32 ? detail::gram_cholesky_jacobi_kernel<T, 4>
+                         : detail::gram_cholesky_jacobi_kernel<T, 8>;
+  } else {
+    const bool inner_double = sizeof(T) == 8 || tuning.inner_double;
+    const std::size_t ti_size = inner_double ? sizeof(double) : sizeof(T);
+    g.smem = (2 * static_cast<std::size_t>(nb2) * (nb2 + 1) + nb2) * ti_size + nb2 * sizeof(int);
+    // Update items of a round: (nb2/2)^2 blocks of G and nb2^2/2 row pieces of Q; about three a
+    // thread (1024 threads at nb2 = 64: few pairs run at once, so each wants its SM's warps).
+    const std::int64_t gram_items = nb2 * nb2 / 4 + nb2 * nb2 / 2;
+    g.threads =
+        static_cast<int>(std::clamp<std::int64_t>((gram_items / 3 + 31) / 32 * 32, 32, 1024));
+    g.kernel =
+        inner_double ? detail::gram_jacobi_kernel<T, double> : detail::gram_jacobi_kernel<T, T>;
   }
-  g.inner_double = sizeof(T) == 8 || tuning.inner_double;
-  const std::size_t ti_size = g.inner_double ? sizeof(double) : sizeof(T);
-  g.smem = (2 * static_cast<std::size_t>(nb2) * (nb2 + 1) + nb2) * ti_size + nb2 * sizeof(int);
-  if (absl::Status st = g.inner_double
-                            ? allow_max_dynamic_smem(detail::gram_jacobi_kernel<T, double>)
-                            : allow_max_dynamic_smem(detail::gram_jacobi_kernel<T, T>);
-      !st.ok()) {
-    return st;
-  }
-  // Update items of a round: (nb2/2)^2 blocks of G and nb2^2/2 row pieces of Q; about three a
-  // thread (1024 threads at nb2 = 64: few pairs run at once, so each wants its SM's warps).
-  const std::int64_t gram_items = nb2 * nb2 / 4 + nb2 * nb2 / 2;
-  g.threads = static_cast<int>(std::clamp<std::int64_t>((gram_items / 3 + 31) / 32 * 32, 32, 1024));
+  if (absl::Status st = allow_max_dynamic_smem(g.kernel); !st.ok()) return st;
   return g;
 }
 
 /// One launch of the configured inner solver over the k / 2 block pairs of a round.
 template <typename T>
-void launch_gram_solver(const GramSolver& gram, const Plan& pl, cudaStream_t st, const T* g, T* q,
-                        T tol, int inner_sweeps, int* flag) {
+void launch_gram_solver(const GramSolver<T>& gram, const Plan& pl, cudaStream_t st, const T* g,
+                        T* q, T tol, int inner_sweeps, int* flag) {
   const auto pairs = static_cast<unsigned>(pl.k / 2);
-  const int nb2 = 2 * pl.nb;
-  if (gram.one_sided && nb2 <= 32) {
-    detail::gram_cholesky_jacobi_kernel<T, 4>
-        <<<pairs, gram.threads, gram.smem, st>>>(g, q, nb2, tol, inner_sweeps, flag);
-  } else if (gram.one_sided) {
-    detail::gram_cholesky_jacobi_kernel<T, 8>
-        <<<pairs, gram.threads, gram.smem, st>>>(g, q, nb2, tol, inner_sweeps, flag);
-  } else if (gram.inner_double) {
-    detail::gram_jacobi_kernel<T, double>
-        <<<pairs, gram.threads, gram.smem, st>>>(g, q, nb2, tol, inner_sweeps, flag);
-  } else {
-    detail::gram_jacobi_kernel<T, T>
-        <<<pairs, gram.threads, gram.smem, st>>>(g, q, nb2, tol, inner_sweeps, flag);
-  }
+  gram.kernel<<<pairs, gram.threads, gram.smem, st>>>(g, q, 2 * pl.nb, tol, inner_sweeps, flag);
 }
 
 /// Matrix `bi` into W (buffer 0; the padding columns zero) and V = I.
@@ -667,7 +650,7 @@ absl::Status sort_columns(const Blocked<T>& x, int cur) {
 /// (raising b.flag if it rotated), then [Wi Wj] Q and [Vi Vj] Q into the slots of the other buffer
 /// (batched GEMMs through the pointer table).
 template <typename T>
-absl::Status run_round(const Blocked<T>& x, const GramSolver& gram, int inner_sweeps, int par,
+absl::Status run_round(const Blocked<T>& x, const GramSolver<T>& gram, int inner_sweeps, int par,
                        int r, RoundProfile& prof) {
   const Plan& pl = x.pl;
   const Buffers<T>& b = x.b;
@@ -722,7 +705,7 @@ std::int64_t rounds_per_check(const Plan& pl) {
 }
 
 template <typename T>
-absl::StatusOr<SweepResult> sweep_until_converged(const Blocked<T>& x, const GramSolver& gram,
+absl::StatusOr<SweepResult> sweep_until_converged(const Blocked<T>& x, const GramSolver<T>& gram,
                                                   bool sort, int max_sweeps, StopToken stop,
                                                   RoundProfile& prof, std::int64_t& done_rounds) {
   const cudaStream_t st = x.ctx.stream;
@@ -777,7 +760,7 @@ absl::StatusOr<SvdInfo> run_blocked(const Context& ctx, const Plan& pl, const Sv
   PointerModeGuard guard(ctx.cublas);
   GC_CUBLAS_TRY(cublasSetPointerMode(ctx.cublas, CUBLAS_POINTER_MODE_HOST));
   if (absl::Status st_ = upload_round_pointers<T>(x); !st_.ok()) return st_;
-  const absl::StatusOr<GramSolver> gram = configure_gram_solver<T>(pl, tuning);
+  const absl::StatusOr<GramSolver<T>> gram = configure_gram_solver<T>(pl, tuning);
   if (!gram.ok()) return gram.status();
   RoundProfile prof(ctx.stream, tuning.profile);
   // gather_columns_kernel has a grid column (y) per matrix column: at most 65535.

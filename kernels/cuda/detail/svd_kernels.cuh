@@ -61,12 +61,23 @@ __host__ __device__ inline void round_robin_pair(int players, int r, int p, int*
 /// always upwards. Over the thousands of rotations that accumulate into V (and the blocked
 /// driver's Q) that bias grew |V^T V - I| linearly (f64: 2-4x over 50 n eps at n = 120..512);
 /// in the x + ((c - 1) x - s y) form the update is unbiased.
+/// pair_needs_rotation is that test, shared with the solvers that decide on G before rotating.
+template <typename T>
+__device__ inline bool pair_needs_rotation(T alpha, T beta, T gamma, T tol, T negligible) {
+  return fabs(gamma) > tol * sqrt(alpha) * sqrt(beta) && alpha > negligible && beta > negligible;
+}
+
+/// pair_needs_rotation's test squared, for operands whose products neither overflow nor
+/// underflow (scaled matrices; columns well above SvdLimits<double>::kNegligible).
+template <typename T>
+__device__ inline bool pair_needs_rotation_squared(T alpha, T beta, T gamma, T tol) {
+  return gamma * gamma > tol * tol * alpha * beta;
+}
+
 template <typename T>
 __device__ inline bool jacobi_rotation(T alpha, T beta, T gamma, T tol, T negligible, T* cm1,
                                        T* s) {
-  const T na = sqrt(alpha);
-  const T nb = sqrt(beta);
-  if (!(fabs(gamma) > tol * na * nb) || alpha <= negligible || beta <= negligible) {
+  if (!pair_needs_rotation(alpha, beta, gamma, tol, negligible)) {
     *cm1 = T(0);
     *s = T(0);
     return false;
@@ -77,33 +88,75 @@ __device__ inline bool jacobi_rotation(T alpha, T beta, T gamma, T tol, T neglig
   return true;
 }
 
+/// IEEE square root, reciprocal square root and division, for rutishauser_rotation.
+struct IeeeMath {
+  template <typename T>
+  __device__ static T sqrt(T x) {
+    return ::sqrt(x);
+  }
+  template <typename T>
+  __device__ static T rsqrt(T x) {
+    return ::rsqrt(x);
+  }
+  template <typename T>
+  __device__ static T divide(T a, T b) {
+    return a / b;
+  }
+};
+
+/// The rotation's sine and c - 1 from d = (beta - alpha) / 2 and gamma with one square root, one
+/// reciprocal square root and one division (instead of jacobi_angle's four of each: they dominate
+/// a round in double precision). With h = sqrt(d^2 + gamma^2) and rho = 1 / sqrt(2 h (|d| + h)),
+/// Rutishauser's t = sign(d) gamma / (|d| + h) gives c = 1 / sqrt(1 + t^2) = (|d| + h) rho,
+/// s = c t = sign(d) gamma rho and c - 1 = -s^2 / (1 + c). `Math` supplies the three functions.
+template <typename T>
+struct RutishauserRotation {
+  T cm1;
+  T s;
+  T h;  ///< sqrt(d^2 + gamma^2): the squared norms change by t gamma = sign(d) 2 h s^2
+};
+template <typename Math, typename T>
+__device__ inline RutishauserRotation<T> rutishauser_rotation(T d, T gamma) {
+  const T h = Math::sqrt(fma(d, d, gamma * gamma));
+  const T dh = fabs(d) + h;
+  const T rho = Math::rsqrt(T(2) * h * dh);
+  const T sin = (d >= T(0) ? gamma : -gamma) * rho;
+  const T c = dh * rho;
+  return {Math::divide(-(sin * sin), T(1) + c), sin, h};
+}
+
 /// jacobi_rotation's rotation for the columns of a scaled, well-conditioned matrix (squares
 /// neither overflow nor underflow, no column is negligible: the eigensolver's shifted matrices)
-/// from one square root, one reciprocal square root and one division instead of four divisions
-/// and four square roots: they dominate a round in double precision. With d = (beta - alpha) / 2,
-/// h = sqrt(d^2 + gamma^2) and rho = 1 / sqrt(2 h (|d| + h)), Rutishauser's t = sign(d) gamma /
-/// (|d| + h) gives c = 1 / sqrt(1 + t^2) = (|d| + h) rho, s = c t = sign(d) gamma rho,
-/// c - 1 = -s^2 / (1 + c), and the change of the squared norms t gamma = sign(d) 2 h s^2
-/// (alpha' = alpha - t gamma, beta' = beta + t gamma), returned as *norm_change.
+/// by rutishauser_rotation, with the change of the squared norms (alpha' = alpha - t gamma,
+/// beta' = beta + t gamma) returned as *norm_change.
 template <typename T>
 __device__ inline bool jacobi_rotation_scaled(T alpha, T beta, T gamma, T tol, T* cm1, T* s,
                                               T* norm_change) {
-  if (!(gamma * gamma > tol * tol * alpha * beta)) {
+  if (!pair_needs_rotation_squared(alpha, beta, gamma, tol)) {
     *cm1 = T(0);
     *s = T(0);
     *norm_change = T(0);
     return false;
   }
   const T d = T(0.5) * (beta - alpha);
-  const T h = sqrt(fma(d, d, gamma * gamma));
-  const T dh = fabs(d) + h;
-  const T rho = rsqrt(T(2) * h * dh);
-  const T sin = (d >= T(0) ? gamma : -gamma) * rho;
-  const T c = dh * rho;
-  *cm1 = -(sin * sin) / (T(1) + c);
-  *s = sin;
-  *norm_change = (d >= T(0) ? T(2) : T(-2)) * h * (sin * sin);
+  const RutishauserRotation<T> rot = rutishauser_rotation<IeeeMath>(d, gamma);
+  *cm1 = rot.cm1;
+  *s = rot.s;
+  *norm_change = (d >= T(0) ? T(2) : T(-2)) * rot.h * (rot.s * rot.s);
   return true;
+}
+
+/// One column of a rotation by (c - 1, s): x + ((c - 1) x + sy y), where sy = -s for the pair's
+/// first column and s for its second (y is the other column).
+template <typename T>
+__device__ inline T rotated_column(T cm1, T sy, T x, T y) {
+  return x + fma(cm1, x, sy * y);
+}
+/// rotated_column in two correctly rounded operations, fma(sy, y, fma(cm1, x, x)): c x is rounded
+/// from the exact c - 1, so without the upward bias of rounding c to 1 (see jacobi_rotation).
+template <typename T>
+__device__ inline T rotated_column_fused(T cm1, T sy, T x, T y) {
+  return fma(sy, y, fma(cm1, x, x));
 }
 
 /// (x, y) <- (c x - s y, s x + c y) with c = 1 + cm1, as x + (cm1 x - s y): exact identity for
@@ -112,19 +165,17 @@ template <typename T>
 __device__ inline void apply_rotation(T cm1, T s, T* x, T* y) {
   const T x0 = *x;
   const T y0 = *y;
-  *x = x0 + fma(cm1, x0, -s * y0);
-  *y = y0 + fma(cm1, y0, s * x0);
+  *x = rotated_column(cm1, -s, x0, y0);
+  *y = rotated_column(cm1, s, y0, x0);
 }
 
-/// apply_rotation in two correctly rounded operations an element, fma(-s, y, fma(cm1, x, x)):
-/// c x is rounded from the exact c - 1, so without the upward bias of rounding c to 1 (see
-/// jacobi_rotation), as warp_jacobi_sweeps applies it under kTrackNorms.
+/// apply_rotation with rotated_column_fused.
 template <typename T>
 __device__ inline void apply_rotation_fused(T cm1, T s, T* x, T* y) {
   const T x0 = *x;
   const T y0 = *y;
-  *x = fma(-s, y0, fma(cm1, x0, x0));
-  *y = fma(s, x0, fma(cm1, y0, y0));
+  *x = rotated_column_fused(cm1, -s, x0, y0);
+  *y = rotated_column_fused(cm1, s, y0, x0);
 }
 
 template <typename T>
@@ -428,16 +479,16 @@ __device__ inline int warp_jacobi_sweeps(T (&x)[P], T (&vc)[P], bool active, T t
       if constexpr (kTrackNorms) {
         norm = first ? norm - norm_change : norm + norm_change;
 #pragma unroll
-        for (int k = 0; k < P; ++k) x[k] = fma(sm, y[k], fma(cm1, x[k], x[k]));
+        for (int k = 0; k < P; ++k) x[k] = rotated_column_fused(cm1, sm, x[k], y[k]);
       } else {
 #pragma unroll
-        for (int k = 0; k < P; ++k) x[k] = x[k] + fma(cm1, x[k], sm * y[k]);
+        for (int k = 0; k < P; ++k) x[k] = rotated_column(cm1, sm, x[k], y[k]);
       }
       if constexpr (kWithV) {
 #pragma unroll
         for (int k = 0; k < P; ++k) {
           const T vy = __shfl_sync(0xffffffffu, vc[k], partner, P);
-          vc[k] = vc[k] + fma(cm1, vc[k], sm * vy);
+          vc[k] = rotated_column(cm1, sm, vc[k], vy);
         }
       }
     }
@@ -515,8 +566,11 @@ __global__ void __launch_bounds__(128)
 /// no barrier is needed inside the update.
 template <typename T, typename TI>
 __global__ void __launch_bounds__(1024)
-    gram_jacobi_kernel(const T* __restrict__ g_all, T* __restrict__ q_all, int nb2, TI tol,
-                       int max_inner_sweeps, int* __restrict__ rotated_flag) {
+    gram_jacobi_kernel(const T* __restrict__ g_all, T* __restrict__ q_all, int nb2,
+                       double outer_tol, int max_inner_sweeps, int* __restrict__ rotated_flag) {
+  // `tol` in the arithmetic's type (exact: callers pass a T); double in the signature so that every
+  // inner solver has one.
+  const TI tol = static_cast<TI>(outer_tol);
   extern __shared__ unsigned char smem_raw[];
   const int ld = nb2 + 1;
   TI* g = reinterpret_cast<TI*>(smem_raw);
@@ -623,35 +677,35 @@ __device__ inline double fast_rcp(double x) {
   return fma(y, fma(-x, y, 1.0), y);
 }
 
+/// rutishauser_rotation's functions in double from fast_rsqrt and fast_rcp, for arguments near 1.
+struct FastDoubleMath {
+  __device__ static double sqrt(double x) { return x * fast_rsqrt(x); }
+  __device__ static double rsqrt(double x) { return fast_rsqrt(x); }
+  __device__ static double divide(double a, double b) { return a * fast_rcp(b); }
+};
+
 /// jacobi_rotation's rotation at `tol` in a short chain: d = (beta - alpha) / 2 and gamma are
 /// scaled by the power of two that brings the larger into [1, 2) (exact; s and c do not depend
-/// on it), so that fast_rsqrt and fast_rcp see arguments near 1: h = sqrt(d^2 + gamma^2),
-/// rho = 1 / sqrt(2 h (|d| + h)), s = sign(d) gamma rho, c = (|d| + h) rho, c - 1 = -s^2 / (1 + c)
-/// (jacobi_rotation_scaled's formulas). Columns below 1e-100 take jacobi_rotation itself.
+/// on it), so that rutishauser_rotation with FastDoubleMath sees arguments near 1. Columns below
+/// 1e-100 take jacobi_rotation itself.
 __device__ inline bool inner_rotation(double alpha, double beta, double gamma, double tol,
                                       double negligible, double* cm1, double* s) {
   if (!(alpha > 1e-100 && beta > 1e-100)) {
     return jacobi_rotation(alpha, beta, gamma, tol, negligible, cm1, s);
   }
-  if (!(gamma * gamma > tol * tol * alpha * beta)) {
+  if (!pair_needs_rotation_squared(alpha, beta, gamma, tol)) {
     *cm1 = 0.0;
     *s = 0.0;
     return false;
   }
-  double d = 0.5 * (beta - alpha);
+  const double d = 0.5 * (beta - alpha);
   const double big = fmax(fabs(d), fabs(gamma));
   const int biased = (__double2hiint(big) >> 20) & 0x7ff;           // big = 1.f x 2^(biased - 1023)
   const double scale = __hiloint2double((2046 - biased) << 20, 0);  // 2^(1023 - biased)
-  d *= scale;
-  const double g = gamma * scale;
-  const double h2 = fma(d, d, g * g);
-  const double h = h2 * fast_rsqrt(h2);
-  const double dh = fabs(d) + h;
-  const double rho = fast_rsqrt(2.0 * h * dh);
-  const double sin = (d >= 0.0 ? g : -g) * rho;
-  const double c = dh * rho;
-  *cm1 = -(sin * sin) * fast_rcp(1.0 + c);
-  *s = sin;
+  const RutishauserRotation<double> rot =
+      rutishauser_rotation<FastDoubleMath>(d * scale, gamma * scale);
+  *cm1 = rot.cm1;
+  *s = rot.s;
   return true;
 }
 
@@ -667,12 +721,12 @@ __device__ inline bool inner_rotation(double alpha, double beta, double gamma, d
 /// small: a warp-wide sum or a rotation per warp costs shuffles and FP64 work that 32 warps
 /// would have to share.
 ///
-/// Whether the pair set needs rotating is decided on G itself with jacobi_rotation's test at
-/// `tol`, as the two-sided solver decides it, so that the outer convergence test does not depend
-/// on the factorization's rounding; a set that passes gets Q = I with no factorization. Inside,
-/// rotations use kInnerTol (or `tol` where a caller asked for less), below the default outer
-/// tolerance (sqrt(max(m, n)) eps, at least 16 eps here), so that rounding in R cannot hide an
-/// off-diagonal that the outer test still sees.
+/// Whether the pair set needs rotating is decided on G itself with jacobi_rotation's test
+/// (pair_needs_rotation) at `tol`, as the two-sided solver decides it, so that the outer
+/// convergence test does not depend on the factorization's rounding; a set that passes gets Q = I
+/// with no factorization. Inside, rotations use kInnerTol (or `tol` where a caller asked for less),
+/// below the default outer tolerance (sqrt(max(m, n)) eps, at least 16 eps here), so that rounding
+/// in R cannot hide an off-diagonal that the outer test still sees.
 ///
 /// The factorization is right-looking on the lower triangle, one barrier a step: each thread
 /// keeps a kCholeskyTile square of G in registers and reads only column k from shared memory;
@@ -682,8 +736,8 @@ __device__ inline bool inner_rotation(double alpha, double beta, double gamma, d
 /// indefinite by rounding) leaves that row of R zero.
 template <typename T, int kRows>
 __global__ void __launch_bounds__(256, 1)
-    gram_cholesky_jacobi_kernel(const T* __restrict__ g_all, T* __restrict__ q_all, int nb2, T tol,
-                                int max_inner_sweeps, int* __restrict__ rotated_flag) {
+    gram_cholesky_jacobi_kernel(const T* __restrict__ g_all, T* __restrict__ q_all, int nb2,
+                                double tol, int max_inner_sweeps, int* __restrict__ rotated_flag) {
   constexpr double kInnerTol = 4 * DBL_EPSILON;
   constexpr double kPivotFloor = 256 * DBL_EPSILON;
   constexpr int kTile = kCholeskyTile;
@@ -704,8 +758,7 @@ __global__ void __launch_bounds__(256, 1)
   const T* gsrc = g_all + static_cast<std::int64_t>(blockIdx.x) * elems;
   T* qdst = q_all + static_cast<std::int64_t>(blockIdx.x) * elems;
   const double negligible = SvdLimits<T>::kNegligible;
-  const double outer_tol = tol;
-  const double inner_tol = fmin(kInnerTol, outer_tol);
+  const double inner_tol = fmin(kInnerTol, tol);
   // On the factorization's critical path: fast_rcp where the float estimate is in range.
   const auto pivot_of = [&](int k, double d) {
     const bool keep = d > diag[k] * kPivotFloor && d > negligible;
@@ -728,11 +781,7 @@ __global__ void __launch_bounds__(256, 1)
   for (int e = tid; e < elems; e += threads) {
     const int i = e % nb2, j = e / nb2;
     if (i <= j) continue;
-    const double a = diag[i], b = diag[j], g = r[i + j * ld];
-    if (!(a > negligible && b > negligible)) continue;
-    // jacobi_rotation's test; squared where a b cannot underflow.
-    needs |= a * b > 1e-280 ? g * g > outer_tol * outer_tol * (a * b)
-                            : fabs(g) > outer_tol * sqrt(a) * sqrt(b);
+    needs |= pair_needs_rotation(diag[i], diag[j], r[i + j * ld], tol, negligible);
   }
   if (tid == 0) pivot_of(0, r[0]);
   if (!__syncthreads_or(needs)) {
@@ -842,7 +891,7 @@ __global__ void __launch_bounds__(256, 1)
           ab += __shfl_xor_sync(0xffffffffu, ab, o);
         }
         if (max_inner_sweeps > 1) {
-          above |= fabs(ab) > outer_tol * sqrt(aa) * sqrt(bb) && aa > negligible && bb > negligible;
+          above |= pair_needs_rotation(aa, bb, ab, tol, negligible);
         }
         double cm1, s;
         if (inner_rotation(aa, bb, ab, inner_tol, negligible, &cm1, &s)) {
