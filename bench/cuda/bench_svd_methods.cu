@@ -10,7 +10,8 @@
 // Prints a table and writes CSV to $OUT/svd_methods.csv (or argv[1]).
 //
 // usage: bench_svd_methods [csv_path] [max_n] [sections]
-//   sections: "f32" / "f64" restrict the types; "nogesvd" skips gesvd (the slowest).
+//   sections: "f32" / "f64" restrict the types; "nogesvd" skips gesvd (the slowest);
+//   "polar-only" also skips both Jacobi rows (ours and gesvdj).
 #include <cuda_runtime_api.h>
 #include <cusolverDn.h>
 
@@ -27,6 +28,7 @@
 #include "bench_device.hpp"
 #include "exit_on_error.hpp"
 #include "gcompute/kernels/cuda/svd.hpp"
+#include "gcompute/kernels/cuda/tuning.hpp"
 
 namespace {
 
@@ -126,8 +128,14 @@ void transpose(const Env& env, const T* in, T* out, int n) {
   }
 }
 
+/// Which rows a run has (the sections argument).
+struct Rows {
+  bool gesvd = true;
+  bool jacobi = true;  // ours and gesvdj
+};
+
 template <typename T>
-void run_size(const Env& env, int n, std::mt19937_64& rng, bool with_gesvd,
+void run_size(const Env& env, int n, std::mt19937_64& rng, const Rows& want,
               std::vector<Row>& rows) {
   const std::size_t nn = static_cast<std::size_t>(n) * n;
   const char* dtype = sizeof(T) == 4 ? "f32" : "f64";
@@ -151,17 +159,21 @@ void run_size(const Env& env, int n, std::mt19937_64& rng, bool with_gesvd,
   // Ours. The row-major buffer is the column-major A^T = V S U^T: the factors swap roles.
   SvdShape shape{.m = n, .n = n, .dtype = sizeof(T) == 4 ? DType::kF32 : DType::kF64};
   for (const SvdMethod method : {SvdMethod::kPolar, SvdMethod::kJacobi}) {
+    if (method == SvdMethod::kJacobi && !want.jacobi) continue;
     shape.method = method;
     const bool polar = method == SvdMethod::kPolar;
+    // The server's knobs (docs/dev/knobs.md) apply here too: GCOMPUTE_SVD_PROFILE=1 prints
+    // where each call's time goes.
+    static const gcompute::kernels::SvdTuning tuning = gk::tuning_from_environment().svd;
     const std::size_t wsb = polar ? check_ok(gk::svd_polar_workspace_bytes(env.ctx, shape), "ws")
-                                  : gk::svd_workspace_bytes(shape);
+                                  : gk::svd_workspace_bytes(shape, tuning);
     gk::DeviceBuffer ws = env.device.buffer(wsb);
     SvdInfo result;
     const double ms = gcompute::bench::median_ms(env.stream, reps, [&] {
       result = check_ok(polar ? gk::svd_polar(env.ctx, a.data(), s.data(), u.data(), vt.data(),
-                                              shape, ws.data(), wsb)
+                                              shape, ws.data(), wsb, {}, tuning)
                               : gk::svd_jacobi(env.ctx, a.data(), s.data(), u.data(), vt.data(),
-                                               shape, ws.data(), wsb),
+                                               shape, ws.data(), wsb, {}, tuning),
                         "ours");
     });
     // u holds U^T column-major: its transpose into v is the V of A^T = V S U^T.
@@ -193,7 +205,7 @@ void run_size(const Env& env, int n, std::mt19937_64& rng, bool with_gesvd,
   }
 
   // cuSOLVER gesvdj (default tolerance and sweeps).
-  {
+  if (want.jacobi) {
     gesvdjInfo_t params;
     CHECK_LIBRARY(cusolverDnCreateGesvdjInfo(&params));
     int lwork = 0;
@@ -227,7 +239,7 @@ void run_size(const Env& env, int n, std::mt19937_64& rng, bool with_gesvd,
   }
 
   // cuSOLVER gesvd (returns V^T: transposed into v for the checks, outside the timing).
-  if (with_gesvd) {
+  if (want.gesvd) {
     std::size_t dev_bytes = 0, host_bytes = 0;
     const cudaDataType_t t = gcompute::bench::cuda_data_type<T>();
     CHECK_LIBRARY(cusolverDnXgesvd_bufferSize(env.ctx.cusolver, env.params, 'A', 'A', n, n, t,
@@ -251,7 +263,7 @@ void run_size(const Env& env, int n, std::mt19937_64& rng, bool with_gesvd,
 
 int main(int argc, char** argv) {
   const gcompute::bench::SolverArgs args(argc, argv, "svd_methods.csv", 4096, "");
-  const bool with_gesvd = !args.has("nogesvd");
+  const Rows want{.gesvd = !args.has("nogesvd"), .jacobi = !args.has("polar-only")};
   const Env env;
   CHECK_LIBRARY(cublasSetPointerMode(env.ctx.cublas, CUBLAS_POINTER_MODE_HOST));
   std::mt19937_64 rng(std::random_device{}());
@@ -259,8 +271,8 @@ int main(int argc, char** argv) {
   std::vector<Row> rows;
   for (int n : {256, 512, 1024, 2048, 4096, 8192}) {
     if (n > args.max_n) break;
-    if (args.wants_f32()) run_size<float>(env, n, rng, with_gesvd, rows);
-    if (args.wants_f64()) run_size<double>(env, n, rng, with_gesvd, rows);
+    if (args.wants_f32()) run_size<float>(env, n, rng, want, rows);
+    if (args.wants_f64()) run_size<double>(env, n, rng, want, rows);
   }
 
   gcompute::bench::CsvFile out(

@@ -27,13 +27,13 @@
 //    After kEscalateAfterSweeps outer sweeps the inner solver takes more sweeps (see there).
 #include <algorithm>
 #include <cstdint>
-#include <cstdio>
 #include <limits>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "detail/launch_helpers.hpp"
+#include "detail/phase_profile.hpp"
 #include "detail/stop_pacer.hpp"
 #include "detail/svd_kernels.cuh"
 #include "detail/workspace_carver.hpp"
@@ -74,73 +74,12 @@ constexpr int kOneSidedMaxNb2 = 64;
 constexpr std::int64_t kTwoSidedMaxN = 256;
 constexpr int kEscalatedInnerSweeps = 4;
 
-/// SvdTuning::profile: CUDA events around every round of the blocked driver split its device
-/// time into the Gram GEMM, the inner Jacobi and the update GEMMs; the sums go to stderr once
-/// per call. Best effort: a failing event call turns the profile off (and clears the error, so
-/// that no later launch check reports it), never failing the SVD.
-class RoundProfile {
- public:
-  RoundProfile(StreamView st, bool on) : st_(st), on_(on) {
-    if (!on_) return;
-    absl::StatusOr<Event> begin = Event::create(EventTiming::kEnabled);
-    absl::StatusOr<Event> end = Event::create(EventTiming::kEnabled);
-    if (!begin.ok() || !end.ok() || !begin->record(st_).ok()) {
-      give_up();
-      return;
-    }
-    begin_ = *std::move(begin);
-    end_ = *std::move(end);
-  }
-  /// Marks 0..3 of a round: before the Gram GEMM, after it, after the inner kernel, after the
-  /// updates.
-  void mark() {
-    if (!on_) return;
-    if (used_ == ev_.size()) {
-      absl::StatusOr<Event> e = Event::create(EventTiming::kEnabled);
-      if (!e.ok()) return give_up();
-      ev_.push_back(*std::move(e));
-    }
-    if (!ev_[used_++].record(st_).ok()) give_up();
-  }
-  /// After a stream synchronisation: adds up the marked rounds.
-  void collect() {
-    if (!on_) return;
-    for (std::size_t i = 0; i + 3 < used_; i += 4) {
-      for (int p = 0; p < 3; ++p) {
-        absl::StatusOr<float> ms = elapsed_ms(ev_[i + p], ev_[i + p + 1]);
-        if (!ms.ok()) return give_up();
-        sum_[p] += *ms;
-      }
-      ++rounds_;
-    }
-    used_ = 0;
-  }
-  void report(std::int64_t n, int nb, int sweeps) {
-    if (!on_) return;
-    if (!end_.record(st_).ok() || !end_.synchronize().ok()) return give_up();
-    const absl::StatusOr<float> total = elapsed_ms(begin_, end_);
-    if (!total.ok()) return give_up();
-    std::fprintf(stderr,
-                 "svd profile: N=%lld nb=%d sweeps=%d rounds=%lld total %.3f ms: gram gemm %.3f, "
-                 "inner jacobi %.3f, update gemms %.3f, rest (launch gaps, syncs, finish) %.3f\n",
-                 static_cast<long long>(n), nb, sweeps, static_cast<long long>(rounds_), *total,
-                 sum_[0], sum_[1], sum_[2], *total - sum_[0] - sum_[1] - sum_[2]);
-  }
-
- private:
-  void give_up() {
-    on_ = false;
-    static_cast<void>(cudaGetLastError());
-  }
-
-  StreamView st_;
-  bool on_;
-  Event begin_, end_;
-  std::vector<Event> ev_;
-  std::size_t used_ = 0;
-  double sum_[3] = {0, 0, 0};
-  std::int64_t rounds_ = 0;
-};
+/// SvdTuning::profile: the blocked driver's device time split into the Gram GEMM, the inner
+/// Jacobi and the update GEMMs of every round, printed once per call.
+enum RoundPhase { kGramGemm, kInnerJacobi, kUpdateGemms };
+detail::PhaseProfile round_profile(StreamView stream, bool on) {
+  return detail::PhaseProfile(stream, on, {"gram gemm", "inner jacobi", "update gemms"});
+}
 
 struct Plan {
   bool transposed = false;  // m < n: W = A^T
@@ -651,7 +590,7 @@ absl::Status sort_columns(const Blocked<T>& x, int cur) {
 /// (batched GEMMs through the pointer table).
 template <typename T>
 absl::Status run_round(const Blocked<T>& x, const GramSolver<T>& gram, int inner_sweeps, int par,
-                       int r, RoundProfile& prof) {
+                       int r, detail::PhaseProfile& prof) {
   const Plan& pl = x.pl;
   const Buffers<T>& b = x.b;
   const cudaStream_t st = x.ctx.stream;
@@ -662,16 +601,16 @@ absl::Status run_round(const Blocked<T>& x, const GramSolver<T>& gram, int inner
   const cudaDataType_t ty = cuda_type<T>();
   const cublasComputeType_t ct = compute_type<T>();
   const void* const* e = reinterpret_cast<const void* const*>(b.ptrs) + (par * rounds + r) * 5 * k;
-  prof.mark();
+  prof.mark(kGramGemm);
   GC_CUBLAS_TRY(cublasGemmStridedBatchedEx(
       h, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(nb2), static_cast<int>(nb2),
       static_cast<int>(M), &one, b.w[par], ty, static_cast<int>(M), nb2 * M, b.w[par], ty,
       static_cast<int>(M), nb2 * M, &zero, b.g, ty, static_cast<int>(nb2), nb2 * nb2,
       static_cast<int>(k / 2), ct, CUBLAS_GEMM_DEFAULT));
-  prof.mark();
+  prof.mark(kInnerJacobi);
   launch_gram_solver<T>(gram, pl, st, b.g, b.q, x.tol, inner_sweeps, b.flag);
   GC_CUDA_CHECK_LAUNCH("inner Gram solver");
-  prof.mark();
+  prof.mark(kUpdateGemms);
   GC_CUBLAS_TRY(cublasGemmBatchedEx(h, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(M),
                                     static_cast<int>(nb), static_cast<int>(nb2), &one, e, ty,
                                     static_cast<int>(M), e + k, ty, static_cast<int>(nb2), &zero,
@@ -684,7 +623,7 @@ absl::Status run_round(const Blocked<T>& x, const GramSolver<T>& gram, int inner
         static_cast<int>(nb2), &zero, const_cast<void* const*>(e + 4 * k), ty,
         static_cast<int>(npad), static_cast<int>(k), ct, CUBLAS_GEMM_DEFAULT));
   }
-  prof.mark();
+  prof.mark(detail::PhaseProfile::kUntimed);
   return absl::OkStatus();
 }
 
@@ -707,7 +646,8 @@ std::int64_t rounds_per_check(const Plan& pl) {
 template <typename T>
 absl::StatusOr<SweepResult> sweep_until_converged(const Blocked<T>& x, const GramSolver<T>& gram,
                                                   bool sort, int max_sweeps, StopToken stop,
-                                                  RoundProfile& prof, std::int64_t& done_rounds) {
+                                                  detail::PhaseProfile& prof,
+                                                  std::int64_t& done_rounds) {
   const cudaStream_t st = x.ctx.stream;
   const std::int64_t rounds = x.pl.k - 1;
   detail::StopPacer pacer(st, x.ctx.events[3], rounds_per_check(x.pl), stop);
@@ -762,7 +702,7 @@ absl::StatusOr<SvdInfo> run_blocked(const Context& ctx, const Plan& pl, const Sv
   if (absl::Status st_ = upload_round_pointers<T>(x); !st_.ok()) return st_;
   const absl::StatusOr<GramSolver<T>> gram = configure_gram_solver<T>(pl, tuning);
   if (!gram.ok()) return gram.status();
-  RoundProfile prof(ctx.stream, tuning.profile);
+  detail::PhaseProfile prof = round_profile(ctx.stream, tuning.profile);
   // gather_columns_kernel has a grid column (y) per matrix column: at most 65535.
   const bool sort = tuning.sort_columns && pl.npad <= 65535;
   if (auto st_ = max_abs<T>(st, a, s.m * s.n, s.batch, b.max_bits); !st_.ok()) return st_;
@@ -783,7 +723,7 @@ absl::StatusOr<SvdInfo> run_blocked(const Context& ctx, const Plan& pl, const Sv
     info.converged = info.converged && swept->converged;
   }
   GC_CUDA_TRY(cudaStreamSynchronize(st));
-  prof.report(pl.N, pl.nb, info.sweeps);
+  prof.report(absl::StrCat("svd profile: N=", pl.N, " nb=", pl.nb, " sweeps=", info.sweeps));
   return info;
 }
 

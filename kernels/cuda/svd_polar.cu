@@ -24,11 +24,13 @@
 #include <cstring>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "detail/cusolver_params.hpp"
 #include "detail/launch_helpers.hpp"
+#include "detail/phase_profile.hpp"
 #include "detail/workspace_carver.hpp"
 #include "gcompute/kernels/cuda/check.hpp"
 #include "gcompute/kernels/cuda/svd.hpp"
@@ -39,6 +41,14 @@ namespace gcompute::kernels::cuda {
 namespace {
 
 constexpr const char* kOp = "svd";
+
+/// SvdTuning::profile: a polar SVD's device time by step, printed once per matrix.
+enum PolarPhase { kPrepare, kQrStep, kCholeskyStep, kConvergenceTest, kEigen, kFactors };
+detail::PhaseProfile polar_profile(StreamView stream, bool on) {
+  return detail::PhaseProfile(stream, on,
+                              {"prepare (copy, scale, reduce)", "qr steps", "cholesky steps",
+                               "convergence tests", "H and syevd", "factors and outputs"});
+}
 
 using detail::cuda_type;
 using detail::CusolverParams;
@@ -307,13 +317,15 @@ template <typename T>
 class PolarSolver {
  public:
   PolarSolver(const Context& ctx, cusolverDnParams_t params, const Plan& p, const Buffers<T>& b,
-              std::vector<char>& host_scratch)
-      : ctx_(ctx), params_(params), p_(p), b_(b), host_(host_scratch) {}
+              std::vector<char>& host_scratch, bool profile)
+      : ctx_(ctx), params_(params), p_(p), b_(b), host_(host_scratch), profile_(profile) {}
 
   /// Solves matrix `a` (row-major m x n) into s, u, vt (row-major, as SvdShape describes).
   absl::StatusOr<SvdInfo> solve(const SvdShape& s, const T* a, T* s_out, T* u, T* vt,
                                 int max_iterations, StopToken stop) {
     const std::int64_t M = p_.M, N = p_.N;
+    prof_.emplace(polar_profile(ctx_.stream, profile_));
+    prof_->mark(kPrepare);
     GC_RETURN_IF_ERROR(load(s, a));
     // Scale by a power of two (exact) so that max |w_ij| is in [1, 2).
     GC_ASSIGN_OR_RETURN(const double max_abs, amax(b_.w, M * N));
@@ -339,6 +351,7 @@ class PolarSolver {
     GC_ASSIGN_OR_RETURN(SvdInfo info, qdwh_iterate(*this, N, eps, eps, max_iterations, stop, kOp));
 
     // H = Up^T A0, symmetrised into the second half of z, then H = V diag(lambda) V^T.
+    prof_->mark(kEigen);
     T* h = b_.z;
     T* hs = b_.z + N * N;
     GC_RETURN_IF_ERROR(gemm(CUBLAS_OP_T, CUBLAS_OP_N, N, N, N, 1.0, b_.x, N, a0, N, 0.0, h, N));
@@ -366,7 +379,11 @@ class PolarSolver {
     }
     // Pageable sources are staged before cudaMemcpyAsync returns: the vectors may go.
     GC_CUDA_TRY(cudaMemcpyAsync(s_out, sigma.data(), bytes(N), cudaMemcpyHostToDevice, stream()));
-    if (!p_.vectors) return info;
+    if (!p_.vectors) {
+      prof_->report(absl::StrCat("svd polar profile: N=", N, " iterations=", info.sweeps));
+      return info;
+    }
+    prof_->mark(kFactors);
     GC_CUDA_TRY(
         cudaMemcpyAsync(b_.order, order.data(), N * sizeof(int), cudaMemcpyHostToDevice, stream()));
     GC_CUDA_TRY(
@@ -377,6 +394,7 @@ class PolarSolver {
     const double bottom = std::abs(static_cast<double>(lambda[order[N - 1]]));
     GC_RETURN_IF_ERROR(orthonormalize_if_needed(bottom, top));
     GC_RETURN_IF_ERROR(write_outputs(u, vt));
+    prof_->report(absl::StrCat("svd polar profile: N=", N, " iterations=", info.sweeps));
     return info;
   }
 
@@ -430,6 +448,7 @@ class PolarSolver {
 
   /// |X - X_prev|_F, through prev (X_prev is not needed after it).
   absl::StatusOr<double> step_size() {
+    prof_->mark(kConvergenceTest);
     const std::int64_t N = p_.N;
     GC_RETURN_IF_ERROR(
         geam(CUBLAS_OP_N, CUBLAS_OP_N, N, N, 1.0, b_.x, N, -1.0, b_.prev, N, b_.prev, N));
@@ -438,6 +457,7 @@ class PolarSolver {
 
   /// |X^T X - I|_F, through z (free between steps).
   absl::StatusOr<double> orthogonality_error() {
+    prof_->mark(kConvergenceTest);
     const std::int64_t N = p_.N;
     T* g = b_.z;
     identity_kernel<T><<<grid_1d(N * N, 256), 256, 0, stream()>>>(g, N);
@@ -460,6 +480,7 @@ class PolarSolver {
 
   // X <- (b/c) X + (a - b/c)/sqrt(c) * Q1 Q2^T with [sqrt(c) X; I] = [Q1; Q2] R.
   absl::Status qr_step(const QdwhWeights& w) {
+    prof_->mark(kQrStep);
     const std::int64_t N = p_.N;
     stack_with_identity_kernel<T><<<grid_1d(2 * N * N, 256), 256, 0, stream()>>>(
         b_.x, N, static_cast<T>(std::sqrt(w.c)), b_.z);
@@ -474,6 +495,7 @@ class PolarSolver {
   // X <- (b/c) X_prev + (a - b/c) X_prev Z^-1 with Z = I + c X^T X = R^T R. False, X untouched,
   // when Z is not numerically positive definite (the caller then takes the QR step).
   absl::StatusOr<bool> cholesky_step(const QdwhWeights& w) {
+    prof_->mark(kCholeskyStep);
     const std::int64_t N = p_.N;
     T* z = b_.z;
     identity_kernel<T><<<grid_1d(N * N, 256), 256, 0, stream()>>>(z, N);
@@ -712,6 +734,8 @@ class PolarSolver {
   const Plan& p_;
   const Buffers<T>& b_;
   std::vector<char>& host_;
+  bool profile_;
+  std::optional<detail::PhaseProfile> prof_;  // this matrix's (SvdTuning::profile)
 };
 
 template <typename T>
@@ -726,7 +750,7 @@ absl::StatusOr<std::size_t> workspace_for(const Context& ctx, cusolverDnParams_t
 template <typename T>
 absl::StatusOr<SvdInfo> run(const Context& ctx, const SvdShape& s, const void* a, void* s_out,
                             void* u, void* vt, void* workspace, std::size_t workspace_bytes,
-                            StopToken stop) {
+                            StopToken stop, const SvdTuning& tuning) {
   const Plan p = make_plan(s);
   GC_ASSIGN_OR_RETURN(CusolverParams params, detail::create_cusolver_params());
   GC_ASSIGN_OR_RETURN(const SolverScratch scratch, solver_scratch<T>(ctx, params.value(), p));
@@ -742,7 +766,7 @@ absl::StatusOr<SvdInfo> run(const Context& ctx, const SvdShape& s, const void* a
   GC_CUBLAS_TRY(cublasSetPointerMode(ctx.cublas, CUBLAS_POINTER_MODE_HOST));
   GC_CUBLAS_TRY(cublasSetMathMode(ctx.cublas, CUBLAS_DEFAULT_MATH));
   const int max_iterations = s.max_sweeps > 0 ? s.max_sweeps : kSvdDefaultMaxSweeps;
-  PolarSolver<T> solver(ctx, params.value(), p, b, host_scratch);
+  PolarSolver<T> solver(ctx, params.value(), p, b, host_scratch, tuning.profile);
   const std::int64_t u_stride = s.m * svd_u_cols(s), vt_stride = svd_vt_rows(s) * s.n;
   SvdInfo all{0, true};
   for (std::int64_t i = 0; i < s.batch; ++i) {
@@ -784,7 +808,8 @@ absl::StatusOr<std::size_t> svd_polar_workspace_bytes(const Context& ctx, const 
 
 absl::StatusOr<SvdInfo> svd_polar(const Context& ctx, const void* a, void* s, void* u, void* vt,
                                   const SvdShape& shape, void* workspace,
-                                  std::size_t workspace_bytes, StopToken stop) {
+                                  std::size_t workspace_bytes, StopToken stop,
+                                  const SvdTuning& tuning) {
   GC_RETURN_IF_ERROR(validate(shape));
   // orgqr (the legacy API) takes 32-bit sizes, and a QR step stacks 2 min(m, n) rows.
   constexpr std::int64_t kMaxSide = std::numeric_limits<int>::max() / 2;
@@ -812,9 +837,9 @@ absl::StatusOr<SvdInfo> svd_polar(const Context& ctx, const void* a, void* s, vo
         "svd: the GPU polar method needs ctx.cublas and ctx.cusolver");
   }
   if (shape.dtype == DType::kF32) {
-    return run<float>(ctx, shape, a, s, u, vt, workspace, workspace_bytes, stop);
+    return run<float>(ctx, shape, a, s, u, vt, workspace, workspace_bytes, stop, tuning);
   }
-  return run<double>(ctx, shape, a, s, u, vt, workspace, workspace_bytes, stop);
+  return run<double>(ctx, shape, a, s, u, vt, workspace, workspace_bytes, stop, tuning);
 }
 
 }  // namespace gcompute::kernels::cuda

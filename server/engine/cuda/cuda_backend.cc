@@ -767,7 +767,7 @@ absl::StatusOr<SvdOutput> CudaBackend::svd(const Matrix& a, const kernels::SvdSh
       out.info,
       launch_with_workspace(l, workspace_bytes, ctx, [&](void* ws, std::uint64_t ws_bytes) {
         return polar ? kernels::cuda::svd_polar(l.context(), da->ptr, s->ptr, u_ptr, vt_ptr, shape,
-                                                ws, ws_bytes, ctx.stop_token())
+                                                ws, ws_bytes, ctx.stop_token(), tuning_.svd)
                      : kernels::cuda::svd_jacobi(l.context(), da->ptr, s->ptr, u_ptr, vt_ptr, shape,
                                                  ws, ws_bytes, ctx.stop_token(), tuning_.svd);
       }));

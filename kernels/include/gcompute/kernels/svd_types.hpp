@@ -93,8 +93,9 @@ struct SvdTuning {
   bool inner_double = false;
   /// De Rijk ordering: the blocked driver sorts the columns by norm before every sweep.
   bool sort_columns = true;
-  /// Splits the blocked driver's device time into the Gram GEMM, the inner Jacobi and the
-  /// update GEMMs (CUDA events around every round) and prints the sums to stderr once per call.
+  /// Splits the device time of a call by step (CUDA events) and prints the sums to stderr: the
+  /// blocked Jacobi driver's Gram GEMM, inner Jacobi and update GEMMs once per call; the polar
+  /// method's QR and Cholesky steps, convergence tests, eigensolver and factors once per matrix.
   bool profile = false;
 };
 

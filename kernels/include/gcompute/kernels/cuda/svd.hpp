@@ -34,11 +34,13 @@ absl::StatusOr<std::size_t> svd_polar_workspace_bytes(const Context& ctx, const 
 /// Device pointers as svd_jacobi; `a` is not modified; nothing is allocated on the device.
 /// Needs ctx.cublas and ctx.cusolver (bound to ctx.stream; left in host pointer mode and the
 /// default math mode). Synchronises ctx.stream once per QDWH iteration, where it polls `stop`
-/// (CANCELLED), and has finished when it returns. info.sweeps counts QDWH iterations.
+/// (CANCELLED), and has finished when it returns. info.sweeps counts QDWH iterations. Of
+/// `tuning` only profile applies.
 /// INVALID_ARGUMENT for an invalid shape, m or n above 2^30, or a workspace smaller than
 /// svd_polar_workspace_bytes(ctx, shape).
 absl::StatusOr<SvdInfo> svd_polar(const Context& ctx, const void* a, void* s, void* u, void* vt,
                                   const SvdShape& shape, void* workspace,
-                                  std::size_t workspace_bytes, StopToken stop = {});
+                                  std::size_t workspace_bytes, StopToken stop = {},
+                                  const SvdTuning& tuning = {});
 
 }  // namespace gcompute::kernels::cuda
