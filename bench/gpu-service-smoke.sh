@@ -46,24 +46,28 @@ np.fill_diagonal(d, np.minimum(np.diag(d), 0))
 assert np.array_equal(np.load(f"{w}/d.npy").astype(np.float64), d), "apsp"
 print("all results match")
 PY
-# Jobs across processes: an APSP of 8192 vertices with next hops submitted by one CLI process,
-# watched by a second (one line per progress change) and collected by a third.
+# Jobs across processes: an APSP of 16384 vertices with next hops submitted by one CLI process,
+# watched by a second (one line per progress change) and collected by a third. An H100 takes
+# about 0.36 s and the watcher saw 14 changes (20 ms ticks); at 8192 vertices it saw one, the job
+# being done first. Five or more show the stream working without depending on the card's speed.
 python3 -c "
-import numpy as np; r = np.random.default_rng(3); n = 8192
+import numpy as np; r = np.random.default_rng(3); n = 16384
 g = np.where(r.random((n, n)) < 0.001, r.integers(1, 10, (n, n)), np.inf).astype(np.float32)
-np.save('$work/g8192.npy', g)"
-job=$(cli submit apsp $work/g8192.npy --next-hop)
+np.save('$work/g16384.npy', g)"
+job=$(cli submit apsp $work/g16384.npy --next-hop)
 desc="submit prints a job id ($job)"; check bash -c "[[ '$job' == j-* ]]"
+watch_start=$(date +%s.%N)
 cli jobs watch "$job" >"$work/watch.txt"
+echo "watch returned after $(python3 -c "import sys, time; print(round(time.time() - float(sys.argv[1]), 3))" "$watch_start") s"
 running=$(grep -c '^RUNNING' "$work/watch.txt")
-desc="watch saw >= 10 progress events ($running RUNNING lines)"; check test "$running" -ge 10
+desc="watch saw >= 5 progress events ($running RUNNING lines)"; check test "$running" -ge 5
 tail -3 "$work/watch.txt"
-desc="wait collects the results"; check cli wait "$job" --out $work/j8192
+desc="wait collects the results"; check cli wait "$job" --out $work/j16384
 desc="the job's distances agree with Dijkstra from 4 sources"; check python3 - "$work" <<'PY'
 import heapq, numpy as np, sys
-w = sys.argv[1]; g = np.load(f"{w}/g8192.npy"); d = np.load(f"{w}/j8192.dist.npy"); n = len(g)
+w = sys.argv[1]; g = np.load(f"{w}/g16384.npy"); d = np.load(f"{w}/j16384.dist.npy"); n = len(g)
 nbrs = [np.nonzero(np.isfinite(g[i]))[0] for i in range(n)]
-for s in (0, 17, 4095, 8191):
+for s in (0, 17, 8191, 16383):
     dist = np.full(n, np.inf); dist[s] = 0; q = [(0.0, s)]
     while q:
         dv, v = heapq.heappop(q)

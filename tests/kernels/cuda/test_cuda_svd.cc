@@ -274,10 +274,11 @@ class CudaSvdTest : public testing::DeviceTest {
     ASSERT_CUDA(cudaMemset(ws.data(), 0xFF, ws_bytes));
     void* const u = shape.compute_uv ? du.data() : nullptr;
     void* const vt = shape.compute_uv ? dvt.data() : nullptr;
-    absl::StatusOr<SvdInfo> info =
-        polar ? cuda::svd_polar(ctx_, da.data(), ds.data(), u, vt, shape, ws.data(), ws_bytes)
-              : cuda::svd_jacobi(ctx_, da.data(), ds.data(), u, vt, shape, ws.data(), ws_bytes, {},
-                                 tuning_);
+    absl::StatusOr<SvdInfo> info = polar
+                                       ? cuda::svd_polar(ctx_, da.data(), ds.data(), u, vt, shape,
+                                                         ws.data(), ws_bytes, {}, tuning_)
+                                       : cuda::svd_jacobi(ctx_, da.data(), ds.data(), u, vt, shape,
+                                                          ws.data(), ws_bytes, {}, tuning_);
     ASSERT_TRUE(info.ok()) << info.status();
     if (info_out != nullptr) *info_out = *info;
     if (shape.max_sweeps == 0) {
@@ -771,6 +772,23 @@ TEST_F(CudaSvdTest, PolarIllConditionedRankDeficientAndZero) {
     shape_case<float>(kind, 1, 40, 30, true, true);
     shape_case<double>(kind, 1, 100, 150, true, true);
     shape_case<double>(kind, 1, 90, 90, true, false);
+  }
+}
+
+TEST_F(CudaSvdTest, ProfilePrintsEachDriversStepsAndChangesNoResult) {
+  // SvdTuning::profile (GCOMPUTE_SVD_PROFILE): CUDA events between the steps; the results must
+  // still meet the contract, and each driver prints its split.
+  tuning_.profile = true;
+  for (const SvdMethod method : {SvdMethod::kJacobi, SvdMethod::kPolar}) {
+    method_ = method;
+    ::testing::internal::CaptureStderr();
+    shape_case<double>(Kind::kGaussian, 2, 200, 130, true, false);
+    shape_case<float>(Kind::kIllConditioned, 1, 130, 200, true, true);
+    const std::string printed = ::testing::internal::GetCapturedStderr();
+    const char* const want = method == SvdMethod::kPolar ? "svd polar profile: N=130 iterations="
+                                                         : "svd profile: N=130 nb=";
+    EXPECT_NE(printed.find(want), std::string::npos) << printed;
+    EXPECT_NE(printed.find("rest (launch gaps"), std::string::npos) << printed;
   }
 }
 
