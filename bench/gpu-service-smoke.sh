@@ -47,9 +47,11 @@ assert np.array_equal(np.load(f"{w}/d.npy").astype(np.float64), d), "apsp"
 print("all results match")
 PY
 # Jobs across processes: an APSP of 16384 vertices with next hops submitted by one CLI process,
-# watched by a second (one line per progress change) and collected by a third. An H100 takes
-# about 0.36 s and the watcher saw 14 changes (20 ms ticks); at 8192 vertices it saw one, the job
-# being done first. Five or more show the stream working without depending on the card's speed.
+# watched by a second (one line per progress change) and collected by a third. On an H100 the
+# watcher, started once submit had returned, ran 0.36 s and saw 14 changes (20 ms ticks); at 8192
+# vertices it saw one, the job being nearly done by then. Five or more show the stream working
+# with some room for a faster card; the count still depends on how much of the job is left when
+# the watch starts.
 python3 -c "
 import numpy as np; r = np.random.default_rng(3); n = 16384
 g = np.where(r.random((n, n)) < 0.001, r.integers(1, 10, (n, n)), np.inf).astype(np.float32)

@@ -19,7 +19,9 @@ namespace gcompute::kernels::cuda::detail {
 /// construction) and ends whatever was marked before; mark(kUntimed) ends a phase without
 /// starting one. collect(), after the stream has reached the marks (a synchronisation), adds the
 /// intervals up and keeps the last mark as the start of the next; report() prints the sums and
-/// what lies outside them (launch gaps, host work, synchronisations) to stderr. Best effort: a
+/// the time outside the marked phases to stderr. A phase is stream time from its mark to the
+/// next: host work and synchronisations between the two (an info read, a host sort) count in
+/// it, and only what follows a kUntimed mark is left to the rest. Best effort: a
 /// failing event call turns the profile off (and clears the error, so that no later launch
 /// check reports it), never failing the computation.
 class PhaseProfile {
@@ -83,7 +85,7 @@ class PhaseProfile {
       line += " " + names_[p] + " " + format_ms(sum_[p]) + " (" + std::to_string(count_[p]) + "),";
       timed += sum_[p];
     }
-    line += " rest (launch gaps, host work, synchronisations) " + format_ms(*total - timed);
+    line += " rest (outside the marked phases) " + format_ms(*total - timed);
     std::fprintf(stderr, "%s\n", line.c_str());
   }
 
