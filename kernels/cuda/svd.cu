@@ -510,8 +510,9 @@ absl::StatusOr<GramSolver<T>> configure_gram_solver(const Plan& pl, const SvdTun
                           (tuning.inner_solver == Inner::kAuto && pl.N > kTwoSidedMaxN)) &&
                          nb2 <= kOneSidedMaxNb2;
   if (one_sided) {
-    // R and Q (leading dimension nb2 + 8), G's diagonal and the pivot reciprocals.
-    g.smem = (2 * static_cast<std::size_t>(nb2) * (nb2 + 8) + 2 * nb2) * sizeof(double);
+    // R and Q (leading dimension nb2 + 8), G's diagonal, its square roots and the pivot
+    // reciprocals.
+    g.smem = (2 * static_cast<std::size_t>(nb2) * (nb2 + 8) + 3 * nb2) * sizeof(double);
     g.threads = static_cast<int>(4 * nb2);
     g.kernel = nb2 <= 32 ? detail::gram_cholesky_jacobi_kernel<T, 4>
                          : detail::gram_cholesky_jacobi_kernel<T, 8>;

@@ -24,7 +24,6 @@
 #include <cstring>
 #include <limits>
 #include <numeric>
-#include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -43,11 +42,20 @@ namespace {
 constexpr const char* kOp = "svd";
 
 /// SvdTuning::profile: a polar SVD's device time by step, printed once per matrix.
-enum PolarPhase { kPrepare, kQrStep, kCholeskyStep, kConvergenceTest, kEigen, kFactors };
+enum PolarPhase {
+  kPrepare,
+  kQrStep,
+  kCholeskyQrStep,
+  kCholeskyStep,
+  kConvergenceTest,
+  kEigen,
+  kFactors
+};
 detail::PhaseProfile polar_profile(StreamView stream, bool on) {
-  return detail::PhaseProfile(stream, on,
-                              {"prepare (copy, scale, reduce)", "qr steps", "cholesky steps",
-                               "convergence tests", "H and syevd", "factors and outputs"});
+  return detail::PhaseProfile(
+      stream, on,
+      {"prepare (copy, scale, reduce)", "qr steps", "cholesky-qr2 steps", "cholesky steps",
+       "convergence tests", "H and syevd", "factors and outputs"});
 }
 
 using detail::cuda_type;
@@ -317,15 +325,25 @@ template <typename T>
 class PolarSolver {
  public:
   PolarSolver(const Context& ctx, cusolverDnParams_t params, const Plan& p, const Buffers<T>& b,
-              std::vector<char>& host_scratch, bool profile)
-      : ctx_(ctx), params_(params), p_(p), b_(b), host_(host_scratch), profile_(profile) {}
+              std::vector<char>& host_scratch, detail::PhaseProfile& profile)
+      : ctx_(ctx), params_(params), p_(p), b_(b), host_(host_scratch), prof_(profile) {}
 
-  /// Solves matrix `a` (row-major m x n) into s, u, vt (row-major, as SvdShape describes).
+  /// Solves matrix `a` (row-major m x n) into s, u, vt (row-major, as SvdShape describes), and
+  /// reports its profile (SvdTuning::profile) when it succeeds.
   absl::StatusOr<SvdInfo> solve(const SvdShape& s, const T* a, T* s_out, T* u, T* vt,
                                 int max_iterations, StopToken stop) {
+    absl::StatusOr<SvdInfo> info = solve_marked(s, a, s_out, u, vt, max_iterations, stop);
+    if (info.ok()) {
+      prof_.report(absl::StrCat("svd polar profile: N=", p_.N, " iterations=", info->sweeps));
+    }
+    return info;
+  }
+
+ private:
+  absl::StatusOr<SvdInfo> solve_marked(const SvdShape& s, const T* a, T* s_out, T* u, T* vt,
+                                       int max_iterations, StopToken stop) {
     const std::int64_t M = p_.M, N = p_.N;
-    prof_.emplace(polar_profile(ctx_.stream, profile_));
-    prof_->mark(kPrepare);
+    prof_.mark(kPrepare);
     GC_RETURN_IF_ERROR(load(s, a));
     // Scale by a power of two (exact) so that max |w_ij| is in [1, 2).
     GC_ASSIGN_OR_RETURN(const double max_abs, amax(b_.w, M * N));
@@ -351,7 +369,7 @@ class PolarSolver {
     GC_ASSIGN_OR_RETURN(SvdInfo info, qdwh_iterate(*this, N, eps, eps, max_iterations, stop, kOp));
 
     // H = Up^T A0, symmetrised into the second half of z, then H = V diag(lambda) V^T.
-    prof_->mark(kEigen);
+    prof_.mark(kEigen);
     T* h = b_.z;
     T* hs = b_.z + N * N;
     GC_RETURN_IF_ERROR(gemm(CUBLAS_OP_T, CUBLAS_OP_N, N, N, N, 1.0, b_.x, N, a0, N, 0.0, h, N));
@@ -379,11 +397,8 @@ class PolarSolver {
     }
     // Pageable sources are staged before cudaMemcpyAsync returns: the vectors may go.
     GC_CUDA_TRY(cudaMemcpyAsync(s_out, sigma.data(), bytes(N), cudaMemcpyHostToDevice, stream()));
-    if (!p_.vectors) {
-      prof_->report(absl::StrCat("svd polar profile: N=", N, " iterations=", info.sweeps));
-      return info;
-    }
-    prof_->mark(kFactors);
+    if (!p_.vectors) return info;
+    prof_.mark(kFactors);
     GC_CUDA_TRY(
         cudaMemcpyAsync(b_.order, order.data(), N * sizeof(int), cudaMemcpyHostToDevice, stream()));
     GC_CUDA_TRY(
@@ -394,11 +409,9 @@ class PolarSolver {
     const double bottom = std::abs(static_cast<double>(lambda[order[N - 1]]));
     GC_RETURN_IF_ERROR(orthonormalize_if_needed(bottom, top));
     GC_RETURN_IF_ERROR(write_outputs(u, vt));
-    prof_->report(absl::StrCat("svd polar profile: N=", N, " iterations=", info.sweeps));
     return info;
   }
 
- private:
   cudaStream_t stream() const { return ctx_.stream.value(); }
   static std::size_t bytes(std::int64_t count) {
     return static_cast<std::size_t>(count) * sizeof(T);
@@ -448,7 +461,7 @@ class PolarSolver {
 
   /// |X - X_prev|_F, through prev (X_prev is not needed after it).
   absl::StatusOr<double> step_size() {
-    prof_->mark(kConvergenceTest);
+    prof_.mark(kConvergenceTest);
     const std::int64_t N = p_.N;
     GC_RETURN_IF_ERROR(
         geam(CUBLAS_OP_N, CUBLAS_OP_N, N, N, 1.0, b_.x, N, -1.0, b_.prev, N, b_.prev, N));
@@ -457,19 +470,12 @@ class PolarSolver {
 
   /// |X^T X - I|_F, through z (free between steps).
   absl::StatusOr<double> orthogonality_error() {
-    prof_->mark(kConvergenceTest);
+    prof_.mark(kConvergenceTest);
     const std::int64_t N = p_.N;
     T* g = b_.z;
     identity_kernel<T><<<grid_1d(N * N, 256), 256, 0, stream()>>>(g, N);
     GC_CUDA_CHECK_LAUNCH("identity_kernel");
-    const T one = T(1), minus_one = T(-1);
-    if constexpr (sizeof(T) == 4) {
-      GC_CUBLAS_TRY(cublasSsyrk_64(ctx_.cublas, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, N, N, &one,
-                                   b_.x, N, &minus_one, g, N));
-    } else {
-      GC_CUBLAS_TRY(cublasDsyrk_64(ctx_.cublas, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, N, N, &one,
-                                   b_.x, N, &minus_one, g, N));
-    }
+    GC_RETURN_IF_ERROR(syrk(1.0, b_.x, N, N, -1.0, g));
     GC_CUDA_TRY(cudaMemsetAsync(b_.sum, 0, sizeof(double), stream()));
     symmetric_sum_of_squares_kernel<T><<<grid_1d(N * N, 256), 256, 0, stream()>>>(g, N, b_.sum);
     GC_CUDA_CHECK_LAUNCH("symmetric_sum_of_squares_kernel");
@@ -480,44 +486,58 @@ class PolarSolver {
 
   // X <- (b/c) X + (a - b/c)/sqrt(c) * Q1 Q2^T with [sqrt(c) X; I] = [Q1; Q2] R.
   absl::Status qr_step(const QdwhWeights& w) {
-    prof_->mark(kQrStep);
+    prof_.mark(kQrStep);
     const std::int64_t N = p_.N;
     stack_with_identity_kernel<T><<<grid_1d(2 * N * N, 256), 256, 0, stream()>>>(
         b_.x, N, static_cast<T>(std::sqrt(w.c)), b_.z);
     GC_CUDA_CHECK_LAUNCH("stack_with_identity_kernel");
     GC_RETURN_IF_ERROR(geqrf(b_.z, 2 * N, N, 2 * N, b_.tau));
     GC_RETURN_IF_ERROR(orgqr(b_.z, 2 * N, N, N, 2 * N, b_.tau));
-    const double bc = w.b / w.c;
-    return gemm(CUBLAS_OP_N, CUBLAS_OP_T, N, N, N, (w.a - bc) / std::sqrt(w.c), b_.z, 2 * N,
-                b_.z + N, 2 * N, bc, b_.x, N);
+    return update_from_stack(w);
+  }
+
+  // The QR step's update with [Q1; Q2] from CholeskyQR2 (Yamamoto, Nakatsukasa, Yanaigawa and
+  // Fukaya 2015): R1 from G1 = Z^T Z = I + c X^T X (the Cholesky step's Gram), Q = Z R1^-1, then
+  // once more on Q to restore its orthogonality, which the first pass leaves at about
+  // cond(Z)^2 eps = (1 + c) eps. GEMM-shaped work where geqrf and orgqr are panel-bound. False,
+  // X untouched, when a Gram is not numerically positive definite (the caller then takes the QR
+  // step). G goes through prev, which gets X_prev back before returning.
+  absl::StatusOr<bool> cholesky_qr_step(const QdwhWeights& w) {
+    prof_.mark(kCholeskyQrStep);
+    const std::int64_t N = p_.N;
+    T* g = b_.prev;
+    identity_kernel<T><<<grid_1d(N * N, 256), 256, 0, stream()>>>(g, N);
+    GC_CUDA_CHECK_LAUNCH("identity_kernel");
+    GC_RETURN_IF_ERROR(syrk(w.c, b_.x, N, N, 1.0, g));
+    GC_ASSIGN_OR_RETURN(bool definite, potrf(g));
+    if (definite) {
+      stack_with_identity_kernel<T><<<grid_1d(2 * N * N, 256), 256, 0, stream()>>>(
+          b_.x, N, static_cast<T>(std::sqrt(w.c)), b_.z);
+      GC_CUDA_CHECK_LAUNCH("stack_with_identity_kernel");
+      GC_RETURN_IF_ERROR(trsm(CUBLAS_OP_N, g, b_.z, 2 * N));
+      GC_RETURN_IF_ERROR(syrk(1.0, b_.z, 2 * N, 2 * N, 0.0, g));
+      GC_ASSIGN_OR_RETURN(definite, potrf(g));
+      if (definite) GC_RETURN_IF_ERROR(trsm(CUBLAS_OP_N, g, b_.z, 2 * N));
+    }
+    GC_RETURN_IF_ERROR(keep_previous());
+    if (!definite) return false;
+    GC_RETURN_IF_ERROR(update_from_stack(w));
+    return true;
   }
 
   // X <- (b/c) X_prev + (a - b/c) X_prev Z^-1 with Z = I + c X^T X = R^T R. False, X untouched,
   // when Z is not numerically positive definite (the caller then takes the QR step).
   absl::StatusOr<bool> cholesky_step(const QdwhWeights& w) {
-    prof_->mark(kCholeskyStep);
+    prof_.mark(kCholeskyStep);
     const std::int64_t N = p_.N;
     T* z = b_.z;
     identity_kernel<T><<<grid_1d(N * N, 256), 256, 0, stream()>>>(z, N);
     GC_CUDA_CHECK_LAUNCH("identity_kernel");
-    const T c = static_cast<T>(w.c), one = T(1);
-    if constexpr (sizeof(T) == 4) {
-      GC_CUBLAS_TRY(cublasSsyrk_64(ctx_.cublas, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, N, N, &c, b_.x,
-                                   N, &one, z, N));
-    } else {
-      GC_CUBLAS_TRY(cublasDsyrk_64(ctx_.cublas, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, N, N, &c, b_.x,
-                                   N, &one, z, N));
-    }
-    GC_CUSOLVER_TRY(cusolverDnXpotrf(ctx_.cusolver, params_, CUBLAS_FILL_MODE_UPPER, N,
-                                     cuda_type<T>(), z, N, cuda_type<T>(), b_.solver,
-                                     b_.solver_bytes, host_.data(), host_.size(), b_.info));
-    GC_ASSIGN_OR_RETURN(const int potrf_info, read_info());
-    if (potrf_info < 0) {
-      return absl::InternalError(absl::StrCat(kOp, ": potrf rejected argument ", -potrf_info));
-    }
-    if (potrf_info > 0) return false;
-    GC_RETURN_IF_ERROR(trsm(CUBLAS_OP_N, z, b_.x));
-    GC_RETURN_IF_ERROR(trsm(CUBLAS_OP_T, z, b_.x));
+    GC_RETURN_IF_ERROR(syrk(w.c, b_.x, N, N, 1.0, z));
+    GC_ASSIGN_OR_RETURN(const bool definite, potrf(z));
+    if (!definite) return false;
+    GC_RETURN_IF_ERROR(trsm(CUBLAS_OP_N, z, b_.x, N));
+    GC_RETURN_IF_ERROR(trsm(CUBLAS_OP_T, z, b_.x, N));
     const double bc = w.b / w.c;
     GC_RETURN_IF_ERROR(
         geam(CUBLAS_OP_N, CUBLAS_OP_N, N, N, w.a - bc, b_.x, N, bc, b_.prev, N, b_.x, N));
@@ -674,18 +694,55 @@ class PolarSolver {
     return absl::OkStatus();
   }
 
-  /// X <- X R^-1 (op = N) or X R^-T (op = T) with R the upper triangle of r (N x N).
-  absl::Status trsm(cublasOperation_t op, const T* r, T* x) {
+  /// X <- X R^-1 (op = N) or X R^-T (op = T) with R the upper triangle of r (N x N) and X
+  /// rows x N (leading dimension rows).
+  absl::Status trsm(cublasOperation_t op, const T* r, T* x, std::int64_t rows) {
     const std::int64_t N = p_.N;
     const T one = T(1);
     if constexpr (sizeof(T) == 4) {
       GC_CUBLAS_TRY(cublasStrsm_64(ctx_.cublas, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_UPPER, op,
-                                   CUBLAS_DIAG_NON_UNIT, N, N, &one, r, N, x, N));
+                                   CUBLAS_DIAG_NON_UNIT, rows, N, &one, r, N, x, rows));
     } else {
       GC_CUBLAS_TRY(cublasDtrsm_64(ctx_.cublas, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_UPPER, op,
-                                   CUBLAS_DIAG_NON_UNIT, N, N, &one, r, N, x, N));
+                                   CUBLAS_DIAG_NON_UNIT, rows, N, &one, r, N, x, rows));
     }
     return absl::OkStatus();
+  }
+
+  /// The upper triangle of g (N x N) <- alpha A^T A + beta g, for A rows x N (leading dimension
+  /// lda).
+  absl::Status syrk(double alpha, const T* a, std::int64_t rows, std::int64_t lda, double beta,
+                    T* g) {
+    const std::int64_t N = p_.N;
+    const T al = static_cast<T>(alpha), be = static_cast<T>(beta);
+    if constexpr (sizeof(T) == 4) {
+      GC_CUBLAS_TRY(cublasSsyrk_64(ctx_.cublas, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, N, rows, &al,
+                                   a, lda, &be, g, N));
+    } else {
+      GC_CUBLAS_TRY(cublasDsyrk_64(ctx_.cublas, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, N, rows, &al,
+                                   a, lda, &be, g, N));
+    }
+    return absl::OkStatus();
+  }
+
+  /// g (N x N) <- its Cholesky factor R (upper); false when g is not numerically positive
+  /// definite.
+  absl::StatusOr<bool> potrf(T* g) {
+    GC_CUSOLVER_TRY(cusolverDnXpotrf(ctx_.cusolver, params_, CUBLAS_FILL_MODE_UPPER, p_.N,
+                                     cuda_type<T>(), g, p_.N, cuda_type<T>(), b_.solver,
+                                     b_.solver_bytes, host_.data(), host_.size(), b_.info));
+    GC_ASSIGN_OR_RETURN(const int info, read_info());
+    if (info < 0)
+      return absl::InternalError(absl::StrCat(kOp, ": potrf rejected argument ", -info));
+    return info == 0;
+  }
+
+  /// X <- (b/c) X + (a - b/c)/sqrt(c) Q1 Q2^T for [Q1; Q2] in z (2N x N).
+  absl::Status update_from_stack(const QdwhWeights& w) {
+    const std::int64_t N = p_.N;
+    const double bc = w.b / w.c;
+    return gemm(CUBLAS_OP_N, CUBLAS_OP_T, N, N, N, (w.a - bc) / std::sqrt(w.c), b_.z, 2 * N,
+                b_.z + N, 2 * N, bc, b_.x, N);
   }
 
   // geqrf and orgqr report through info only invalid arguments, which the plan rules out: their
@@ -734,8 +791,7 @@ class PolarSolver {
   const Plan& p_;
   const Buffers<T>& b_;
   std::vector<char>& host_;
-  bool profile_;
-  std::optional<detail::PhaseProfile> prof_;  // this matrix's (SvdTuning::profile)
+  detail::PhaseProfile& prof_;  // SvdTuning::profile's, reported once per matrix
 };
 
 template <typename T>
@@ -766,7 +822,8 @@ absl::StatusOr<SvdInfo> run(const Context& ctx, const SvdShape& s, const void* a
   GC_CUBLAS_TRY(cublasSetPointerMode(ctx.cublas, CUBLAS_POINTER_MODE_HOST));
   GC_CUBLAS_TRY(cublasSetMathMode(ctx.cublas, CUBLAS_DEFAULT_MATH));
   const int max_iterations = s.max_sweeps > 0 ? s.max_sweeps : kSvdDefaultMaxSweeps;
-  PolarSolver<T> solver(ctx, params.value(), p, b, host_scratch, tuning.profile);
+  detail::PhaseProfile profile = polar_profile(ctx.stream, tuning.profile);
+  PolarSolver<T> solver(ctx, params.value(), p, b, host_scratch, profile);
   const std::int64_t u_stride = s.m * svd_u_cols(s), vt_stride = svd_vt_rows(s) * s.n;
   SvdInfo all{0, true};
   for (std::int64_t i = 0; i < s.batch; ++i) {

@@ -3,6 +3,7 @@
 // time between one mark and the next summed per phase.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -19,7 +20,8 @@ namespace gcompute::kernels::cuda::detail {
 /// construction) and ends whatever was marked before; mark(kUntimed) ends a phase without
 /// starting one. collect(), after the stream has reached the marks (a synchronisation), adds the
 /// intervals up and keeps the last mark as the start of the next; report() prints the sums and
-/// the time outside the marked phases to stderr. A phase is stream time from its mark to the
+/// the time outside the marked phases to stderr, and starts the next report's interval (one
+/// profile serves every matrix of a batch). A phase is stream time from its mark to the
 /// next: host work and synchronisations between the two (an info read, a host sort) count in
 /// it, and only what follows a kUntimed mark is left to the rest. Best effort: a
 /// failing event call turns the profile off (and clears the error, so that no later launch
@@ -71,7 +73,8 @@ class PhaseProfile {
     used_ = 1;
   }
 
-  /// "<what> total T ms: <phase> S (C), ..., rest R" on stderr.
+  /// "<what> total T ms: <phase> S (C), ..., rest R" on stderr, for the time since construction
+  /// or the previous report; then the sums start again from zero.
   void report(const std::string& what) {
     if (!on_) return;
     mark(kUntimed);
@@ -87,6 +90,9 @@ class PhaseProfile {
     }
     line += " rest (outside the marked phases) " + format_ms(*total - timed);
     std::fprintf(stderr, "%s\n", line.c_str());
+    std::fill(sum_.begin(), sum_.end(), 0.0);
+    std::fill(count_.begin(), count_.end(), 0);
+    std::swap(begin_, end_);  // the event just reached starts the next interval
   }
 
  private:

@@ -61,10 +61,17 @@ __host__ __device__ inline void round_robin_pair(int players, int r, int p, int*
 /// always upwards. Over the thousands of rotations that accumulate into V (and the blocked
 /// driver's Q) that bias grew |V^T V - I| linearly (f64: 2-4x over 50 n eps at n = 120..512);
 /// in the x + ((c - 1) x - s y) form the update is unbiased.
-/// pair_needs_rotation is that test, shared with the solvers that decide on G before rotating.
+/// pair_needs_rotation is that test, shared with the solvers that decide on G before rotating;
+/// pair_needs_rotation_rooted takes sqrt(alpha) and sqrt(beta) from a caller that tests many
+/// pairs of the same columns (the same operations, so the same decisions).
+template <typename T>
+__device__ inline bool pair_needs_rotation_rooted(T alpha, T beta, T root_alpha, T root_beta,
+                                                  T gamma, T tol, T negligible) {
+  return fabs(gamma) > tol * root_alpha * root_beta && alpha > negligible && beta > negligible;
+}
 template <typename T>
 __device__ inline bool pair_needs_rotation(T alpha, T beta, T gamma, T tol, T negligible) {
-  return fabs(gamma) > tol * sqrt(alpha) * sqrt(beta) && alpha > negligible && beta > negligible;
+  return pair_needs_rotation_rooted(alpha, beta, sqrt(alpha), sqrt(beta), gamma, tol, negligible);
 }
 
 /// pair_needs_rotation's test squared, for operands whose products neither overflow nor
@@ -749,8 +756,9 @@ __global__ void __launch_bounds__(256, 1)
   const int ld = nb2 + 8;
   double* r = reinterpret_cast<double*>(smem_raw);  // G, then R (column-major)
   double* q = r + nb2 * ld;
-  double* diag = q + nb2 * ld;     // G's diagonal
-  double* pivot_inv = diag + nb2;  // 1 / pivot, 0 for a pivot below the floor
+  double* diag = q + nb2 * ld;          // G's diagonal
+  double* root_diag = diag + nb2;       // its square roots, for the test on every pair
+  double* pivot_inv = root_diag + nb2;  // 1 / pivot, 0 for a pivot below the floor
   __shared__ int any_above;
   const int elems = nb2 * nb2;
   const int tid = static_cast<int>(threadIdx.x);
@@ -772,7 +780,10 @@ __global__ void __launch_bounds__(256, 1)
     if (i >= j) {
       const double v = static_cast<double>(gsrc[i + j * nb2]);
       r[i + j * ld] = v;
-      if (i == j) diag[i] = v;
+      if (i == j) {
+        diag[i] = v;
+        root_diag[i] = sqrt(v);
+      }
     }
     q[i + j * ld] = i == j ? 1.0 : 0.0;
   }
@@ -781,7 +792,8 @@ __global__ void __launch_bounds__(256, 1)
   for (int e = tid; e < elems; e += threads) {
     const int i = e % nb2, j = e / nb2;
     if (i <= j) continue;
-    needs |= pair_needs_rotation(diag[i], diag[j], r[i + j * ld], tol, negligible);
+    needs |= pair_needs_rotation_rooted(diag[i], diag[j], root_diag[i], root_diag[j], r[i + j * ld],
+                                        tol, negligible);
   }
   if (tid == 0) pivot_of(0, r[0]);
   if (!__syncthreads_or(needs)) {

@@ -16,6 +16,7 @@
 #include <iterator>
 #include <limits>
 #include <random>
+#include <regex>
 #include <string>
 #include <thread>
 #include <utility>
@@ -790,6 +791,13 @@ TEST_F(CudaSvdTest, ProfilePrintsEachDriversStepsAndKeepsTheContract) {
                                                          : "svd profile: N=130 nb=";
     EXPECT_NE(printed.find(want), std::string::npos) << printed;
     EXPECT_NE(printed.find("rest (outside the marked phases)"), std::string::npos) << printed;
+    if (method == SvdMethod::kPolar) {
+      // From l0 = eps, in both types: one Householder QR step (c eps > 1e-3), then one
+      // CholeskyQR2 step (100 < c <= 1e-3 / eps), then Cholesky steps.
+      EXPECT_TRUE(std::regex_search(printed, std::regex(" qr steps [0-9.]+ \\(1\\),"))) << printed;
+      EXPECT_TRUE(std::regex_search(printed, std::regex(" cholesky-qr2 steps [0-9.]+ \\(1\\),")))
+          << printed;
+    }
   }
 }
 
