@@ -1,6 +1,8 @@
 #!/usr/bin/python3
-# Regenerates svd_methods_h200.png from svd_methods_h200.csv (bench_svd_methods output) and
-# eigh_h200.png from eigh_h200.csv (bench_eigh output): /usr/bin/python3 svd_methods_plot.py
+# Regenerates svd_methods_h200.png from svd_methods_h200.csv (bench_svd_methods output),
+# eigh_h200.png from eigh_h200.csv (bench_eigh output) and svd_polar_cholqr2_h200.png from the
+# three runs svd_polar_cholqr2_h200_2026-11-28_{new,base,new2}.csv: /usr/bin/python3
+# svd_methods_plot.py
 import os
 
 from plot_common import here, plt, read_rows, save, time_axes
@@ -55,3 +57,31 @@ bx.set_ylabel("ms")
 bx.set_title("Eigh, batched, H200 (labels: syevjBatched / ours)")
 bx.legend(fontsize=8)
 save(fig, os.path.join(here, "eigh_h200.png"), dpi=110)
+
+# gesvdp's time over ours, per run: with the CholeskyQR2 step (runs 1 and 3) and without (run 2,
+# the previous commit), all in one call. A cross: gesvdp outside 50·n·eps in that run.
+runs = {
+    "CholeskyQR2 step (run 1)": ("new", "o-", "tab:blue"),
+    "CholeskyQR2 step (run 3)": ("new2", "o--", "tab:cyan"),
+    "previous commit (run 2)": ("base", "s:", "tab:gray"),
+}
+fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
+for ax, dtype in zip(axes, ("f32", "f64")):
+    for label, (run, style, color) in runs.items():
+        rows = read_rows(os.path.join(here, f"svd_polar_cholqr2_h200_2026-11-28_{run}.csv"))
+        ours = {int(r["n"]): float(r["ms"]) for r in rows
+                if r["method"] == "ours polar" and r["dtype"] == dtype}
+        gesvdp = [r for r in rows if r["method"] == "cusolver gesvdp" and r["dtype"] == dtype]
+        n = [int(r["n"]) for r in gesvdp]
+        ratio = [float(r["ms"]) / ours[int(r["n"])] for r in gesvdp]
+        ax.plot(n, ratio, style, color=color, label=label)
+        bad = [(k, q) for k, q, r in zip(n, ratio, gesvdp) if r["within_bound"] == "0"]
+        ax.plot([k for k, _ in bad], [q for _, q in bad], "x", color="black", markersize=9)
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("n (square, vectors)")
+    ax.set_title(f"polar SVD {dtype}, H200: gesvdp ms / ours ms")
+    ax.grid(True, which="both", alpha=0.3)
+axes[0].set_ylabel("gesvdp / ours (above 1: ours faster)")
+axes[0].legend(fontsize=8)
+save(fig, os.path.join(here, "svd_polar_cholqr2_h200.png"), dpi=110)

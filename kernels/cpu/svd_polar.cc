@@ -7,7 +7,8 @@
 // a rational map that sends every singular value in [l_k, 1] into [l_{k+1}, 1] with weights
 // chosen from the lower bound l_k, so that l_k reaches 1 in at most 6 iterations for
 // cond(A) <= 1e16. While c_k > 100 the step is computed from the QR factorization of
-// [sqrt(c_k) X_k; I] (stable for any conditioning); afterwards from the Cholesky factor of
+// [sqrt(c_k) X_k; I] (stable for any conditioning): by Householder QR while c_k eps > 1e-3, else
+// by CholeskyQR2 (two Cholesky passes, GEMM-shaped); afterwards from the Cholesky factor of
 // I + c_k X_k^T X_k, whose condition number is then at most 101. A tall matrix is first
 // reduced to its n x n triangular factor R (A = Q R), whose polar factor gives A's: Q Up_R.
 #include <algorithm>
@@ -66,14 +67,7 @@ class Qdwh {
   // X <- (b/c) X + (a - b/c)/sqrt(c) * Q1 Q2^T with [sqrt(c) X; I] = [Q1; Q2] R.
   absl::Status qr_step(const QdwhWeights& w) {
     const Int n2 = 2 * n_;
-    z_.assign(static_cast<std::size_t>(n2) * n_, T(0));
-    const T root_c = static_cast<T>(std::sqrt(w.c));
-    for (Int j = 0; j < n_; ++j) {
-      T* col = z_.data() + static_cast<std::int64_t>(j) * n2;
-      const T* xc = x_.data() + static_cast<std::int64_t>(j) * n_;
-      for (Int i = 0; i < n_; ++i) col[i] = root_c * xc[i];
-      col[n_ + j] = T(1);
-    }
+    stack_into(w, z_);
     tau_.resize(static_cast<std::size_t>(n_));
     absl::StatusOr<Int> info = call_with_workspace<T>(kOp, "geqrf", [&](T* wk, Int lw, Int* inf) {
       geqrf(n2, n_, z_.data(), n2, tau_.data(), wk, lw, inf);
@@ -83,10 +77,27 @@ class Qdwh {
       orgqr(n2, n_, n_, z_.data(), n2, tau_.data(), wk, lw, inf);
     });
     if (!info.ok()) return info.status();
-    const double bc = w.b / w.c;
-    gemm(CblasNoTrans, CblasTrans, n_, n_, n_, (w.a - bc) / std::sqrt(w.c), z_.data(), n2,
-         z_.data() + n_, n2, bc, x_.data(), n_);
+    update_from_stack(w, z_);
     return absl::OkStatus();
+  }
+
+  // qr_step's update with [Q1; Q2] from CholeskyQR2 (see qdwh_iterate): R1 from
+  // I + c X^T X, Q = [sqrt(c) X; I] R1^-1, then once more on Q. False, X untouched, when a Gram
+  // is not numerically positive definite.
+  absl::StatusOr<bool> cholesky_qr_step(const QdwhWeights& w) {
+    const Int n2 = 2 * n_;
+    identity_into_z();
+    syrk_t(n_, n_, w.c, x_.data(), n_, 1.0, z_.data(), n_);
+    GC_ASSIGN_OR_RETURN(bool definite, potrf_z());
+    if (!definite) return false;
+    stack_into(w, stack_);
+    trsm_right_upper(CblasNoTrans, n2, n_, z_.data(), n_, stack_.data(), n2);
+    syrk_t(n_, n2, 1.0, stack_.data(), n2, 0.0, z_.data(), n_);
+    GC_ASSIGN_OR_RETURN(definite, potrf_z());
+    if (!definite) return false;
+    trsm_right_upper(CblasNoTrans, n2, n_, z_.data(), n_, stack_.data(), n2);
+    update_from_stack(w, stack_);
+    return true;
   }
 
   // X <- (b/c) X + (a - b/c) X Z^-1 with Z = I + c X^T X = W^T W (Cholesky). False, X
@@ -94,10 +105,8 @@ class Qdwh {
   absl::StatusOr<bool> cholesky_step(const QdwhWeights& w) {
     identity_into_z();
     syrk_t(n_, n_, w.c, x_.data(), n_, 1.0, z_.data(), n_);
-    Int info = 0;
-    potrf('U', n_, z_.data(), n_, &info);
-    if (absl::Status st = check_info<T>(kOp, "potrf", info); !st.ok()) return st;
-    if (info > 0) return false;
+    GC_ASSIGN_OR_RETURN(const bool definite, potrf_z());
+    if (!definite) return false;
     trsm_right_upper(CblasNoTrans, n_, n_, z_.data(), n_, x_.data(), n_);
     trsm_right_upper(CblasTrans, n_, n_, z_.data(), n_, x_.data(), n_);
     const T bc = static_cast<T>(w.b / w.c), ab = static_cast<T>(w.a - w.b / w.c);
@@ -112,10 +121,39 @@ class Qdwh {
     set_identity(z_.data(), n_, n_, n_);
   }
 
+  /// z (n x n) <- its Cholesky factor (upper); false when it is not numerically positive definite.
+  absl::StatusOr<bool> potrf_z() {
+    Int info = 0;
+    potrf('U', n_, z_.data(), n_, &info);
+    if (absl::Status st = check_info<T>(kOp, "potrf", info); !st.ok()) return st;
+    return info == 0;
+  }
+
+  /// stack (2n x n) <- [sqrt(c) X; I].
+  void stack_into(const QdwhWeights& w, Buffer<T>& stack) const {
+    const Int n2 = 2 * n_;
+    stack.assign(static_cast<std::size_t>(n2) * n_, T(0));
+    const T root_c = static_cast<T>(std::sqrt(w.c));
+    for (Int j = 0; j < n_; ++j) {
+      T* col = stack.data() + static_cast<std::int64_t>(j) * n2;
+      const T* xc = x_.data() + static_cast<std::int64_t>(j) * n_;
+      for (Int i = 0; i < n_; ++i) col[i] = root_c * xc[i];
+      col[n_ + j] = T(1);
+    }
+  }
+
+  /// X <- (b/c) X + (a - b/c)/sqrt(c) Q1 Q2^T for [Q1; Q2] in stack (2n x n).
+  void update_from_stack(const QdwhWeights& w, const Buffer<T>& stack) {
+    const Int n2 = 2 * n_;
+    const double bc = w.b / w.c;
+    gemm(CblasNoTrans, CblasTrans, n_, n_, n_, (w.a - bc) / std::sqrt(w.c), stack.data(), n2,
+         stack.data() + n_, n2, bc, x_.data(), n_);
+  }
+
   Int n_;
   std::size_t nn_;
   Buffer<T>& x_;
-  Buffer<T> x_prev_, z_, tau_;
+  Buffer<T> x_prev_, z_, stack_, tau_;
 };
 
 // A lower bound on sigma_min(X) from LAPACK's 1-norm condition estimate:

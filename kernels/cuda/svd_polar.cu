@@ -496,7 +496,7 @@ class PolarSolver {
     return update_from_stack(w);
   }
 
-  // The QR step's update with [Q1; Q2] from CholeskyQR2 (Yamamoto, Nakatsukasa, Yanaigawa and
+  // The QR step's update with [Q1; Q2] from CholeskyQR2 (Yamamoto, Nakatsukasa, Yanagisawa and
   // Fukaya 2015): R1 from G1 = Z^T Z = I + c X^T X (the Cholesky step's Gram), Q = Z R1^-1, then
   // once more on Q to restore its orthogonality, which the first pass leaves at about
   // cond(Z)^2 eps = (1 + c) eps. GEMM-shaped work where geqrf and orgqr are panel-bound. False,
