@@ -1,13 +1,12 @@
 #!/usr/bin/python3
-# Regenerates svd_methods_h200.png from svd_methods_h200.csv (bench_svd_methods output),
-# eigh_h200.png from eigh_h200.csv (bench_eigh output) and svd_polar_cholqr2_h200.png from the
-# three runs svd_polar_cholqr2_h200_2026-11-28_{new,base,new2}.csv: /usr/bin/python3
-# svd_methods_plot.py
+# Regenerates svd_methods_h200.png and svd_methods_h200_2026-11-28.png from the CSVs of the same
+# names (bench_svd_methods output), eigh_h200.png from eigh_h200.csv (bench_eigh output) and
+# svd_polar_cholqr2_h200.png from the three runs svd_polar_cholqr2_h200_2026-11-28_{new,base,
+# new2}.csv: /usr/bin/python3 svd_methods_plot.py
 import os
 
 from plot_common import here, plt, read_rows, save, time_axes
 
-rows = read_rows(os.path.join(here, "svd_methods_h200.csv"))
 styles = {
     "ours polar": ("o-", "tab:blue"),
     "ours jacobi": ("o--", "tab:cyan"),
@@ -15,19 +14,29 @@ styles = {
     "cusolver gesvdj": ("s--", "tab:orange"),
     "cusolver gesvd": ("s:", "tab:gray"),
 }
-fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
-for ax, dtype in zip(axes, ("f32", "f64")):
-    for method, (style, color) in styles.items():
-        sel = [r for r in rows if r["method"] == method and r["dtype"] == dtype]
-        n = [int(r["n"]) for r in sel]
-        ax.plot(n, [float(r["ms"]) for r in sel], style, color=color, label=method)
-        bad = [r for r in sel if r["within_bound"] == "0"]
-        ax.plot([int(r["n"]) for r in bad], [float(r["ms"]) for r in bad], "x", color="black",
-                markersize=10)
-    time_axes(ax, "n (square, vectors)", f"SVD {dtype}, H200 (x: outside 50·n·eps)", ylabel=None)
-axes[0].set_ylabel("ms")  # the axes share y
-axes[0].legend(fontsize=8)
-save(fig, os.path.join(here, "svd_methods_h200.png"), dpi=110)
+
+
+def plot_methods(csv_name, png_name, title):
+    rows = read_rows(os.path.join(here, csv_name))
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
+    for ax, dtype in zip(axes, ("f32", "f64")):
+        for method, (style, color) in styles.items():
+            sel = [r for r in rows if r["method"] == method and r["dtype"] == dtype]
+            n = [int(r["n"]) for r in sel]
+            ax.plot(n, [float(r["ms"]) for r in sel], style, color=color, label=method)
+            bad = [r for r in sel if r["within_bound"] == "0"]
+            ax.plot([int(r["n"]) for r in bad], [float(r["ms"]) for r in bad], "x", color="black",
+                    markersize=10)
+        time_axes(ax, "n (square, vectors)", f"SVD {dtype}, {title} (x: outside 50·n·eps)",
+                  ylabel=None)
+    axes[0].set_ylabel("ms")  # the axes share y
+    axes[0].legend(fontsize=8)
+    save(fig, os.path.join(here, png_name), dpi=110)
+
+
+plot_methods("svd_methods_h200.csv", "svd_methods_h200.png", "H200")
+plot_methods("svd_methods_h200_2026-11-28.csv", "svd_methods_h200_2026-11-28.png",
+             "H200, 2026-11-28")
 
 rows = read_rows(os.path.join(here, "eigh_h200.csv"))
 fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4))
