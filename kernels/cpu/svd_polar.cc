@@ -84,19 +84,21 @@ class Qdwh {
   // qr_step's update with [Q1; Q2] from CholeskyQR2 (see qdwh_iterate): R1 from
   // I + c X^T X, Q = [sqrt(c) X; I] R1^-1, then once more on Q. False, X untouched, when a Gram
   // is not numerically positive definite.
+  // The stack goes in z (which the QR step has grown to 2n x n already), the Gram in gram.
   absl::StatusOr<bool> cholesky_qr_step(const QdwhWeights& w) {
     const Int n2 = 2 * n_;
-    identity_into_z();
-    syrk_t(n_, n_, w.c, x_.data(), n_, 1.0, z_.data(), n_);
-    GC_ASSIGN_OR_RETURN(bool definite, potrf_z());
+    gram_.resize(nn_);
+    set_identity(gram_.data(), n_, n_, n_);
+    syrk_t(n_, n_, w.c, x_.data(), n_, 1.0, gram_.data(), n_);
+    GC_ASSIGN_OR_RETURN(bool definite, potrf_upper(gram_));
     if (!definite) return false;
-    stack_into(w, stack_);
-    trsm_right_upper(CblasNoTrans, n2, n_, z_.data(), n_, stack_.data(), n2);
-    syrk_t(n_, n2, 1.0, stack_.data(), n2, 0.0, z_.data(), n_);
-    GC_ASSIGN_OR_RETURN(definite, potrf_z());
+    stack_into(w, z_);
+    trsm_right_upper(CblasNoTrans, n2, n_, gram_.data(), n_, z_.data(), n2);
+    syrk_t(n_, n2, 1.0, z_.data(), n2, 0.0, gram_.data(), n_);
+    GC_ASSIGN_OR_RETURN(definite, potrf_upper(gram_));
     if (!definite) return false;
-    trsm_right_upper(CblasNoTrans, n2, n_, z_.data(), n_, stack_.data(), n2);
-    update_from_stack(w, stack_);
+    trsm_right_upper(CblasNoTrans, n2, n_, gram_.data(), n_, z_.data(), n2);
+    update_from_stack(w, z_);
     return true;
   }
 
@@ -105,7 +107,7 @@ class Qdwh {
   absl::StatusOr<bool> cholesky_step(const QdwhWeights& w) {
     identity_into_z();
     syrk_t(n_, n_, w.c, x_.data(), n_, 1.0, z_.data(), n_);
-    GC_ASSIGN_OR_RETURN(const bool definite, potrf_z());
+    GC_ASSIGN_OR_RETURN(const bool definite, potrf_upper(z_));
     if (!definite) return false;
     trsm_right_upper(CblasNoTrans, n_, n_, z_.data(), n_, x_.data(), n_);
     trsm_right_upper(CblasTrans, n_, n_, z_.data(), n_, x_.data(), n_);
@@ -121,10 +123,10 @@ class Qdwh {
     set_identity(z_.data(), n_, n_, n_);
   }
 
-  /// z (n x n) <- its Cholesky factor (upper); false when it is not numerically positive definite.
-  absl::StatusOr<bool> potrf_z() {
+  /// g (n x n) <- its Cholesky factor (upper); false when it is not numerically positive definite.
+  absl::StatusOr<bool> potrf_upper(Buffer<T>& g) {
     Int info = 0;
-    potrf('U', n_, z_.data(), n_, &info);
+    potrf('U', n_, g.data(), n_, &info);
     if (absl::Status st = check_info<T>(kOp, "potrf", info); !st.ok()) return st;
     return info == 0;
   }
@@ -153,7 +155,7 @@ class Qdwh {
   Int n_;
   std::size_t nn_;
   Buffer<T>& x_;
-  Buffer<T> x_prev_, z_, stack_, tau_;
+  Buffer<T> x_prev_, z_, gram_, tau_;
 };
 
 // A lower bound on sigma_min(X) from LAPACK's 1-norm condition estimate:

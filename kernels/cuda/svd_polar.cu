@@ -7,12 +7,13 @@
 // and a tall W is reduced to its triangular factor (W = Q R). QDWH then computes the polar
 // factor Up of A0 (W, or R) with X0 = A0 / ||A0||_F and the lower bound l0 = eps on
 // sigma_min(X0): while c_k > 100 a step takes the QR factorization of [sqrt(c_k) X; I]
-// (geqrf, orgqr, one GEMM), afterwards the Cholesky factor of I + c_k X^T X (syrk, potrf, two
-// trsm). H = Up^T A0 is symmetrised and diagonalised by syevd: H = V diag(lambda) V^T, and
-// sigma = |lambda| in descending order, U = Up V (Q [Up V; 0] for a tall W, with Q's further
-// columns for a full U). The left factor is re-orthonormalised (geqrf, orgqr) only where
-// rounding-level singular values leave Up without an isometry on their directions, as on the
-// host. For m < n the roles of the two factors swap.
+// (geqrf, orgqr, one GEMM while c_k eps > 1e-3; below that by CholeskyQR2: two passes of syrk,
+// potrf and trsm), afterwards the Cholesky factor of I + c_k X^T X (syrk, potrf, two trsm). H =
+// Up^T A0 is symmetrised and diagonalised by syevd: H = V diag(lambda) V^T, and sigma = |lambda| in
+// descending order, U = Up V (Q [Up V; 0] for a tall W, with Q's further columns for a full U). The
+// left factor is re-orthonormalised (geqrf, orgqr) only where rounding-level singular values leave
+// Up without an isometry on their directions, as on the host. For m < n the roles of the two
+// factors swap.
 //
 // Every GEMM computes in the element precision (no TF32). The host polls `stop` before every
 // iteration and synchronises where a result decides: potrf's info (the Cholesky step or the QR
@@ -499,9 +500,10 @@ class PolarSolver {
   // The QR step's update with [Q1; Q2] from CholeskyQR2 (Yamamoto, Nakatsukasa, Yanagisawa and
   // Fukaya 2015): R1 from G1 = Z^T Z = I + c X^T X (the Cholesky step's Gram), Q = Z R1^-1, then
   // once more on Q to restore its orthogonality, which the first pass leaves at about
-  // cond(Z)^2 eps = (1 + c) eps. GEMM-shaped work where geqrf and orgqr are panel-bound. False,
-  // X untouched, when a Gram is not numerically positive definite (the caller then takes the QR
-  // step). G goes through prev, which gets X_prev back before returning.
+  // cond(Z)^2 eps <= (1 + c) eps (qdwh_iterate says why that is safe). GEMM-shaped work where geqrf
+  // and orgqr are panel-bound. False, X untouched, when a Gram is not numerically positive definite
+  // (the caller then takes the QR step). G goes through prev, which gets X_prev back before
+  // returning.
   absl::StatusOr<bool> cholesky_qr_step(const QdwhWeights& w) {
     prof_.mark(kCholeskyQrStep);
     const std::int64_t N = p_.N;

@@ -792,11 +792,17 @@ TEST_F(CudaSvdTest, ProfilePrintsEachDriversStepsAndKeepsTheContract) {
     EXPECT_NE(printed.find(want), std::string::npos) << printed;
     EXPECT_NE(printed.find("rest (outside the marked phases)"), std::string::npos) << printed;
     if (method == SvdMethod::kPolar) {
-      // From l0 = eps, in both types: one Householder QR step (c eps > 1e-3), then one
-      // CholeskyQR2 step (100 < c <= 1e-3 / eps), then Cholesky steps.
-      EXPECT_TRUE(std::regex_search(printed, std::regex(" qr steps [0-9.]+ \\(1\\),"))) << printed;
-      EXPECT_TRUE(std::regex_search(printed, std::regex(" cholesky-qr2 steps [0-9.]+ \\(1\\),")))
-          << printed;
+      // A line per matrix (three), each with its own counts: from l0 = eps, in both types, one
+      // Householder QR step (c eps > 1e-3), then one CholeskyQR2 step (100 < c <= 1e-3 / eps),
+      // then Cholesky steps.
+      const std::regex line("svd polar profile: [^\\n]*");
+      const std::regex counts(" qr steps [0-9.]+ \\(1\\), cholesky-qr2 steps [0-9.]+ \\(1\\),");
+      int lines = 0;
+      for (auto it = std::sregex_iterator(printed.begin(), printed.end(), line);
+           it != std::sregex_iterator(); ++it, ++lines) {
+        EXPECT_TRUE(std::regex_search(it->str(), counts)) << it->str();
+      }
+      EXPECT_EQ(lines, 3) << printed;
     }
   }
 }
