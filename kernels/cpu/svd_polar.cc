@@ -87,10 +87,7 @@ class Qdwh {
   // The stack goes in z (which the QR step has grown to 2n x n already), the Gram in gram.
   absl::StatusOr<bool> cholesky_qr_step(const QdwhWeights& w) {
     const Int n2 = 2 * n_;
-    gram_.resize(nn_);
-    set_identity(gram_.data(), n_, n_, n_);
-    syrk_t(n_, n_, w.c, x_.data(), n_, 1.0, gram_.data(), n_);
-    GC_ASSIGN_OR_RETURN(bool definite, potrf_upper(gram_));
+    GC_ASSIGN_OR_RETURN(bool definite, factor_step_gram(w.c, gram_));
     if (!definite) return false;
     stack_into(w, z_);
     trsm_right_upper(CblasNoTrans, n2, n_, gram_.data(), n_, z_.data(), n2);
@@ -105,9 +102,7 @@ class Qdwh {
   // X <- (b/c) X + (a - b/c) X Z^-1 with Z = I + c X^T X = W^T W (Cholesky). False, X
   // untouched, when Z is not numerically positive definite (then the caller takes the QR step).
   absl::StatusOr<bool> cholesky_step(const QdwhWeights& w) {
-    identity_into_z();
-    syrk_t(n_, n_, w.c, x_.data(), n_, 1.0, z_.data(), n_);
-    GC_ASSIGN_OR_RETURN(const bool definite, potrf_upper(z_));
+    GC_ASSIGN_OR_RETURN(const bool definite, factor_step_gram(w.c, z_));
     if (!definite) return false;
     trsm_right_upper(CblasNoTrans, n_, n_, z_.data(), n_, x_.data(), n_);
     trsm_right_upper(CblasTrans, n_, n_, z_.data(), n_, x_.data(), n_);
@@ -121,6 +116,15 @@ class Qdwh {
   void identity_into_z() {
     z_.resize(nn_);
     set_identity(z_.data(), n_, n_, n_);
+  }
+
+  /// g (n x n) <- R (upper) with R^T R = I + c X^T X, the Gram of [sqrt(c) X; I] that both the
+  /// Cholesky and the CholeskyQR2 step factor; false when it is not numerically positive definite.
+  absl::StatusOr<bool> factor_step_gram(double c, Buffer<T>& g) {
+    g.resize(nn_);
+    set_identity(g.data(), n_, n_, n_);
+    syrk_t(n_, n_, c, x_.data(), n_, 1.0, g.data(), n_);
+    return potrf_upper(g);
   }
 
   /// g (n x n) <- its Cholesky factor (upper); false when it is not numerically positive definite.

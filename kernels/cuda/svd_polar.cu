@@ -506,23 +506,9 @@ class PolarSolver {
   // returning.
   absl::StatusOr<bool> cholesky_qr_step(const QdwhWeights& w) {
     prof_.mark(kCholeskyQrStep);
-    const std::int64_t N = p_.N;
-    T* g = b_.prev;
-    identity_kernel<T><<<grid_1d(N * N, 256), 256, 0, stream()>>>(g, N);
-    GC_CUDA_CHECK_LAUNCH("identity_kernel");
-    GC_RETURN_IF_ERROR(syrk(w.c, b_.x, N, N, 1.0, g));
-    GC_ASSIGN_OR_RETURN(bool definite, potrf(g));
-    if (definite) {
-      stack_with_identity_kernel<T><<<grid_1d(2 * N * N, 256), 256, 0, stream()>>>(
-          b_.x, N, static_cast<T>(std::sqrt(w.c)), b_.z);
-      GC_CUDA_CHECK_LAUNCH("stack_with_identity_kernel");
-      GC_RETURN_IF_ERROR(trsm(CUBLAS_OP_N, g, b_.z, 2 * N));
-      GC_RETURN_IF_ERROR(syrk(1.0, b_.z, 2 * N, 2 * N, 0.0, g));
-      GC_ASSIGN_OR_RETURN(definite, potrf(g));
-      if (definite) GC_RETURN_IF_ERROR(trsm(CUBLAS_OP_N, g, b_.z, 2 * N));
-    }
+    const absl::StatusOr<bool> factored = cholesky_qr_stack(w, b_.prev);
     GC_RETURN_IF_ERROR(keep_previous());
-    if (!definite) return false;
+    if (!factored.ok() || !*factored) return factored;
     GC_RETURN_IF_ERROR(update_from_stack(w));
     return true;
   }
@@ -533,10 +519,7 @@ class PolarSolver {
     prof_.mark(kCholeskyStep);
     const std::int64_t N = p_.N;
     T* z = b_.z;
-    identity_kernel<T><<<grid_1d(N * N, 256), 256, 0, stream()>>>(z, N);
-    GC_CUDA_CHECK_LAUNCH("identity_kernel");
-    GC_RETURN_IF_ERROR(syrk(w.c, b_.x, N, N, 1.0, z));
-    GC_ASSIGN_OR_RETURN(const bool definite, potrf(z));
+    GC_ASSIGN_OR_RETURN(const bool definite, factor_step_gram(w.c, z));
     if (!definite) return false;
     GC_RETURN_IF_ERROR(trsm(CUBLAS_OP_N, z, b_.x, N));
     GC_RETURN_IF_ERROR(trsm(CUBLAS_OP_T, z, b_.x, N));
@@ -737,6 +720,33 @@ class PolarSolver {
     if (info < 0)
       return absl::InternalError(absl::StrCat(kOp, ": potrf rejected argument ", -info));
     return info == 0;
+  }
+
+  /// g (N x N) <- R (upper) with R^T R = I + c X^T X, the Gram of [sqrt(c) X; I] that both the
+  /// Cholesky and the CholeskyQR2 step factor; false when it is not numerically positive definite.
+  absl::StatusOr<bool> factor_step_gram(double c, T* g) {
+    const std::int64_t N = p_.N;
+    identity_kernel<T><<<grid_1d(N * N, 256), 256, 0, stream()>>>(g, N);
+    GC_CUDA_CHECK_LAUNCH("identity_kernel");
+    GC_RETURN_IF_ERROR(syrk(c, b_.x, N, N, 1.0, g));
+    return potrf(g);
+  }
+
+  /// z (2N x N) <- [Q1; Q2], the Q of [sqrt(c) X; I], by CholeskyQR2 with g (N x N) as the
+  /// Gram's scratch; false when a Gram is not numerically positive definite.
+  absl::StatusOr<bool> cholesky_qr_stack(const QdwhWeights& w, T* g) {
+    const std::int64_t N = p_.N;
+    GC_ASSIGN_OR_RETURN(const bool first, factor_step_gram(w.c, g));
+    if (!first) return false;
+    stack_with_identity_kernel<T><<<grid_1d(2 * N * N, 256), 256, 0, stream()>>>(
+        b_.x, N, static_cast<T>(std::sqrt(w.c)), b_.z);
+    GC_CUDA_CHECK_LAUNCH("stack_with_identity_kernel");
+    GC_RETURN_IF_ERROR(trsm(CUBLAS_OP_N, g, b_.z, 2 * N));
+    GC_RETURN_IF_ERROR(syrk(1.0, b_.z, 2 * N, 2 * N, 0.0, g));
+    GC_ASSIGN_OR_RETURN(const bool second, potrf(g));
+    if (!second) return false;
+    GC_RETURN_IF_ERROR(trsm(CUBLAS_OP_N, g, b_.z, 2 * N));
+    return true;
   }
 
   /// X <- (b/c) X + (a - b/c)/sqrt(c) Q1 Q2^T for [Q1; Q2] in z (2N x N).
