@@ -18,9 +18,10 @@
 //    kernel, one warp per column pair of a round-robin round;
 //  * blocked (everything else): columns in blocks of nb; block pairs of a round-robin round are
 //    orthogonalised together: G = [Wi Wj]^T [Wi Wj] (one strided-batched GEMM for the round),
-//    G diagonalised in shared memory (one block per pair: by default one-sided Jacobi on G's
-//    Cholesky factor above N = 256, two-sided Jacobi on G up to it), then [Wi Wj] Q and [Vi
-//    Vj] Q (batched GEMMs, FP32 for f32 and FP64 for f64, never TF32). W and V are double-buffered:
+//    G diagonalised by one-sided Jacobi on its Cholesky factor (by default; one warp per pair,
+//    in registers, at block width 16, up to N = 256; one block per pair in shared memory above),
+//    then [Wi Wj] Q and [Vi Vj] Q (batched GEMMs, FP32 for f32 and FP64 for f64, never TF32).
+//    W and V are double-buffered:
 //    the update GEMMs write each block to its slot of the next round, so that the pairs of every
 //    round are adjacent and G is a strided batch. After a full sweep (k - 1 rounds for k blocks)
 //    the blocks are back in their original order. One flag read per sweep decides convergence.
@@ -57,14 +58,15 @@ constexpr std::int64_t kSmallChunk = 1 << 16;  // most matrices per launch (see 
 constexpr int kWarpMaxM = 32;                  // tiny driver: max(m, n) <= 32, one lane per column
 constexpr int kWarpThreads = 128;
 // Blocked driver: outer sweeps from this one on (0-based) give the inner Gram solver at least
-// kEscalatedInnerSweeps sweeps. One inner sweep converges only linearly on clustered singular
-// values, and exactly rank-deficient inputs (integer outer products, repeated rows) have such
-// clusters at every scale: the rounding noise that stands in for their zero singular values is
-// itself rank-deficient, its own noise is about eps smaller, and so on down to the negligible
-// threshold of jacobi_rotation (about nine such levels in f64). At one inner sweep a level took
-// six to twelve outer sweeps (host emulation of this driver on (i + 1)(j + 1), 100 x 150, f64: not
-// converged after 60 sweeps; 34 with this rule). Random inputs need at most 16 sweeps (n = 4096,
-// docs/performance.md), so their results and times do not change.
+// kEscalatedInnerSweeps sweeps (and f32's register form double arithmetic). One inner sweep
+// converges only linearly on clustered singular values, and exactly rank-deficient inputs (integer
+// outer products, repeated rows) have such clusters at every scale: the rounding noise that stands
+// in for their zero singular values is itself rank-deficient, its own noise is about eps smaller,
+// and so on down to the negligible threshold of jacobi_rotation (about nine such levels in f64).
+// At one inner sweep a level took six to twelve outer sweeps (host emulation of this driver on
+// (i + 1)(j + 1), 100 x 150, f64: not converged after 60 sweeps; 34 with this rule). Random inputs
+// need at most 16 sweeps (n = 4096, docs/performance.md), so their results and times do not
+// change.
 constexpr int kEscalateAfterSweeps = 20;
 // Widest block pair (2 nb columns) of the one-sided inner solver: 4 nb2 threads (a 4 x 4 tile of
 // the lower triangle each in the factorization), its factor and Q in double in shared memory.
@@ -488,28 +490,47 @@ absl::Status upload_round_pointers(const Blocked<T>& x) {
 /// The inner Gram solver, chosen once: kernel and launch configuration.
 template <typename T>
 struct GramSolver {
-  /// gram_cholesky_jacobi_kernel<T, rows a lane> or gram_jacobi_kernel<T, arithmetic type>.
-  void (*kernel)(const T*, T*, int, double, int, int*) = nullptr;
+  using Kernel = void (*)(const T*, T*, int, double, int, int*);
+  /// gram_warp_jacobi_kernel<T, arithmetic type>, gram_cholesky_jacobi_kernel<T, rows a lane> or
+  /// gram_jacobi_kernel<T, arithmetic type>.
+  Kernel kernel = nullptr;
+  /// From outer sweep kEscalateAfterSweeps on: the same, or the register form in double where
+  /// `kernel` is that form in float.
+  Kernel escalated = nullptr;
   std::size_t smem = 0;
   int threads = 0;
 };
 
-/// The one-sided solver on the Cholesky factor where the block allows it: eight lanes per column
-/// pair (4 nb2 threads), G's factor and Q in double. The two-sided one computes in the element
-/// type (f32: half the shared-memory traffic and single-precision sqrt/divide on its
-/// latency-bound path) unless tuning.inner_double.
+/// The one-sided solver on the Cholesky factor where the block allows it: at 32 columns a pair in
+/// one warp's registers (in the element type unless tuning.inner_double), up to 64 with eight
+/// lanes per column pair (4 nb2 threads), G's factor and Q in double. The two-sided one computes
+/// in the element type (f32: half the shared-memory traffic and single-precision sqrt/divide on
+/// its latency-bound path) unless tuning.inner_double.
 template <typename T>
 absl::StatusOr<GramSolver<T>> configure_gram_solver(const Plan& pl, const SvdTuning& tuning) {
   GramSolver<T> g;
   const std::int64_t nb2 = 2 * pl.nb;
   using Inner = SvdTuning::InnerSolver;
-  // Auto: one-sided above N = 256. On the H200 (same run, ms one-sided / two-sided) f32 512
-  // 21.2 / 22.5, 1024 47.9 / 60.0, 2048 179 / 200; f64 512 23.3 / 25.2, 1024 52.4 / 75.3, 2048
-  // 171 / 210; at 256 it took one outer sweep more (f32 8.7 / 7.9, f64 9.9 / 9.6).
-  const bool one_sided = (tuning.inner_solver == Inner::kOneSided ||
-                          (tuning.inner_solver == Inner::kAuto && pl.N > kTwoSidedMaxN)) &&
-                         nb2 <= kOneSidedMaxNb2;
-  if (one_sided) {
+  // Auto: one-sided above N = 256 and wherever a pair fits one warp. On the H200 with the
+  // shared-memory solvers (same run, ms one-sided / two-sided) f32 512 21.2 / 22.5, 1024 47.9 /
+  // 60.0, 2048 179 / 200; f64 512 23.3 / 25.2, 1024 52.4 / 75.3, 2048 171 / 210; at 256 (width
+  // 16) it took one outer sweep more (f32 8.7 / 7.9, f64 9.9 / 9.6), which the warp solver's
+  // cheaper rounds repay.
+  const bool in_warp = nb2 == detail::kWarpPairColumns;
+  const bool one_sided =
+      (tuning.inner_solver == Inner::kOneSided ||
+       (tuning.inner_solver == Inner::kAuto && (pl.N > kTwoSidedMaxN || in_warp))) &&
+      nb2 <= kOneSidedMaxNb2;
+  if (one_sided && in_warp) {
+    g.smem = 0;
+    g.threads = detail::kWarpPairColumns;
+    // f32 in float rounds the factor of a nearly dependent column pair more coarsely: on the
+    // rank-one noise of integer outer products (150 x 100) the float form stalled for 60 sweeps,
+    // so stalled inputs get the double form from kEscalateAfterSweeps on.
+    g.kernel = tuning.inner_double ? detail::gram_warp_jacobi_kernel<T, double>
+                                   : detail::gram_warp_jacobi_kernel<T, T>;
+    g.escalated = detail::gram_warp_jacobi_kernel<T, double>;
+  } else if (one_sided) {
     // R and Q (leading dimension nb2 + 8), G's diagonal, its square roots and the pivot
     // reciprocals.
     g.smem = (2 * static_cast<std::size_t>(nb2) * (nb2 + 8) + 3 * nb2) * sizeof(double);
@@ -528,16 +549,25 @@ absl::StatusOr<GramSolver<T>> configure_gram_solver(const Plan& pl, const SvdTun
     g.kernel =
         inner_double ? detail::gram_jacobi_kernel<T, double> : detail::gram_jacobi_kernel<T, T>;
   }
+  if (g.escalated == nullptr) g.escalated = g.kernel;
   if (absl::Status st = allow_max_dynamic_smem(g.kernel); !st.ok()) return st;
+  if (absl::Status st = allow_max_dynamic_smem(g.escalated); !st.ok()) return st;
   return g;
 }
+
+/// How the inner solver runs in an outer sweep: its sweeps, and whether it is escalated.
+struct InnerRun {
+  int sweeps = 1;
+  bool escalated = false;
+};
 
 /// One launch of the configured inner solver over the k / 2 block pairs of a round.
 template <typename T>
 void launch_gram_solver(const GramSolver<T>& gram, const Plan& pl, cudaStream_t st, const T* g,
-                        T* q, T tol, int inner_sweeps, int* flag) {
+                        T* q, T tol, InnerRun inner, int* flag) {
   const auto pairs = static_cast<unsigned>(pl.k / 2);
-  gram.kernel<<<pairs, gram.threads, gram.smem, st>>>(g, q, 2 * pl.nb, tol, inner_sweeps, flag);
+  const typename GramSolver<T>::Kernel kernel = inner.escalated ? gram.escalated : gram.kernel;
+  kernel<<<pairs, gram.threads, gram.smem, st>>>(g, q, 2 * pl.nb, tol, inner.sweeps, flag);
 }
 
 /// Matrix `bi` into W (buffer 0; the padding columns zero) and V = I.
@@ -590,7 +620,7 @@ absl::Status sort_columns(const Blocked<T>& x, int cur) {
 /// (raising b.flag if it rotated), then [Wi Wj] Q and [Vi Vj] Q into the slots of the other buffer
 /// (batched GEMMs through the pointer table).
 template <typename T>
-absl::Status run_round(const Blocked<T>& x, const GramSolver<T>& gram, int inner_sweeps, int par,
+absl::Status run_round(const Blocked<T>& x, const GramSolver<T>& gram, InnerRun inner, int par,
                        int r, detail::PhaseProfile& prof) {
   const Plan& pl = x.pl;
   const Buffers<T>& b = x.b;
@@ -609,7 +639,7 @@ absl::Status run_round(const Blocked<T>& x, const GramSolver<T>& gram, int inner
       static_cast<int>(M), nb2 * M, &zero, b.g, ty, static_cast<int>(nb2), nb2 * nb2,
       static_cast<int>(k / 2), ct, CUBLAS_GEMM_DEFAULT));
   prof.mark(kInnerJacobi);
-  launch_gram_solver<T>(gram, pl, st, b.g, b.q, x.tol, inner_sweeps, b.flag);
+  launch_gram_solver<T>(gram, pl, st, b.g, b.q, x.tol, inner, b.flag);
   GC_CUDA_CHECK_LAUNCH("inner Gram solver");
   prof.mark(kUpdateGemms);
   GC_CUBLAS_TRY(cublasGemmBatchedEx(h, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(M),
@@ -663,9 +693,10 @@ absl::StatusOr<SweepResult> sweep_until_converged(const Blocked<T>& x, const Gra
       if (auto st_ = sort_columns<T>(x, static_cast<int>(done_rounds % 2)); !st_.ok()) return st_;
       ++done_rounds;
     }
-    const int inner = out.sweeps >= kEscalateAfterSweeps
-                          ? std::max(x.pl.inner_sweeps, kEscalatedInnerSweeps)
-                          : x.pl.inner_sweeps;
+    const bool escalated = out.sweeps >= kEscalateAfterSweeps;
+    const InnerRun inner{
+        escalated ? std::max(x.pl.inner_sweeps, kEscalatedInnerSweeps) : x.pl.inner_sweeps,
+        escalated};
     for (int r = 0; r < rounds; ++r, ++done_rounds) {
       if (auto st_ = run_round<T>(x, gram, inner, static_cast<int>(done_rounds % 2), r, prof);
           !st_.ok()) {

@@ -936,6 +936,159 @@ __global__ void __launch_bounds__(256, 1)
   if (tid == 0) atomicOr(rotated_flag, 1);
 }
 
+/// Columns of a block pair that gram_warp_jacobi_kernel holds: one warp, a column a lane.
+constexpr int kWarpPairColumns = 32;
+
+/// jacobi_rotation's rotation at `tol` in the arithmetic of gram_warp_jacobi_kernel: double
+/// takes inner_rotation's short chain; float scales d = (beta - alpha) / 2 and gamma by a power
+/// of two the same way (so that d^2 + gamma^2 neither underflows nor overflows) and takes
+/// rutishauser_rotation with IEEE float functions. Columns below 1e-15 (float) take
+/// jacobi_rotation itself, whose test does not square them.
+__device__ inline bool warp_inner_rotation(double alpha, double beta, double gamma, double tol,
+                                           double negligible, double* cm1, double* s) {
+  return inner_rotation(alpha, beta, gamma, tol, negligible, cm1, s);
+}
+__device__ inline bool warp_inner_rotation(float alpha, float beta, float gamma, float tol,
+                                           float negligible, float* cm1, float* s) {
+  if (!(alpha > 1e-15f && beta > 1e-15f)) {
+    return jacobi_rotation(alpha, beta, gamma, tol, negligible, cm1, s);
+  }
+  if (!pair_needs_rotation_squared(alpha, beta, gamma, tol)) {
+    *cm1 = 0.0f;
+    *s = 0.0f;
+    return false;
+  }
+  const float d = 0.5f * (beta - alpha);
+  const float big = fmaxf(fabsf(d), fabsf(gamma));
+  const int biased = (__float_as_int(big) >> 23) & 0xff;     // big = 1.f x 2^(biased - 127)
+  const float scale = __int_as_float((254 - biased) << 23);  // 2^(127 - biased)
+  const RutishauserRotation<float> rot = rutishauser_rotation<IeeeMath>(d * scale, gamma * scale);
+  *cm1 = rot.cm1;
+  *s = rot.s;
+  return true;
+}
+
+/// 1 / sqrt(x) for a Cholesky pivot: fast_rsqrt in double where it is accurate.
+__device__ inline double pivot_rsqrt(double x) {
+  return x > 1e-30 && x < 1e30 ? fast_rsqrt(x) : 1.0 / sqrt(x);
+}
+__device__ inline float pivot_rsqrt(float x) {
+  return rsqrtf(x);
+}
+
+/// For block pair blockIdx.x, the job of gram_cholesky_jacobi_kernel at nb2 = kWarpPairColumns
+/// in one warp's registers, with no barrier: lane l holds column l of G, then of its Cholesky
+/// factor R, and of Q, in TI (double, or float for f32 input where the caller allows). Columns
+/// move between lanes by shuffles only, so a round costs the shuffles of one column and its
+/// arithmetic, not a block-wide barrier and a pass over shared memory.
+///
+/// G is read by rows (coalesced; G is symmetric up to the GEMM's rounding), so lane l holds
+/// G(l, k) for every k: its upper-triangle entries stand for column l's. The test on the pair
+/// set (jacobi_rotation's, at the outer `tol`, on G) and the pivot floor are those of
+/// gram_cholesky_jacobi_kernel. The factorization is right-looking and fully unrolled, so every
+/// register index is a constant: at step k, lane k's column comes over shuffles and every lane
+/// l > k subtracts x_k x_k(l) / pivot_k from its column (rows below k; lane l's own element k
+/// stands in for x_k(l) by symmetry); afterwards lane l's element k, scaled by 1 / sqrt(pivot_k),
+/// is R(k, l). The sweeps are the round robin of warp_jacobi_sweeps on R with Q = I to start,
+/// at the inner tolerance of gram_cholesky_jacobi_kernel, with the dot products in four partial
+/// sums (a quarter of the dependent chain; both lanes of a pair add the same terms in the same
+/// order, so they still compute the same rotation) and the rotation from warp_inner_rotation.
+template <typename T, typename TI>
+__global__ void __launch_bounds__(kWarpPairColumns)
+    gram_warp_jacobi_kernel(const T* __restrict__ g_all, T* __restrict__ q_all, int nb2,
+                            double outer_tol, int max_inner_sweeps,
+                            int* __restrict__ rotated_flag) {
+  constexpr int P = kWarpPairColumns;
+  constexpr int kSums = 4;
+  constexpr TI kInnerTol = 4 * SvdLimits<TI>::kEps;
+  constexpr TI kPivotFloor = 256 * SvdLimits<TI>::kEps;
+  constexpr unsigned kAll = 0xffffffffu;
+  __shared__ T tile[P * (P + 1)];  // Q's transpose on the way out (coalesced stores)
+  const int l = static_cast<int>(threadIdx.x);
+  const std::int64_t elems = static_cast<std::int64_t>(P) * P;
+  const T* gsrc = g_all + blockIdx.x * elems;
+  T* qdst = q_all + blockIdx.x * elems;
+  const TI tol = static_cast<TI>(outer_tol);  // exact: callers pass a T
+  const TI negligible = SvdLimits<T>::kNegligible;
+  TI x[P];
+  TI diag = 0;
+#pragma unroll
+  for (int k = 0; k < P; ++k) {
+    x[k] = static_cast<TI>(gsrc[l + k * P]);  // G(l, k)
+    if (k == l) diag = x[k];
+  }
+  const TI root = sqrt(diag);
+  bool needs = false;
+#pragma unroll
+  for (int k = 0; k < P; ++k) {
+    const TI diag_k = __shfl_sync(kAll, diag, k);
+    const TI root_k = __shfl_sync(kAll, root, k);
+    if (k > l) {
+      needs |= pair_needs_rotation_rooted(diag, diag_k, root, root_k, x[k], tol, negligible);
+    }
+  }
+  TI qc[P];
+#pragma unroll
+  for (int k = 0; k < P; ++k) qc[k] = k == l ? TI(1) : TI(0);
+  const bool any_needs = __any_sync(kAll, needs);
+  if (any_needs) {
+#pragma unroll
+    for (int k = 0; k < P; ++k) {
+      const TI pivot = __shfl_sync(kAll, x[k], k);
+      const TI diag_k = __shfl_sync(kAll, diag, k);
+      const bool keep = pivot > diag_k * kPivotFloor && pivot > negligible;
+      const TI root_inv = keep ? pivot_rsqrt(pivot) : TI(0);
+      const TI multiplier = l > k ? x[k] * (root_inv * root_inv) : TI(0);
+#pragma unroll
+      for (int i = k + 1; i < P; ++i) {
+        const TI xk_i = __shfl_sync(kAll, x[i], k);
+        x[i] = fma(-xk_i, multiplier, x[i]);
+      }
+      x[k] = l >= k ? x[k] * root_inv : TI(0);  // R(k, l); zero below R's diagonal
+    }
+    const TI inner_tol = tol < kInnerTol ? tol : kInnerTol;
+    bool rotated = true;
+    for (int sweep = 0; sweep < max_inner_sweeps && rotated; ++sweep) {
+      rotated = false;
+      for (int r = 0; r < P - 1; ++r) {
+        const int partner = round_robin_partner<P>(r, l);
+        const bool first = l < partner;  // plays i of the pair (i, j), i < j
+        TI y[P];
+        TI aa[kSums] = {}, bb[kSums] = {}, ab[kSums] = {};
+#pragma unroll
+        for (int k = 0; k < P; ++k) {
+          y[k] = __shfl_sync(kAll, x[k], partner);
+          aa[k % kSums] = fma(x[k], x[k], aa[k % kSums]);
+          bb[k % kSums] = fma(y[k], y[k], bb[k % kSums]);
+          ab[k % kSums] = fma(x[k], y[k], ab[k % kSums]);
+        }
+        const TI own = (aa[0] + aa[1]) + (aa[2] + aa[3]);
+        const TI other = (bb[0] + bb[1]) + (bb[2] + bb[3]);
+        const TI gamma = (ab[0] + ab[1]) + (ab[2] + ab[3]);
+        TI cm1, s;
+        rotated |= warp_inner_rotation(first ? own : other, first ? other : own, gamma, inner_tol,
+                                       negligible, &cm1, &s);
+        // i: x' = x + (cm1 x - s y); j: x' = x + (cm1 x + s y) (its partner is i).
+        const TI sm = first ? -s : s;
+#pragma unroll
+        for (int k = 0; k < P; ++k) x[k] = rotated_column_fused(cm1, sm, x[k], y[k]);
+#pragma unroll
+        for (int k = 0; k < P; ++k) {
+          const TI qy = __shfl_sync(kAll, qc[k], partner);
+          qc[k] = rotated_column_fused(cm1, sm, qc[k], qy);
+        }
+      }
+      rotated = __any_sync(kAll, rotated);
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < P; ++k) tile[k * (P + 1) + l] = static_cast<T>(qc[k]);  // Q(k, l)
+  __syncwarp();
+#pragma unroll
+  for (int c = 0; c < P; ++c) qdst[l + c * P] = tile[l * (P + 1) + c];  // Q(l, c), by rows
+  if (any_needs && l == 0) atomicOr(rotated_flag, 1);
+}
+
 /// De Rijk ordering between sweeps: order[r] = the column of norm rank r (descending, ties by
 /// index, NaN first) among the n values norm[0..n). Exact zeros (the padding columns, which no
 /// rotation ever touches, and which come after every real column) keep their places.

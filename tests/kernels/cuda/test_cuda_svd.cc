@@ -531,8 +531,9 @@ TEST_F(CudaSvdTest, TuningVariantsAgreeWithLapack) {
 }
 
 TEST_F(CudaSvdTest, OneSidedInnerSolverAtEveryWidthAndType) {
-  // The default takes the one-sided inner solver above N = 256 only: both types through it at
-  // widths 8, 16 (the default up to N = 256) and 32 (above), smaller N and hard inputs included.
+  // Both types through the one-sided inner solver at widths 8, 16 (the default up to N = 256,
+  // where a block pair is one warp's registers) and 32 (above), smaller N and hard inputs
+  // included, and the register form with several inner sweeps.
   tuning_.inner_solver = SvdTuning::InnerSolver::kOneSided;
   shape_case<float>(Kind::kGaussian, 1, 512, 512, true, false);
   shape_case<float>(Kind::kIllConditioned, 1, 160, 120, true, false);
@@ -542,6 +543,21 @@ TEST_F(CudaSvdTest, OneSidedInnerSolverAtEveryWidthAndType) {
     shape_case<float>(kind, 1, 65, 200, true, true);
     shape_case<float>(kind, 1, 200, 65, true, false);
   }
+  tuning_.block = 16;  // the register form: one column of a 32-column pair a lane
+  shape_case<double>(Kind::kIllConditioned, 1, 150, 150, true, true);
+  shape_case<double>(Kind::kRankDeficient, 1, 90, 170, true, false, 11);
+  for (const Kind kind : {Kind::kIntegerRankOne, Kind::kOnesWithZeroColumns, Kind::kRepeatedRow}) {
+    SCOPED_TRACE(kind_name(kind));
+    shape_case<double>(kind, 1, 97, 140, true, false);
+  }
+  tuning_.inner_sweeps = 3;
+  shape_case<float>(Kind::kRankDeficient, 1, 130, 110, true, true, 9);
+  shape_case<double>(Kind::kGaussian, 1, 111, 111, true, false);
+  tuning_.inner_sweeps = 1;
+  tuning_.inner_double = true;  // f32 through the register form in double
+  shape_case<float>(Kind::kIllConditioned, 1, 150, 120, true, false);
+  shape_case<float>(Kind::kRankDeficient, 1, 120, 150, true, true, 13);
+  tuning_.inner_double = false;
   tuning_.block = 8;  // 16 columns a pair: rows of the lane groups half empty
   shape_case<float>(Kind::kGaussian, 1, 130, 100, true, true);
   shape_case<double>(Kind::kRankDeficient, 1, 100, 130, true, false, 15);

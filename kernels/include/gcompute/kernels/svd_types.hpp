@@ -82,14 +82,14 @@ struct SvdTuning {
   int inner_sweeps = 1;
   /// The blocked driver's inner solver on each block pair's Gram matrix G.
   enum class InnerSolver {
-    kAuto,      ///< one-sided above N = 256, two-sided up to it
+    kAuto,      ///< one-sided above N = 256 and at block width 16, two-sided otherwise
     kTwoSided,  ///< two-sided Jacobi on G
-    kOneSided,  ///< one-sided Jacobi on G's Cholesky factor (block widths up to 32; above,
-                ///< two-sided)
+    kOneSided,  ///< one-sided Jacobi on G's Cholesky factor (block widths up to 32, width 16
+                ///< in one warp's registers; above 32, two-sided)
   };
   InnerSolver inner_solver = InnerSolver::kAuto;
-  /// f32: the two-sided inner solver computes in double (f64 always does, and so does the
-  /// one-sided one).
+  /// f32: the two-sided inner solver and the register form of the one-sided one (block width
+  /// 16) compute in double (f64 always does, and so does the one-sided one at other widths).
   bool inner_double = false;
   /// De Rijk ordering: the blocked driver sorts the columns by norm before every sweep.
   bool sort_columns = true;
