@@ -48,11 +48,13 @@ namespace {
 constexpr int kSmallMaxN = 64;
 constexpr std::size_t kSmallMaxSmem = 96 * 1024;
 constexpr int kDefaultBlock = 32;
-// Block width 16 up to this N (half the inner Gram size, twice the rounds), with the two-sided
-// inner solver (kTwoSidedMaxN). With the two-sided solver at both widths, 16 was 7-15 % faster
-// at n = 256 and 512 on the H200; with the one-sided solver at width 32, n = 512 took 19.5 / 20.6
-// ms (f32 / f64) against 22.6 / 22.9 at width 16 (same run).
+// Block width 16 up to this N (half the inner Gram size, twice the rounds), where a block pair
+// fits the register form of the inner solver (gram_warp_jacobi_kernel). f32 keeps it up to
+// kNarrowBlockMaxNF32: with that form (H200, same run, ms width 16 / 32) f32 took 13.7 / 18.4 at
+// n = 512 and 47.0 / 50.2 at 1024, f64 21.6 / 19.3 and 73.4 / 51.3 (its solve in double costs
+// twice the shuffles, and the rounds double).
 constexpr std::int64_t kNarrowBlockMaxN = 256;
+constexpr std::int64_t kNarrowBlockMaxNF32 = 1024;
 constexpr int kNarrowBlock = 16;
 constexpr std::int64_t kSmallChunk = 1 << 16;  // most matrices per launch (see small_chunk)
 constexpr int kWarpMaxM = 32;                  // tiny driver: max(m, n) <= 32, one lane per column
@@ -106,8 +108,9 @@ Plan make_plan(const SvdShape& s, const SvdTuning& tuning) {
       static_cast<std::size_t>(pl.M * pl.N + (s.compute_uv ? pl.N * pl.N : 0)) * el;
   pl.small = pl.N <= kSmallMaxN && smem <= kSmallMaxSmem;
   if (!pl.small) {
-    const int nb = tuning.block != 0 ? tuning.block
-                                     : (pl.N <= kNarrowBlockMaxN ? kNarrowBlock : kDefaultBlock);
+    const std::int64_t narrow_max = s.dtype == DType::kF32 ? kNarrowBlockMaxNF32 : kNarrowBlockMaxN;
+    const int nb =
+        tuning.block != 0 ? tuning.block : (pl.N <= narrow_max ? kNarrowBlock : kDefaultBlock);
     pl.nb = nb;
     pl.npad = (pl.N + 2 * nb - 1) / (2 * nb) * (2 * nb);
     pl.k = pl.npad / nb;
@@ -115,6 +118,10 @@ Plan make_plan(const SvdShape& s, const SvdTuning& tuning) {
   }
   return pl;
 }
+
+/// Operand lists of a round's update GEMMs in Buffers::ptrs, k pointers each, in this order: the
+/// pairs' W and V, Q's halves (twice), the slots' places in the next round's W and V.
+enum RoundOperand { kPairW, kPairV, kQForW, kQForV, kNextW, kNextV, kRoundOperands };
 
 template <typename T>
 struct Buffers {
@@ -162,7 +169,7 @@ Buffers<T> carve(const Plan& pl, const SvdShape& s, detail::WorkspaceCarver& c) 
     b.g = c.take<T>(pl.k / 2 * nb2 * nb2);
     b.q = c.take<T>(pl.k / 2 * nb2 * nb2);
     b.flag = c.take<int>(1);
-    b.ptrs = c.take<const void*>(2 * (pl.k - 1) * 5 * pl.k);
+    b.ptrs = c.take<const void*>(2 * (pl.k - 1) * kRoundOperands * pl.k);
     b.sort_norm = c.take<T>(pl.npad);
     b.sort_order = c.take<int>(pl.npad);
   }
@@ -435,9 +442,10 @@ absl::Status check_blocked(const Context& ctx, const Plan& pl, const SvdShape& s
 
 /// Copies to b.ptrs the operand pointers of every round's batched update GEMMs, for both
 /// parities of the double-buffered W and V: per slot, the pair's [Wi Wj], its half of Q, the
-/// slot's place in the next round's W, and the same for V. Slots follow a round-robin
-/// arrangement relabelled so that round 0 is the identity (pairs (0,1), (2,3), ...), which is
-/// also the order after each full sweep.
+/// slot's place in the next round's W, and the same for V, in RoundOperand's order (k entries
+/// each), so that where W and V have the same shape one GEMM of 2k products updates both. Slots
+/// follow a round-robin arrangement relabelled so that round 0 is the identity (pairs (0,1), (2,3),
+/// ...), which is also the order after each full sweep.
 template <typename T>
 absl::Status upload_round_pointers(const Blocked<T>& x) {
   const Plan& pl = x.pl;
@@ -461,23 +469,25 @@ absl::Status upload_round_pointers(const Blocked<T>& x) {
     }
     for (int slot = 0; slot < k; ++slot) pos[r * k + arr[r * k + slot]] = slot;
   }
-  std::vector<const void*> ptrs(2 * rounds * 5 * k);
+  std::vector<const void*> ptrs(2 * rounds * kRoundOperands * k);
   for (int par = 0; par < 2; ++par) {
     const T* wc = b.w[par];
     T* wn = b.w[1 - par];
     const T* vc = b.v[par];
     T* vn = b.v[1 - par];
     for (int r = 0; r < rounds; ++r) {
-      const void** e = ptrs.data() + (par * rounds + r) * 5 * k;
+      const void** e = ptrs.data() + (par * rounds + r) * kRoundOperands * k;
       const int next = static_cast<int>((r + 1) % rounds);
       for (int slot = 0; slot < k; ++slot) {
         const int pair = slot / 2;
         const int dest = pos[next * k + arr[r * k + slot]];
-        e[slot] = wc + pair * nb2 * M;
-        e[k + slot] = b.q + pair * nb2 * nb2 + (slot % 2) * nb * nb2;
-        e[2 * k + slot] = wn + dest * nb * M;
-        e[3 * k + slot] = uv ? vc + pair * nb2 * npad : nullptr;
-        e[4 * k + slot] = uv ? vn + dest * nb * npad : nullptr;
+        const void* q_half = b.q + pair * nb2 * nb2 + (slot % 2) * nb * nb2;
+        e[kPairW * k + slot] = wc + pair * nb2 * M;
+        e[kPairV * k + slot] = uv ? vc + pair * nb2 * npad : nullptr;
+        e[kQForW * k + slot] = q_half;
+        e[kQForV * k + slot] = q_half;
+        e[kNextW * k + slot] = wn + dest * nb * M;
+        e[kNextV * k + slot] = uv ? vn + dest * nb * npad : nullptr;
       }
     }
   }
@@ -487,16 +497,20 @@ absl::Status upload_round_pointers(const Blocked<T>& x) {
   return absl::OkStatus();
 }
 
-/// The inner Gram solver, chosen once: kernel and launch configuration.
+/// The inner Gram solver, chosen once: kernel and launch configuration. Either it solves G from
+/// the round's Gram GEMM (`kernel`), or it forms G itself from the pair's columns of W (`fused`,
+/// the register form: the round then has no Gram GEMM).
 template <typename T>
 struct GramSolver {
+  /// gram_cholesky_jacobi_kernel<T, rows a lane> or gram_jacobi_kernel<T, arithmetic type>.
   using Kernel = void (*)(const T*, T*, int, double, int, int*);
-  /// gram_warp_jacobi_kernel<T, arithmetic type>, gram_cholesky_jacobi_kernel<T, rows a lane> or
-  /// gram_jacobi_kernel<T, arithmetic type>.
+  /// gram_warp_jacobi_kernel<T, arithmetic type>.
+  using FusedKernel = void (*)(const T*, std::int64_t, T*, double, int, int*);
   Kernel kernel = nullptr;
-  /// From outer sweep kEscalateAfterSweeps on: the same, or the register form in double where
-  /// `kernel` is that form in float.
-  Kernel escalated = nullptr;
+  FusedKernel fused = nullptr;
+  /// From outer sweep kEscalateAfterSweeps on: the register form in double where `fused` is that
+  /// form in float, else `fused` itself.
+  FusedKernel fused_escalated = nullptr;
   std::size_t smem = 0;
   int threads = 0;
 };
@@ -523,14 +537,16 @@ absl::StatusOr<GramSolver<T>> configure_gram_solver(const Plan& pl, const SvdTun
       nb2 <= kOneSidedMaxNb2;
   if (one_sided && in_warp) {
     g.smem = 0;
-    g.threads = detail::kWarpPairColumns;
+    g.threads = detail::kWarpGramThreads;
     // f32 in float rounds the factor of a nearly dependent column pair more coarsely: on the
     // rank-one noise of integer outer products (150 x 100) the float form stalled for 60 sweeps,
     // so stalled inputs get the double form from kEscalateAfterSweeps on.
-    g.kernel = tuning.inner_double ? detail::gram_warp_jacobi_kernel<T, double>
-                                   : detail::gram_warp_jacobi_kernel<T, T>;
-    g.escalated = detail::gram_warp_jacobi_kernel<T, double>;
-  } else if (one_sided) {
+    g.fused = tuning.inner_double ? detail::gram_warp_jacobi_kernel<T, double>
+                                  : detail::gram_warp_jacobi_kernel<T, T>;
+    g.fused_escalated = detail::gram_warp_jacobi_kernel<T, double>;
+    return g;
+  }
+  if (one_sided) {
     // R and Q (leading dimension nb2 + 8), G's diagonal, its square roots and the pivot
     // reciprocals.
     g.smem = (2 * static_cast<std::size_t>(nb2) * (nb2 + 8) + 3 * nb2) * sizeof(double);
@@ -549,9 +565,7 @@ absl::StatusOr<GramSolver<T>> configure_gram_solver(const Plan& pl, const SvdTun
     g.kernel =
         inner_double ? detail::gram_jacobi_kernel<T, double> : detail::gram_jacobi_kernel<T, T>;
   }
-  if (g.escalated == nullptr) g.escalated = g.kernel;
   if (absl::Status st = allow_max_dynamic_smem(g.kernel); !st.ok()) return st;
-  if (absl::Status st = allow_max_dynamic_smem(g.escalated); !st.ok()) return st;
   return g;
 }
 
@@ -566,8 +580,17 @@ template <typename T>
 void launch_gram_solver(const GramSolver<T>& gram, const Plan& pl, cudaStream_t st, const T* g,
                         T* q, T tol, InnerRun inner, int* flag) {
   const auto pairs = static_cast<unsigned>(pl.k / 2);
-  const typename GramSolver<T>::Kernel kernel = inner.escalated ? gram.escalated : gram.kernel;
-  kernel<<<pairs, gram.threads, gram.smem, st>>>(g, q, 2 * pl.nb, tol, inner.sweeps, flag);
+  gram.kernel<<<pairs, gram.threads, gram.smem, st>>>(g, q, 2 * pl.nb, tol, inner.sweeps, flag);
+}
+
+/// One launch of the fused solver over the k / 2 block pairs of a round, on W's buffer `w`.
+template <typename T>
+void launch_fused_gram_solver(const GramSolver<T>& gram, const Plan& pl, cudaStream_t st,
+                              const T* w, T* q, T tol, InnerRun inner, int* flag) {
+  const auto pairs = static_cast<unsigned>(pl.k / 2);
+  const typename GramSolver<T>::FusedKernel kernel =
+      inner.escalated ? gram.fused_escalated : gram.fused;
+  kernel<<<pairs, gram.threads, gram.smem, st>>>(w, pl.M, q, tol, inner.sweeps, flag);
 }
 
 /// Matrix `bi` into W (buffer 0; the padding columns zero) and V = I.
@@ -631,28 +654,38 @@ absl::Status run_round(const Blocked<T>& x, const GramSolver<T>& gram, InnerRun 
   const T one = 1, zero = 0;
   const cudaDataType_t ty = cuda_type<T>();
   const cublasComputeType_t ct = compute_type<T>();
-  const void* const* e = reinterpret_cast<const void* const*>(b.ptrs) + (par * rounds + r) * 5 * k;
-  prof.mark(kGramGemm);
-  GC_CUBLAS_TRY(cublasGemmStridedBatchedEx(
-      h, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(nb2), static_cast<int>(nb2),
-      static_cast<int>(M), &one, b.w[par], ty, static_cast<int>(M), nb2 * M, b.w[par], ty,
-      static_cast<int>(M), nb2 * M, &zero, b.g, ty, static_cast<int>(nb2), nb2 * nb2,
-      static_cast<int>(k / 2), ct, CUBLAS_GEMM_DEFAULT));
-  prof.mark(kInnerJacobi);
-  launch_gram_solver<T>(gram, pl, st, b.g, b.q, x.tol, inner, b.flag);
+  const void* const* e =
+      reinterpret_cast<const void* const*>(b.ptrs) + (par * rounds + r) * kRoundOperands * k;
+  if (gram.fused != nullptr) {
+    prof.mark(kInnerJacobi);
+    launch_fused_gram_solver<T>(gram, pl, st, b.w[par], b.q, x.tol, inner, b.flag);
+  } else {
+    prof.mark(kGramGemm);
+    GC_CUBLAS_TRY(cublasGemmStridedBatchedEx(
+        h, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(nb2), static_cast<int>(nb2),
+        static_cast<int>(M), &one, b.w[par], ty, static_cast<int>(M), nb2 * M, b.w[par], ty,
+        static_cast<int>(M), nb2 * M, &zero, b.g, ty, static_cast<int>(nb2), nb2 * nb2,
+        static_cast<int>(k / 2), ct, CUBLAS_GEMM_DEFAULT));
+    prof.mark(kInnerJacobi);
+    launch_gram_solver<T>(gram, pl, st, b.g, b.q, x.tol, inner, b.flag);
+  }
   GC_CUDA_CHECK_LAUNCH("inner Gram solver");
   prof.mark(kUpdateGemms);
-  GC_CUBLAS_TRY(cublasGemmBatchedEx(h, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(M),
-                                    static_cast<int>(nb), static_cast<int>(nb2), &one, e, ty,
-                                    static_cast<int>(M), e + k, ty, static_cast<int>(nb2), &zero,
-                                    const_cast<void* const*>(e + 2 * k), ty, static_cast<int>(M),
-                                    static_cast<int>(k), ct, CUBLAS_GEMM_DEFAULT));
-  if (x.s.compute_uv) {
-    GC_CUBLAS_TRY(cublasGemmBatchedEx(
-        h, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(npad), static_cast<int>(nb),
-        static_cast<int>(nb2), &one, e + 3 * k, ty, static_cast<int>(npad), e + k, ty,
-        static_cast<int>(nb2), &zero, const_cast<void* const*>(e + 4 * k), ty,
-        static_cast<int>(npad), static_cast<int>(k), ct, CUBLAS_GEMM_DEFAULT));
+  // `batch` products of rows x nb from the lists starting at `pair`, `q` and `next`.
+  const auto update = [&](RoundOperand pair, RoundOperand q, RoundOperand next, std::int64_t rows,
+                          std::int64_t batch) {
+    return cublasGemmBatchedEx(h, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(rows),
+                               static_cast<int>(nb), static_cast<int>(nb2), &one, e + pair * k, ty,
+                               static_cast<int>(rows), e + q * k, ty, static_cast<int>(nb2), &zero,
+                               const_cast<void* const*>(e + next * k), ty, static_cast<int>(rows),
+                               static_cast<int>(batch), ct, CUBLAS_GEMM_DEFAULT);
+  };
+  if (x.s.compute_uv && M == npad) {
+    // W and V of the same shape (square N, a multiple of 2 nb): one launch for both.
+    GC_CUBLAS_TRY(update(kPairW, kQForW, kNextW, M, 2 * k));
+  } else {
+    GC_CUBLAS_TRY(update(kPairW, kQForW, kNextW, M, k));
+    if (x.s.compute_uv) GC_CUBLAS_TRY(update(kPairV, kQForV, kNextV, npad, k));
   }
   prof.mark(detail::PhaseProfile::kUntimed);
   return absl::OkStatus();

@@ -976,26 +976,102 @@ __device__ inline float pivot_rsqrt(float x) {
   return rsqrtf(x);
 }
 
-/// For block pair blockIdx.x, the job of gram_cholesky_jacobi_kernel at nb2 = kWarpPairColumns
-/// in one warp's registers, with no barrier: lane l holds column l of G, then of its Cholesky
-/// factor R, and of Q, in TI (double, or float for f32 input where the caller allows). Columns
-/// move between lanes by shuffles only, so a round costs the shuffles of one column and its
-/// arithmetic, not a block-wide barrier and a pass over shared memory.
+/// Threads of gram_warp_jacobi_kernel: all of them form the pair's Gram matrix, one warp solves.
+constexpr int kWarpGramThreads = 256;
+/// Rows of [Wi Wj] that gram_warp_jacobi_kernel stages in shared memory at a time.
+constexpr int kWarpGramChunk = 64;
+
+/// [Wi Wj]^T [Wi Wj] of block pair blockIdx.x (rows x kWarpPairColumns, column-major at
+/// w_all + blockIdx.x * kWarpPairColumns * rows) into `gram` (column-major, shared), by the
+/// kWarpGramThreads threads of the block: rows are staged kWarpGramChunk at a time (the next
+/// chunk's loads in flight, in registers, while this one is multiplied), four groups of 64
+/// threads take a quarter of them each, a thread a 4 x 4 tile of G in registers, and the groups'
+/// tiles are added in group order. Entry (i, j) and (j, i) add the same products in the
+/// same order, so G comes out exactly symmetric. Ends with a barrier.
+template <typename T>
+__device__ inline void warp_pair_gram(const T* __restrict__ w_all, std::int64_t rows,
+                                      T (&stage)[kWarpGramChunk][kWarpPairColumns + 1],
+                                      T* __restrict__ gram) {
+  constexpr int P = kWarpPairColumns;
+  constexpr int kGroups = kWarpGramThreads / 64;
+  constexpr int kGroupRows = kWarpGramChunk / kGroups;
+  const int tid = static_cast<int>(threadIdx.x);
+  const int group = tid / 64, ti = tid % 8, tj = (tid % 64) / 8;
+  const int i0 = 4 * ti, j0 = 4 * tj;
+  constexpr int kLoads = kWarpGramChunk * P / kWarpGramThreads;
+  const T* w = w_all + static_cast<std::int64_t>(blockIdx.x) * P * rows;
+  T next[kLoads];
+  const auto load = [&](std::int64_t r0) {
+#pragma unroll
+    for (int h = 0; h < kLoads; ++h) {
+      const int e = tid + h * kWarpGramThreads;
+      const int r = e % kWarpGramChunk, c = e / kWarpGramChunk;
+      next[h] = r0 + r < rows ? w[c * rows + r0 + r] : T(0);
+    }
+  };
+  load(0);
+  T acc[4][4] = {};
+  for (std::int64_t r0 = 0; r0 < rows; r0 += kWarpGramChunk) {
+#pragma unroll
+    for (int h = 0; h < kLoads; ++h) {
+      const int e = tid + h * kWarpGramThreads;
+      stage[e % kWarpGramChunk][e / kWarpGramChunk] = next[h];
+    }
+    __syncthreads();
+    if (r0 + kWarpGramChunk < rows) load(r0 + kWarpGramChunk);
+#pragma unroll 4
+    for (int h = 0; h < kGroupRows; ++h) {
+      const int r = group * kGroupRows + h;
+      T x[4], y[4];
+#pragma unroll
+      for (int a = 0; a < 4; ++a) {
+        x[a] = stage[r][i0 + a];
+        y[a] = stage[r][j0 + a];
+      }
+#pragma unroll
+      for (int a = 0; a < 4; ++a) {
+#pragma unroll
+        for (int b = 0; b < 4; ++b) acc[a][b] = fma(x[a], y[b], acc[a][b]);
+      }
+    }
+    __syncthreads();
+  }
+  for (int g = 0; g < kGroups; ++g) {
+    if (group == g) {
+#pragma unroll
+      for (int a = 0; a < 4; ++a) {
+#pragma unroll
+        for (int b = 0; b < 4; ++b) {
+          T& out = gram[(i0 + a) + (j0 + b) * P];
+          out = g == 0 ? acc[a][b] : out + acc[a][b];
+        }
+      }
+    }
+    __syncthreads();
+  }
+}
+
+/// For block pair blockIdx.x, the Gram product and the job of gram_cholesky_jacobi_kernel at
+/// nb2 = kWarpPairColumns in one launch: the block forms G (warp_pair_gram; no GEMM launch and
+/// no round trip through global memory), then one warp solves it in registers with no barrier:
+/// lane l holds column l of G, then of its Cholesky factor R, and of Q, in TI (double, or float
+/// for f32 input where the caller allows). Columns move between lanes by shuffles only, so a
+/// round costs the shuffles of one column and its arithmetic, not a block-wide barrier and a
+/// pass over shared memory. Q goes to q_all + blockIdx.x * nb2^2 (column-major).
 ///
-/// G is read by rows (coalesced; G is symmetric up to the GEMM's rounding), so lane l holds
-/// G(l, k) for every k: its upper-triangle entries stand for column l's. The test on the pair
-/// set (jacobi_rotation's, at the outer `tol`, on G) and the pivot floor are those of
-/// gram_cholesky_jacobi_kernel. The factorization is right-looking and fully unrolled, so every
-/// register index is a constant: at step k, lane k's column comes over shuffles and every lane
-/// l > k subtracts x_k x_k(l) / pivot_k from its column (rows below k; lane l's own element k
-/// stands in for x_k(l) by symmetry); afterwards lane l's element k, scaled by 1 / sqrt(pivot_k),
-/// is R(k, l). The sweeps are the round robin of warp_jacobi_sweeps on R with Q = I to start,
-/// at the inner tolerance of gram_cholesky_jacobi_kernel, with the dot products in four partial
-/// sums (a quarter of the dependent chain; both lanes of a pair add the same terms in the same
-/// order, so they still compute the same rotation) and the rotation from warp_inner_rotation.
+/// The test on the pair set (jacobi_rotation's, at the outer `tol`, on G) and the pivot floor are
+/// those of gram_cholesky_jacobi_kernel. The factorization is right-looking and fully unrolled,
+/// so every register index is a constant: at step k, lane k's column comes over shuffles and
+/// every lane l > k subtracts x_k x_k(l) / pivot_k from its column (rows below k; lane l's own
+/// element k stands in for x_k(l) by symmetry); afterwards lane l's element k, scaled by
+/// 1 / sqrt(pivot_k), is R(k, l). The sweeps are the round robin of warp_jacobi_sweeps on R with
+/// Q = I to start, at the inner tolerance of gram_cholesky_jacobi_kernel, with the dot products
+/// in four partial sums (a quarter of the dependent chain; both lanes of a pair add the same
+/// terms in the same order, so they still compute the same rotation) and the rotation from
+/// warp_inner_rotation.
 template <typename T, typename TI>
-__global__ void __launch_bounds__(kWarpPairColumns)
-    gram_warp_jacobi_kernel(const T* __restrict__ g_all, T* __restrict__ q_all, int nb2,
+__global__ void __launch_bounds__(kWarpGramThreads)
+    gram_warp_jacobi_kernel(const T* __restrict__ w_all, std::int64_t rows, T* __restrict__ q_all,
                             double outer_tol, int max_inner_sweeps,
                             int* __restrict__ rotated_flag) {
   constexpr int P = kWarpPairColumns;
@@ -1003,18 +1079,19 @@ __global__ void __launch_bounds__(kWarpPairColumns)
   constexpr TI kInnerTol = 4 * SvdLimits<TI>::kEps;
   constexpr TI kPivotFloor = 256 * SvdLimits<TI>::kEps;
   constexpr unsigned kAll = 0xffffffffu;
-  __shared__ T tile[P * (P + 1)];  // Q's transpose on the way out (coalesced stores)
+  __shared__ T stage[kWarpGramChunk][P + 1];  // rows of [Wi Wj]; then Q's transpose
+  __shared__ T gram[P * P];
+  warp_pair_gram(w_all, rows, stage, gram);
+  if (threadIdx.x >= P) return;
   const int l = static_cast<int>(threadIdx.x);
-  const std::int64_t elems = static_cast<std::int64_t>(P) * P;
-  const T* gsrc = g_all + blockIdx.x * elems;
-  T* qdst = q_all + blockIdx.x * elems;
+  T* qdst = q_all + static_cast<std::int64_t>(blockIdx.x) * P * P;
   const TI tol = static_cast<TI>(outer_tol);  // exact: callers pass a T
   const TI negligible = SvdLimits<T>::kNegligible;
   TI x[P];
   TI diag = 0;
 #pragma unroll
   for (int k = 0; k < P; ++k) {
-    x[k] = static_cast<TI>(gsrc[l + k * P]);  // G(l, k)
+    x[k] = static_cast<TI>(gram[l + k * P]);  // G(l, k) = G(k, l)
     if (k == l) diag = x[k];
   }
   const TI root = sqrt(diag);
@@ -1081,11 +1158,12 @@ __global__ void __launch_bounds__(kWarpPairColumns)
       rotated = __any_sync(kAll, rotated);
     }
   }
+  // Q's transpose through the staging rows (free since warp_pair_gram's last barrier).
 #pragma unroll
-  for (int k = 0; k < P; ++k) tile[k * (P + 1) + l] = static_cast<T>(qc[k]);  // Q(k, l)
+  for (int k = 0; k < P; ++k) stage[k][l] = static_cast<T>(qc[k]);  // Q(k, l)
   __syncwarp();
 #pragma unroll
-  for (int c = 0; c < P; ++c) qdst[l + c * P] = tile[l * (P + 1) + c];  // Q(l, c), by rows
+  for (int c = 0; c < P; ++c) qdst[l + c * P] = stage[l][c];  // Q(l, c), by rows
   if (any_needs && l == 0) atomicOr(rotated_flag, 1);
 }
 

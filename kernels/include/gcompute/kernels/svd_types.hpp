@@ -71,8 +71,8 @@ constexpr int kSvdDefaultMaxSweeps = 60;
 /// setting; the CPU ignores it). The server reads it once at start-up from the environment
 /// (cuda::tuning_from_environment, docs/dev/knobs.md); benchmarks and tests set it directly.
 struct SvdTuning {
-  /// Column block width of the blocked driver: 8..64, a multiple of 8; 0 picks by N (16 up to
-  /// N = 256, 32 above).
+  /// Column block width of the blocked driver: 8..64, a multiple of 8; 0 picks by N and type (16
+  /// up to N = 256 in f64 and N = 1024 in f32, 32 above).
   int block = 0;
   /// Jacobi sweeps on each block pair's Gram matrix, 1..30. Measured on the H200 (f32,
   /// n = 256..2048, ms): 4 sweeps 29.6 / 77.3 / 190 / 497, 2 sweeps 19.0 / 49.6 / 129 / 362,
