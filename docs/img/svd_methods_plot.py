@@ -1,8 +1,9 @@
 #!/usr/bin/python3
-# Regenerates svd_methods_h200.png and svd_methods_h200_2026-11-28.png from the CSVs of the same
-# names (bench_svd_methods output), eigh_h200.png from eigh_h200.csv (bench_eigh output) and
+# Regenerates svd_methods_h200.png, svd_methods_h200_2026-11-28.png and
+# svd_methods_h200_2026-11-29.png from the CSVs of the same names (bench_svd_methods output), eigh_h200.png from eigh_h200.csv (bench_eigh output) and
 # svd_polar_cholqr2_h200.png from the three runs svd_polar_cholqr2_h200_2026-11-28_{new,base,
-# new2}.csv: /usr/bin/python3 svd_methods_plot.py
+# new2}.csv, and svd_jacobi_warp_h200.png from svd_jacobi_warp_h200_2026-11-29_{new,base1,
+# base2}.csv (bench_svd output): /usr/bin/python3 svd_methods_plot.py
 import os
 
 from plot_common import here, plt, read_rows, save, time_axes
@@ -37,6 +38,8 @@ def plot_methods(csv_name, png_name, title):
 plot_methods("svd_methods_h200.csv", "svd_methods_h200.png", "H200")
 plot_methods("svd_methods_h200_2026-11-28.csv", "svd_methods_h200_2026-11-28.png",
              "H200, 2026-11-28")
+plot_methods("svd_methods_h200_2026-11-29.csv", "svd_methods_h200_2026-11-29.png",
+             "H200, 2026-11-29")
 
 rows = read_rows(os.path.join(here, "eigh_h200.csv"))
 fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4))
@@ -94,3 +97,27 @@ for ax, dtype in zip(axes, ("f32", "f64")):
 axes[0].set_ylabel("gesvdp / ours (above 1: ours faster)")
 axes[0].legend(fontsize=8)
 save(fig, os.path.join(here, "svd_polar_cholqr2_h200.png"), dpi=110)
+
+# gesvdj's time over the Jacobi's, per run of one call: the register inner solver (run 2) and the
+# previous commit before and after it (runs 1 and 3).
+runs = {
+    "register inner solver (run 2)": ("new", "o-", "tab:blue"),
+    "previous commit (run 1)": ("base1", "s:", "tab:gray"),
+    "previous commit (run 3)": ("base2", "s--", "tab:gray"),
+}
+fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
+for ax, dtype in zip(axes, ("f32", "f64")):
+    for label, (run, style, color) in runs.items():
+        rows = read_rows(os.path.join(here, f"svd_jacobi_warp_h200_2026-11-29_{run}.csv"))
+        sel = [r for r in rows if r["what"] == "square" and r["dtype"] == dtype]
+        ax.plot([int(r["n"]) for r in sel], [float(r["speedup"]) for r in sel], style,
+                color=color, label=label)
+    ax.axhline(2.0, color="tab:green", linewidth=0.8, label="goal (2x)")
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("n (square, vectors)")
+    ax.set_title(f"Jacobi SVD {dtype}, H200: gesvdj ms / ours ms")
+    ax.grid(True, which="both", alpha=0.3)
+axes[0].set_ylabel("gesvdj / ours (above 1: ours faster)")
+axes[0].legend(fontsize=8)
+save(fig, os.path.join(here, "svd_jacobi_warp_h200.png"), dpi=110)
