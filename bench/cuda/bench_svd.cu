@@ -6,7 +6,8 @@
 //
 // usage: bench_svd [csv_path] [max_n] [sections]
 //   sections: comma-separated, default "square,batched"; "f32" / "f64" restrict the square runs
-//   to one type, "noref" skips cuSOLVER in the square runs (for tuning runs with the
+//   to one type, "tall" adds 16384 x 256 and 65536 x 256 (ours only), "noref" skips cuSOLVER in
+//   the square runs (for tuning runs with the
 //   GCOMPUTE_SVD_* knobs of docs/dev/knobs.md, read once at start as the server does; rows
 //   whose block width or inner sweeps differ from the defaults say so in `what`).
 #include <cuda_runtime_api.h>
@@ -68,10 +69,14 @@ std::string knob_suffix(const SvdTuning& t) {
   return out.empty() ? "" : "[" + out + "]";
 }
 
+/// Ours on a random rows x n matrix (rows = n: square, against gesvdj where with_ref; taller:
+/// ours alone, "tall" rows).
 template <typename T>
-Row square(const Env& env, int n, std::mt19937_64& rng, bool with_ref) {
+Row square(const Env& env, int n, std::mt19937_64& rng, bool with_ref, int rows = 0) {
   const bool f32 = sizeof(T) == 4;
-  const std::size_t nn = static_cast<std::size_t>(n) * n;
+  const bool tall = rows > n;
+  const int m = tall ? rows : n;
+  const std::size_t nn = static_cast<std::size_t>(m) * n;
   std::vector<T> h(nn);
   fill_random(h, rng);
   gk::DeviceArray<T> da = env.device.array<T>(nn), da2 = env.device.array<T>(nn),
@@ -82,7 +87,7 @@ Row square(const Env& env, int n, std::mt19937_64& rng, bool with_ref) {
     *s2 = ds2.data(), *u2 = du2.data(), *v2 = dv2.data();
   CHECK_CUDA(cudaMemcpy(a, h.data(), nn * sizeof(T), cudaMemcpyHostToDevice));
   SvdShape shape;
-  shape.m = n;
+  shape.m = m;
   shape.n = n;
   shape.dtype = f32 ? DType::kF32 : DType::kF64;
   const std::size_t wsb = gk::svd_workspace_bytes(shape, env.tuning);
@@ -99,8 +104,8 @@ Row square(const Env& env, int n, std::mt19937_64& rng, bool with_ref) {
     info = *r;
   });
 
-  if (!with_ref) {
-    return Row{"square" + knob_suffix(env.tuning),
+  if (!with_ref || tall) {
+    return Row{(tall ? "tall " + std::to_string(m) + "x" : "square") + knob_suffix(env.tuning),
                f32 ? "f32" : "f64",
                1,
                n,
@@ -238,6 +243,12 @@ int main(int argc, char** argv) {
     if (n > args.max_n || !args.has("square") || !args.wants_f64()) break;
     rows.push_back(square<double>(env, n, rng, with_ref));
     std::fprintf(stderr, "done f64 %d\n", n);
+  }
+  if (args.has("tall")) {  // ours only: W of 16384 and 65536 rows, 256 columns
+    for (const int m : {16384, 65536}) {
+      if (args.wants_f32()) rows.push_back(square<float>(env, 256, rng, false, m));
+      if (args.wants_f64()) rows.push_back(square<double>(env, 256, rng, false, m));
+    }
   }
   if (args.has("batched")) {
     rows.push_back(batched(env, 32, 100000, rng));

@@ -77,6 +77,14 @@ constexpr int kOneSidedMaxNb2 = 64;
 // configure_gram_solver).
 constexpr std::int64_t kTwoSidedMaxN = 256;
 constexpr int kEscalatedInnerSweeps = 4;
+// The register form forms each pair's Gram matrix in its own block (one SM) up to this many rows
+// of W in f64; taller f64 W gets the Gram GEMM. H200, same call, ms with the Gram in the block /
+// from the GEMM: f64 16384 x 256 71.7 / 32.0, 65536 x 256 264 / 105-116 (at n = 256 square the
+// block was the faster, 6.8 / 7.2, in two calls of the same day); f32 16384 x 256 33.5 / 48.3,
+// 65536 x 256 125 / 235-269 (cuBLAS's FP32 batched GEMM of 32 x 32 results over that many rows
+// is the slower one), so f32 always forms it in the block. 1024 lies between the measured f64
+// points; the crossover itself was not measured.
+constexpr std::int64_t kFusedGramMaxRowsF64 = 1024;
 
 /// SvdTuning::profile: the blocked driver's device time split into the Gram GEMM, the inner
 /// Jacobi and the update GEMMs of every round, printed once per call.
@@ -499,7 +507,8 @@ absl::Status upload_round_pointers(const Blocked<T>& x) {
 
 /// The inner Gram solver, chosen once: kernel and launch configuration. Either it solves G from
 /// the round's Gram GEMM (`kernel`), or it forms G itself from the pair's columns of W (`fused`,
-/// the register form: the round then has no Gram GEMM).
+/// the register form: the round then has no Gram GEMM; in f64 above kFusedGramMaxRowsF64 rows it
+/// too takes G from the GEMM).
 template <typename T>
 struct GramSolver {
   /// gram_cholesky_jacobi_kernel<T, rows a lane> or gram_jacobi_kernel<T, arithmetic type>.
@@ -583,14 +592,16 @@ void launch_gram_solver(const GramSolver<T>& gram, const Plan& pl, cudaStream_t 
   gram.kernel<<<pairs, gram.threads, gram.smem, st>>>(g, q, 2 * pl.nb, tol, inner.sweeps, flag);
 }
 
-/// One launch of the fused solver over the k / 2 block pairs of a round, on W's buffer `w`.
+/// One launch of the fused solver over the k / 2 block pairs of a round: on W's buffer `src`
+/// with `rows` rows, or on the round's Gram matrices `src` where rows is 0.
 template <typename T>
 void launch_fused_gram_solver(const GramSolver<T>& gram, const Plan& pl, cudaStream_t st,
-                              const T* w, T* q, T tol, InnerRun inner, int* flag) {
+                              const T* src, std::int64_t rows, T* q, T tol, InnerRun inner,
+                              int* flag) {
   const auto pairs = static_cast<unsigned>(pl.k / 2);
   const typename GramSolver<T>::FusedKernel kernel =
       inner.escalated ? gram.fused_escalated : gram.fused;
-  kernel<<<pairs, gram.threads, gram.smem, st>>>(w, pl.M, q, tol, inner.sweeps, flag);
+  kernel<<<pairs, gram.threads, gram.smem, st>>>(src, rows, q, tol, inner.sweeps, flag);
 }
 
 /// Matrix `bi` into W (buffer 0; the padding columns zero) and V = I.
@@ -656,9 +667,9 @@ absl::Status run_round(const Blocked<T>& x, const GramSolver<T>& gram, InnerRun 
   const cublasComputeType_t ct = compute_type<T>();
   const void* const* e =
       reinterpret_cast<const void* const*>(b.ptrs) + (par * rounds + r) * kRoundOperands * k;
-  if (gram.fused != nullptr) {
+  if (gram.fused != nullptr && (sizeof(T) == 4 || M <= kFusedGramMaxRowsF64)) {
     prof.mark(kInnerJacobi);
-    launch_fused_gram_solver<T>(gram, pl, st, b.w[par], b.q, x.tol, inner, b.flag);
+    launch_fused_gram_solver<T>(gram, pl, st, b.w[par], M, b.q, x.tol, inner, b.flag);
   } else {
     prof.mark(kGramGemm);
     GC_CUBLAS_TRY(cublasGemmStridedBatchedEx(
@@ -667,7 +678,11 @@ absl::Status run_round(const Blocked<T>& x, const GramSolver<T>& gram, InnerRun 
         static_cast<int>(M), nb2 * M, &zero, b.g, ty, static_cast<int>(nb2), nb2 * nb2,
         static_cast<int>(k / 2), ct, CUBLAS_GEMM_DEFAULT));
     prof.mark(kInnerJacobi);
-    launch_gram_solver<T>(gram, pl, st, b.g, b.q, x.tol, inner, b.flag);
+    if (gram.fused != nullptr) {
+      launch_fused_gram_solver<T>(gram, pl, st, b.g, 0, b.q, x.tol, inner, b.flag);
+    } else {
+      launch_gram_solver<T>(gram, pl, st, b.g, b.q, x.tol, inner, b.flag);
+    }
   }
   GC_CUDA_CHECK_LAUNCH("inner Gram solver");
   prof.mark(kUpdateGemms);

@@ -981,15 +981,15 @@ constexpr int kWarpGramThreads = 256;
 /// Rows of [Wi Wj] that gram_warp_jacobi_kernel stages in shared memory at a time.
 constexpr int kWarpGramChunk = 64;
 
-/// [Wi Wj]^T [Wi Wj] of block pair blockIdx.x (rows x kWarpPairColumns, column-major at
-/// w_all + blockIdx.x * kWarpPairColumns * rows) into `gram` (column-major, shared), by the
+/// [Wi Wj]^T [Wi Wj] of a block pair (rows x kWarpPairColumns at w, column-major, ld rows) into
+/// `gram` (column-major, shared), by the
 /// kWarpGramThreads threads of the block: rows are staged kWarpGramChunk at a time (the next
 /// chunk's loads in flight, in registers, while this one is multiplied), four groups of 64
 /// threads take a quarter of them each, a thread a 4 x 4 tile of G in registers, and the groups'
 /// tiles are added in group order. Entry (i, j) and (j, i) add the same products in the
 /// same order, so G comes out exactly symmetric. Ends with a barrier.
 template <typename T>
-__device__ inline void warp_pair_gram(const T* __restrict__ w_all, std::int64_t rows,
+__device__ inline void warp_pair_gram(const T* __restrict__ w, std::int64_t rows,
                                       T (&stage)[kWarpGramChunk][kWarpPairColumns + 1],
                                       T* __restrict__ gram) {
   constexpr int P = kWarpPairColumns;
@@ -999,7 +999,6 @@ __device__ inline void warp_pair_gram(const T* __restrict__ w_all, std::int64_t 
   const int group = tid / 64, ti = tid % 8, tj = (tid % 64) / 8;
   const int i0 = 4 * ti, j0 = 4 * tj;
   constexpr int kLoads = kWarpGramChunk * P / kWarpGramThreads;
-  const T* w = w_all + static_cast<std::int64_t>(blockIdx.x) * P * rows;
   T next[kLoads];
   const auto load = [&](std::int64_t r0) {
 #pragma unroll
@@ -1052,8 +1051,11 @@ __device__ inline void warp_pair_gram(const T* __restrict__ w_all, std::int64_t 
 }
 
 /// For block pair blockIdx.x, the Gram product and the job of gram_cholesky_jacobi_kernel at
-/// nb2 = kWarpPairColumns in one launch: the block forms G (warp_pair_gram; no GEMM launch and
-/// no round trip through global memory), then one warp solves it in registers with no barrier:
+/// nb2 = kWarpPairColumns in one launch: where rows > 0, src is the round's W (the pair at
+/// src + blockIdx.x nb2 rows) and the block forms G (warp_pair_gram; no GEMM launch and no round
+/// trip through global memory); where rows is 0, src holds the round's G from the Gram GEMM
+/// (nb2^2 apart: tall W, whose rows one SM would take too long to sum). Then one warp solves G
+/// in registers with no barrier:
 /// lane l holds column l of G, then of its Cholesky factor R, and of Q, in TI (double, or float
 /// for f32 input where the caller allows). Columns move between lanes by shuffles only, so a
 /// round costs the shuffles of one column and its arithmetic, not a block-wide barrier and a
@@ -1071,7 +1073,7 @@ __device__ inline void warp_pair_gram(const T* __restrict__ w_all, std::int64_t 
 /// warp_inner_rotation.
 template <typename T, typename TI>
 __global__ void __launch_bounds__(kWarpGramThreads)
-    gram_warp_jacobi_kernel(const T* __restrict__ w_all, std::int64_t rows, T* __restrict__ q_all,
+    gram_warp_jacobi_kernel(const T* __restrict__ src, std::int64_t rows, T* __restrict__ q_all,
                             double outer_tol, int max_inner_sweeps,
                             int* __restrict__ rotated_flag) {
   constexpr int P = kWarpPairColumns;
@@ -1081,7 +1083,13 @@ __global__ void __launch_bounds__(kWarpGramThreads)
   constexpr unsigned kAll = 0xffffffffu;
   __shared__ T stage[kWarpGramChunk][P + 1];  // rows of [Wi Wj]; then Q's transpose
   __shared__ T gram[P * P];
-  warp_pair_gram(w_all, rows, stage, gram);
+  if (rows > 0) {
+    warp_pair_gram(src + static_cast<std::int64_t>(blockIdx.x) * P * rows, rows, stage, gram);
+  } else {
+    const T* g = src + static_cast<std::int64_t>(blockIdx.x) * P * P;
+    for (int e = static_cast<int>(threadIdx.x); e < P * P; e += kWarpGramThreads) gram[e] = g[e];
+    __syncthreads();
+  }
   if (threadIdx.x >= P) return;
   const int l = static_cast<int>(threadIdx.x);
   T* qdst = q_all + static_cast<std::int64_t>(blockIdx.x) * P * P;

@@ -544,6 +544,9 @@ TEST_F(CudaSvdTest, OneSidedInnerSolverAtEveryWidthAndType) {
     shape_case<float>(kind, 1, 200, 65, true, false);
   }
   tuning_.block = 16;  // the register form: one column of a 32-column pair a lane
+  // Tall: f32 forms G in the block at any height; f64 above 1024 rows takes it from the GEMM.
+  shape_case<float>(Kind::kGaussian, 1, 1100, 70, true, false);
+  shape_case<double>(Kind::kRankDeficient, 1, 90, 1300, true, true, 40);
   shape_case<double>(Kind::kIllConditioned, 1, 150, 150, true, true);
   shape_case<double>(Kind::kRankDeficient, 1, 90, 170, true, false, 11);
   for (const Kind kind : {Kind::kIntegerRankOne, Kind::kOnesWithZeroColumns, Kind::kRepeatedRow}) {
