@@ -17,15 +17,16 @@
 //  * small (N <= 64 and W, V fit in shared memory): one block per matrix, all sweeps in one
 //    kernel, one warp per column pair of a round-robin round;
 //  * blocked (everything else): columns in blocks of nb; block pairs of a round-robin round are
-//    orthogonalised together: G = [Wi Wj]^T [Wi Wj] (one strided-batched GEMM for the round),
-//    G diagonalised by one-sided Jacobi on its Cholesky factor (by default; one warp per pair,
-//    in registers, at block width 16, up to N = 256; one block per pair in shared memory above),
+//    orthogonalised together: G = [Wi Wj]^T [Wi Wj] (one strided-batched GEMM for the round, or
+//    formed by the inner solver's own block at width 16), G diagonalised by one-sided Jacobi on
+//    its Cholesky factor (by default; at block width 16, the default up to N = 256 in f64 and
+//    1024 in f32, one warp per pair in registers; one block per pair in shared memory above),
 //    then [Wi Wj] Q and [Vi Vj] Q (batched GEMMs, FP32 for f32 and FP64 for f64, never TF32).
-//    W and V are double-buffered:
-//    the update GEMMs write each block to its slot of the next round, so that the pairs of every
-//    round are adjacent and G is a strided batch. After a full sweep (k - 1 rounds for k blocks)
-//    the blocks are back in their original order. One flag read per sweep decides convergence.
-//    After kEscalateAfterSweeps outer sweeps the inner solver takes more sweeps (see there).
+//    W and V are double-buffered: the update GEMMs write each block to its slot of the next
+//    round, so that the pairs of every round are adjacent and G is a strided batch. After a full
+//    sweep (k - 1 rounds for k blocks) the blocks are back in their original order. One flag read
+//    per sweep decides convergence. After kEscalateAfterSweeps outer sweeps the inner solver takes
+//    more sweeps (see there).
 #include <algorithm>
 #include <cstdint>
 #include <limits>
@@ -130,6 +131,8 @@ Plan make_plan(const SvdShape& s, const SvdTuning& tuning) {
 /// Operand lists of a round's update GEMMs in Buffers::ptrs, k pointers each, in this order: the
 /// pairs' W and V, Q's halves (twice), the slots' places in the next round's W and V.
 enum RoundOperand { kPairW, kPairV, kQForW, kQForV, kNextW, kNextV, kRoundOperands };
+// run_round's single update GEMM for W and V reads each list pair as one list of 2k.
+static_assert(kPairV == kPairW + 1 && kQForV == kQForW + 1 && kNextV == kNextW + 1);
 
 template <typename T>
 struct Buffers {
@@ -650,7 +653,8 @@ absl::Status sort_columns(const Blocked<T>& x, int cur) {
 }
 
 /// Round r of a sweep, from buffer `par`: G = [Wi Wj]^T [Wi Wj] for every block pair (one
-/// strided-batched GEMM), diagonalised by up to `inner_sweeps` sweeps of the inner solver into Q
+/// strided-batched GEMM, or in the register form's own launch), diagonalised by up to
+/// `inner_sweeps` sweeps of the inner solver into Q
 /// (raising b.flag if it rotated), then [Wi Wj] Q and [Vi Vj] Q into the slots of the other buffer
 /// (batched GEMMs through the pointer table).
 template <typename T>

@@ -1061,8 +1061,12 @@ __device__ inline void warp_pair_gram(const T* __restrict__ w, std::int64_t rows
 /// round costs the shuffles of one column and its arithmetic, not a block-wide barrier and a
 /// pass over shared memory. Q goes to q_all + blockIdx.x * nb2^2 (column-major).
 ///
-/// The test on the pair set (jacobi_rotation's, at the outer `tol`, on G) and the pivot floor are
-/// those of gram_cholesky_jacobi_kernel. The factorization is right-looking and fully unrolled,
+/// The test on the pair set (jacobi_rotation's, at the outer `tol`, on G) is that of
+/// gram_cholesky_jacobi_kernel, and so are the pivot floor and inner tolerance in TI's epsilon:
+/// in float the floor (256 eps, about 3e-5 of the column's squared norm) drops a column within
+/// about 5e-3 rad of the span of the ones before it, where double keeps it; such pairs are
+/// left for later outer sweeps, and inputs that stall on them get the double form from outer
+/// sweep 20 (the driver's escalation). The factorization is right-looking and fully unrolled,
 /// so every register index is a constant: at step k, lane k's column comes over shuffles and
 /// every lane l > k subtracts x_k x_k(l) / pivot_k from its column (rows below k; lane l's own
 /// element k stands in for x_k(l) by symmetry); afterwards lane l's element k, scaled by
@@ -1086,8 +1090,12 @@ __global__ void __launch_bounds__(kWarpGramThreads)
   if (rows > 0) {
     warp_pair_gram(src + static_cast<std::int64_t>(blockIdx.x) * P * rows, rows, stage, gram);
   } else {
+    // The GEMM's two triangles may differ by rounding: mirror its lower one.
     const T* g = src + static_cast<std::int64_t>(blockIdx.x) * P * P;
-    for (int e = static_cast<int>(threadIdx.x); e < P * P; e += kWarpGramThreads) gram[e] = g[e];
+    for (int e = static_cast<int>(threadIdx.x); e < P * P; e += kWarpGramThreads) {
+      const int i = e % P, j = e / P;
+      gram[e] = i >= j ? g[e] : g[j + i * P];
+    }
     __syncthreads();
   }
   if (threadIdx.x >= P) return;

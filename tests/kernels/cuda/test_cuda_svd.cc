@@ -531,9 +531,9 @@ TEST_F(CudaSvdTest, TuningVariantsAgreeWithLapack) {
 }
 
 TEST_F(CudaSvdTest, OneSidedInnerSolverAtEveryWidthAndType) {
-  // Both types through the one-sided inner solver at widths 8, 16 (the default up to N = 256,
-  // where a block pair is one warp's registers) and 32 (above), smaller N and hard inputs
-  // included, and the register form with several inner sweeps.
+  // Both types through the one-sided inner solver at widths 8, 16 (the default up to N = 256 in
+  // f64 and 1024 in f32, where a block pair is one warp's registers) and 32, smaller N and hard
+  // inputs included, and the register form with several inner sweeps.
   tuning_.inner_solver = SvdTuning::InnerSolver::kOneSided;
   shape_case<float>(Kind::kGaussian, 1, 512, 512, true, false);
   shape_case<float>(Kind::kIllConditioned, 1, 160, 120, true, false);
@@ -544,8 +544,10 @@ TEST_F(CudaSvdTest, OneSidedInnerSolverAtEveryWidthAndType) {
     shape_case<float>(kind, 1, 200, 65, true, false);
   }
   tuning_.block = 16;  // the register form: one column of a 32-column pair a lane
-  // Tall: f32 forms G in the block at any height; f64 above 1024 rows takes it from the GEMM.
+  // Tall: f32 forms G in the block at any height (one SM summing 20000 rows in float); f64
+  // above 1024 rows takes it from the GEMM.
   shape_case<float>(Kind::kGaussian, 1, 1100, 70, true, false);
+  shape_case<float>(Kind::kIllConditioned, 1, 20000, 70, true, false);
   shape_case<double>(Kind::kRankDeficient, 1, 90, 1300, true, true, 40);
   shape_case<double>(Kind::kIllConditioned, 1, 150, 150, true, true);
   shape_case<double>(Kind::kRankDeficient, 1, 90, 170, true, false, 11);
