@@ -7,9 +7,9 @@
 // usage: bench_svd [csv_path] [max_n] [sections]
 //   sections: comma-separated, default "square,batched"; "f32" / "f64" restrict the square runs
 //   to one type, "tall" adds 16384 x 256 and 65536 x 256 (ours only), "noref" skips cuSOLVER in
-//   the square runs (for tuning runs with the
-//   GCOMPUTE_SVD_* knobs of docs/dev/knobs.md, read once at start as the server does; rows
-//   whose block width or inner sweeps differ from the defaults say so in `what`).
+//   the square runs (for tuning runs with the GCOMPUTE_SVD_* knobs of docs/dev/knobs.md, read
+//   once at start as the server does; rows whose block width or inner sweeps differ from the
+//   defaults say so in `what`).
 #include <cuda_runtime_api.h>
 #include <cusolverDn.h>
 

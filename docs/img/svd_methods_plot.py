@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 # Regenerates svd_methods_h200.png, svd_methods_h200_2026-11-28.png and
-# svd_methods_h200_2026-11-29.png from the CSVs of the same names (bench_svd_methods output), eigh_h200.png from eigh_h200.csv (bench_eigh output) and
+# svd_methods_h200_2026-11-29.png from the CSVs of the same names (bench_svd_methods output),
+# eigh_h200.png from eigh_h200.csv (bench_eigh output),
 # svd_polar_cholqr2_h200.png from the three runs svd_polar_cholqr2_h200_2026-11-28_{new,base,
 # new2}.csv, and svd_jacobi_warp_h200.png from svd_jacobi_warp_h200_2026-11-29_{new,base1,
 # base2}.csv (bench_svd output): /usr/bin/python3 svd_methods_plot.py
@@ -70,54 +71,63 @@ bx.set_title("Eigh, batched, H200 (labels: syevjBatched / ours)")
 bx.legend(fontsize=8)
 save(fig, os.path.join(here, "eigh_h200.png"), dpi=110)
 
+
+def plot_ratio_runs(runs, points, title, ylabel, png_name, goal=None):
+    """One panel per type: for each run (label -> (run, style, color)), points(run, dtype) gives
+    the sizes, the ratios and the (n, ratio) pairs to cross out."""
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
+    for ax, dtype in zip(axes, ("f32", "f64")):
+        for label, (run, style, color) in runs.items():
+            n, ratio, bad = points(run, dtype)
+            ax.plot(n, ratio, style, color=color, label=label)
+            ax.plot([k for k, _ in bad], [q for _, q in bad], "x", color="black", markersize=9)
+        if goal is not None:
+            ax.axhline(goal, color="tab:green", linewidth=0.8, label=f"goal ({goal:g}x)")
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("n (square, vectors)")
+        ax.set_title(title.format(dtype=dtype))
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0].set_ylabel(ylabel)
+    axes[0].legend(fontsize=8)
+    save(fig, os.path.join(here, png_name), dpi=110)
+
+
+def gesvdp_over_polar(run, dtype):
+    rows = read_rows(os.path.join(here, f"svd_polar_cholqr2_h200_2026-11-28_{run}.csv"))
+    ours = {int(r["n"]): float(r["ms"]) for r in rows
+            if r["method"] == "ours polar" and r["dtype"] == dtype}
+    gesvdp = [r for r in rows if r["method"] == "cusolver gesvdp" and r["dtype"] == dtype]
+    n = [int(r["n"]) for r in gesvdp]
+    ratio = [float(r["ms"]) / ours[int(r["n"])] for r in gesvdp]
+    bad = [(k, q) for k, q, r in zip(n, ratio, gesvdp) if r["within_bound"] == "0"]
+    return n, ratio, bad
+
+
+def gesvdj_over_jacobi(run, dtype):
+    rows = read_rows(os.path.join(here, f"svd_jacobi_warp_h200_2026-11-29_{run}.csv"))
+    sel = [r for r in rows if r["what"] == "square" and r["dtype"] == dtype]
+    return [int(r["n"]) for r in sel], [float(r["speedup"]) for r in sel], []
+
+
 # gesvdp's time over ours, per run: with the CholeskyQR2 step (runs 1 and 3) and without (run 2,
 # the previous commit), all in one call. A cross: gesvdp outside 50·n·eps in that run.
-runs = {
-    "CholeskyQR2 step (run 1)": ("new", "o-", "tab:blue"),
-    "CholeskyQR2 step (run 3)": ("new2", "o--", "tab:cyan"),
-    "previous commit (run 2)": ("base", "s:", "tab:gray"),
-}
-fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
-for ax, dtype in zip(axes, ("f32", "f64")):
-    for label, (run, style, color) in runs.items():
-        rows = read_rows(os.path.join(here, f"svd_polar_cholqr2_h200_2026-11-28_{run}.csv"))
-        ours = {int(r["n"]): float(r["ms"]) for r in rows
-                if r["method"] == "ours polar" and r["dtype"] == dtype}
-        gesvdp = [r for r in rows if r["method"] == "cusolver gesvdp" and r["dtype"] == dtype]
-        n = [int(r["n"]) for r in gesvdp]
-        ratio = [float(r["ms"]) / ours[int(r["n"])] for r in gesvdp]
-        ax.plot(n, ratio, style, color=color, label=label)
-        bad = [(k, q) for k, q, r in zip(n, ratio, gesvdp) if r["within_bound"] == "0"]
-        ax.plot([k for k, _ in bad], [q for _, q in bad], "x", color="black", markersize=9)
-    ax.axhline(1.0, color="black", linewidth=0.8)
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("n (square, vectors)")
-    ax.set_title(f"polar SVD {dtype}, H200: gesvdp ms / ours ms")
-    ax.grid(True, which="both", alpha=0.3)
-axes[0].set_ylabel("gesvdp / ours (above 1: ours faster)")
-axes[0].legend(fontsize=8)
-save(fig, os.path.join(here, "svd_polar_cholqr2_h200.png"), dpi=110)
+plot_ratio_runs(
+    {
+        "CholeskyQR2 step (run 1)": ("new", "o-", "tab:blue"),
+        "CholeskyQR2 step (run 3)": ("new2", "o--", "tab:cyan"),
+        "previous commit (run 2)": ("base", "s:", "tab:gray"),
+    },
+    gesvdp_over_polar, "polar SVD {dtype}, H200: gesvdp ms / ours ms",
+    "gesvdp / ours (above 1: ours faster)", "svd_polar_cholqr2_h200.png")
 
 # gesvdj's time over the Jacobi's, per run of one call: the register inner solver (run 2) and the
 # previous commit before and after it (runs 1 and 3).
-runs = {
-    "register inner solver (run 2)": ("new", "o-", "tab:blue"),
-    "previous commit (run 1)": ("base1", "s:", "tab:gray"),
-    "previous commit (run 3)": ("base2", "s--", "tab:gray"),
-}
-fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
-for ax, dtype in zip(axes, ("f32", "f64")):
-    for label, (run, style, color) in runs.items():
-        rows = read_rows(os.path.join(here, f"svd_jacobi_warp_h200_2026-11-29_{run}.csv"))
-        sel = [r for r in rows if r["what"] == "square" and r["dtype"] == dtype]
-        ax.plot([int(r["n"]) for r in sel], [float(r["speedup"]) for r in sel], style,
-                color=color, label=label)
-    ax.axhline(2.0, color="tab:green", linewidth=0.8, label="goal (2x)")
-    ax.axhline(1.0, color="black", linewidth=0.8)
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("n (square, vectors)")
-    ax.set_title(f"Jacobi SVD {dtype}, H200: gesvdj ms / ours ms")
-    ax.grid(True, which="both", alpha=0.3)
-axes[0].set_ylabel("gesvdj / ours (above 1: ours faster)")
-axes[0].legend(fontsize=8)
-save(fig, os.path.join(here, "svd_jacobi_warp_h200.png"), dpi=110)
+plot_ratio_runs(
+    {
+        "register inner solver (run 2)": ("new", "o-", "tab:blue"),
+        "previous commit (run 1)": ("base1", "s:", "tab:gray"),
+        "previous commit (run 3)": ("base2", "s--", "tab:gray"),
+    },
+    gesvdj_over_jacobi, "Jacobi SVD {dtype}, H200: gesvdj ms / ours ms",
+    "gesvdj / ours (above 1: ours faster)", "svd_jacobi_warp_h200.png", goal=2.0)

@@ -51,8 +51,8 @@ constexpr std::size_t kSmallMaxSmem = 96 * 1024;
 constexpr int kDefaultBlock = 32;
 // Block width 16 up to this N (half the inner Gram size, twice the rounds), where a block pair
 // fits the register form of the inner solver (gram_warp_jacobi_kernel). f32 keeps it up to
-// kNarrowBlockMaxNF32: with that form (H200, same run, ms width 16 / 32) f32 took 13.7 / 18.4 at
-// n = 512 and 47.0 / 50.2 at 1024, f64 21.6 / 19.3 and 73.4 / 51.3 (its solve in double costs
+// kNarrowBlockMaxNF32: with that form (H200, same call, ms width 16 / 32) f32 took 12.1 / 19.1 at
+// n = 512 and 39.7 / 49.0 at 1024, f64 19.2 / 19.4 and 62.7 / 51.4 (its solve in double costs
 // twice the shuffles, and the rounds double).
 constexpr std::int64_t kNarrowBlockMaxN = 256;
 constexpr std::int64_t kNarrowBlockMaxNF32 = 1024;
@@ -523,6 +523,8 @@ struct GramSolver {
   /// From outer sweep kEscalateAfterSweeps on: the register form in double where `fused` is that
   /// form in float, else `fused` itself.
   FusedKernel fused_escalated = nullptr;
+  /// `fused` forms G itself; else it too takes G from the Gram GEMM (tall f64 W).
+  bool fused_forms_gram = false;
   std::size_t smem = 0;
   int threads = 0;
 };
@@ -556,6 +558,7 @@ absl::StatusOr<GramSolver<T>> configure_gram_solver(const Plan& pl, const SvdTun
     g.fused = tuning.inner_double ? detail::gram_warp_jacobi_kernel<T, double>
                                   : detail::gram_warp_jacobi_kernel<T, T>;
     g.fused_escalated = detail::gram_warp_jacobi_kernel<T, double>;
+    g.fused_forms_gram = sizeof(T) == 4 || pl.M <= kFusedGramMaxRowsF64;
     return g;
   }
   if (one_sided) {
@@ -654,9 +657,8 @@ absl::Status sort_columns(const Blocked<T>& x, int cur) {
 
 /// Round r of a sweep, from buffer `par`: G = [Wi Wj]^T [Wi Wj] for every block pair (one
 /// strided-batched GEMM, or in the register form's own launch), diagonalised by up to
-/// `inner_sweeps` sweeps of the inner solver into Q
-/// (raising b.flag if it rotated), then [Wi Wj] Q and [Vi Vj] Q into the slots of the other buffer
-/// (batched GEMMs through the pointer table).
+/// `inner_sweeps` sweeps of the inner solver into Q (raising b.flag if it rotated), then [Wi Wj] Q
+/// and [Vi Vj] Q into the slots of the other buffer (batched GEMMs through the pointer table).
 template <typename T>
 absl::Status run_round(const Blocked<T>& x, const GramSolver<T>& gram, InnerRun inner, int par,
                        int r, detail::PhaseProfile& prof) {
@@ -671,7 +673,7 @@ absl::Status run_round(const Blocked<T>& x, const GramSolver<T>& gram, InnerRun 
   const cublasComputeType_t ct = compute_type<T>();
   const void* const* e =
       reinterpret_cast<const void* const*>(b.ptrs) + (par * rounds + r) * kRoundOperands * k;
-  if (gram.fused != nullptr && (sizeof(T) == 4 || M <= kFusedGramMaxRowsF64)) {
+  if (gram.fused_forms_gram) {
     prof.mark(kInnerJacobi);
     launch_fused_gram_solver<T>(gram, pl, st, b.w[par], M, b.q, x.tol, inner, b.flag);
   } else {

@@ -691,26 +691,50 @@ struct FastDoubleMath {
   __device__ static double divide(double a, double b) { return a * fast_rcp(b); }
 };
 
+/// The power of two that brings big (> 0, normal) into [1, 2): exact, from its exponent bits.
+__device__ inline double unit_scale(double big) {
+  const int biased = (__double2hiint(big) >> 20) & 0x7ff;  // big = 1.f x 2^(biased - 1023)
+  return __hiloint2double((2046 - biased) << 20, 0);       // 2^(1023 - biased)
+}
+__device__ inline float unit_scale(float big) {
+  const int biased = (__float_as_int(big) >> 23) & 0xff;  // big = 1.f x 2^(biased - 127)
+  return __int_as_float((254 - biased) << 23);            // 2^(127 - biased)
+}
+
+/// Per arithmetic type, the functions of the short rotation chain and the squared column norm
+/// below which the chain's squared test could underflow (such columns take jacobi_rotation).
+template <typename T>
+struct ShortChain;
+template <>
+struct ShortChain<double> {
+  using Math = FastDoubleMath;
+  static constexpr double kFloor = 1e-100;
+};
+template <>
+struct ShortChain<float> {
+  using Math = IeeeMath;
+  static constexpr float kFloor = 1e-15f;
+};
+
 /// jacobi_rotation's rotation at `tol` in a short chain: d = (beta - alpha) / 2 and gamma are
 /// scaled by the power of two that brings the larger into [1, 2) (exact; s and c do not depend
-/// on it), so that rutishauser_rotation with FastDoubleMath sees arguments near 1. Columns below
-/// 1e-100 take jacobi_rotation itself.
-__device__ inline bool inner_rotation(double alpha, double beta, double gamma, double tol,
-                                      double negligible, double* cm1, double* s) {
-  if (!(alpha > 1e-100 && beta > 1e-100)) {
+/// on it), so that rutishauser_rotation with ShortChain<T>::Math (fast_rsqrt and fast_rcp in
+/// double, IEEE functions in float) sees arguments near 1. Columns at or below
+/// ShortChain<T>::kFloor take jacobi_rotation itself.
+template <typename T>
+__device__ inline bool inner_rotation(T alpha, T beta, T gamma, T tol, T negligible, T* cm1, T* s) {
+  if (!(alpha > ShortChain<T>::kFloor && beta > ShortChain<T>::kFloor)) {
     return jacobi_rotation(alpha, beta, gamma, tol, negligible, cm1, s);
   }
   if (!pair_needs_rotation_squared(alpha, beta, gamma, tol)) {
-    *cm1 = 0.0;
-    *s = 0.0;
+    *cm1 = T(0);
+    *s = T(0);
     return false;
   }
-  const double d = 0.5 * (beta - alpha);
-  const double big = fmax(fabs(d), fabs(gamma));
-  const int biased = (__double2hiint(big) >> 20) & 0x7ff;           // big = 1.f x 2^(biased - 1023)
-  const double scale = __hiloint2double((2046 - biased) << 20, 0);  // 2^(1023 - biased)
-  const RutishauserRotation<double> rot =
-      rutishauser_rotation<FastDoubleMath>(d * scale, gamma * scale);
+  const T d = T(0.5) * (beta - alpha);
+  const T scale = unit_scale(fmax(fabs(d), fabs(gamma)));
+  const RutishauserRotation<T> rot =
+      rutishauser_rotation<typename ShortChain<T>::Math>(d * scale, gamma * scale);
   *cm1 = rot.cm1;
   *s = rot.s;
   return true;
@@ -939,35 +963,6 @@ __global__ void __launch_bounds__(256, 1)
 /// Columns of a block pair that gram_warp_jacobi_kernel holds: one warp, a column a lane.
 constexpr int kWarpPairColumns = 32;
 
-/// jacobi_rotation's rotation at `tol` in the arithmetic of gram_warp_jacobi_kernel: double
-/// takes inner_rotation's short chain; float scales d = (beta - alpha) / 2 and gamma by a power
-/// of two the same way (so that d^2 + gamma^2 neither underflows nor overflows) and takes
-/// rutishauser_rotation with IEEE float functions. Columns below 1e-15 (float) take
-/// jacobi_rotation itself, whose test does not square them.
-__device__ inline bool warp_inner_rotation(double alpha, double beta, double gamma, double tol,
-                                           double negligible, double* cm1, double* s) {
-  return inner_rotation(alpha, beta, gamma, tol, negligible, cm1, s);
-}
-__device__ inline bool warp_inner_rotation(float alpha, float beta, float gamma, float tol,
-                                           float negligible, float* cm1, float* s) {
-  if (!(alpha > 1e-15f && beta > 1e-15f)) {
-    return jacobi_rotation(alpha, beta, gamma, tol, negligible, cm1, s);
-  }
-  if (!pair_needs_rotation_squared(alpha, beta, gamma, tol)) {
-    *cm1 = 0.0f;
-    *s = 0.0f;
-    return false;
-  }
-  const float d = 0.5f * (beta - alpha);
-  const float big = fmaxf(fabsf(d), fabsf(gamma));
-  const int biased = (__float_as_int(big) >> 23) & 0xff;     // big = 1.f x 2^(biased - 127)
-  const float scale = __int_as_float((254 - biased) << 23);  // 2^(127 - biased)
-  const RutishauserRotation<float> rot = rutishauser_rotation<IeeeMath>(d * scale, gamma * scale);
-  *cm1 = rot.cm1;
-  *s = rot.s;
-  return true;
-}
-
 /// 1 / sqrt(x) for a Cholesky pivot: fast_rsqrt in double where it is accurate.
 __device__ inline double pivot_rsqrt(double x) {
   return x > 1e-30 && x < 1e30 ? fast_rsqrt(x) : 1.0 / sqrt(x);
@@ -982,12 +977,11 @@ constexpr int kWarpGramThreads = 256;
 constexpr int kWarpGramChunk = 64;
 
 /// [Wi Wj]^T [Wi Wj] of a block pair (rows x kWarpPairColumns at w, column-major, ld rows) into
-/// `gram` (column-major, shared), by the
-/// kWarpGramThreads threads of the block: rows are staged kWarpGramChunk at a time (the next
-/// chunk's loads in flight, in registers, while this one is multiplied), four groups of 64
-/// threads take a quarter of them each, a thread a 4 x 4 tile of G in registers, and the groups'
-/// tiles are added in group order. Entry (i, j) and (j, i) add the same products in the
-/// same order, so G comes out exactly symmetric. Ends with a barrier.
+/// `gram` (column-major, shared), by the kWarpGramThreads threads of the block: rows are staged
+/// kWarpGramChunk at a time (the next chunk's loads in flight, in registers, while this one is
+/// multiplied), four groups of 64 threads take a quarter of them each, a thread a 4 x 4 tile of G
+/// in registers, and the groups' tiles are added in group order. Entry (i, j) and (j, i) add the
+/// same products in the same order, so G comes out exactly symmetric. Ends with a barrier.
 template <typename T>
 __device__ inline void warp_pair_gram(const T* __restrict__ w, std::int64_t rows,
                                       T (&stage)[kWarpGramChunk][kWarpPairColumns + 1],
@@ -1074,7 +1068,7 @@ __device__ inline void warp_pair_gram(const T* __restrict__ w, std::int64_t rows
 /// Q = I to start, at the inner tolerance of gram_cholesky_jacobi_kernel, with the dot products
 /// in four partial sums (a quarter of the dependent chain; both lanes of a pair add the same
 /// terms in the same order, so they still compute the same rotation) and the rotation from
-/// warp_inner_rotation.
+/// inner_rotation.
 template <typename T, typename TI>
 __global__ void __launch_bounds__(kWarpGramThreads)
     gram_warp_jacobi_kernel(const T* __restrict__ src, std::int64_t rows, T* __restrict__ q_all,
@@ -1159,8 +1153,8 @@ __global__ void __launch_bounds__(kWarpGramThreads)
         const TI other = (bb[0] + bb[1]) + (bb[2] + bb[3]);
         const TI gamma = (ab[0] + ab[1]) + (ab[2] + ab[3]);
         TI cm1, s;
-        rotated |= warp_inner_rotation(first ? own : other, first ? other : own, gamma, inner_tol,
-                                       negligible, &cm1, &s);
+        rotated |= inner_rotation(first ? own : other, first ? other : own, gamma, inner_tol,
+                                  negligible, &cm1, &s);
         // i: x' = x + (cm1 x - s y); j: x' = x + (cm1 x + s y) (its partner is i).
         const TI sm = first ? -s : s;
 #pragma unroll

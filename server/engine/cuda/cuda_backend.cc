@@ -730,8 +730,8 @@ namespace {
 
 // kAuto: QDWH + syevd (1.0-4.2x faster than the blocked Jacobi at n = 256..8192 on the H200,
 // 2026-11-29; 1.0x only in f32 at 256; docs/performance.md) where the Jacobi would take its
-// blocked driver; the batched
-// shared-memory and register drivers below that (many small matrices, one launch).
+// blocked driver; the batched shared-memory and register drivers below that (many small
+// matrices, one launch).
 bool use_polar_on_gpu(const kernels::SvdShape& shape) {
   switch (shape.method) {
     case kernels::SvdMethod::kPolar:
