@@ -87,6 +87,14 @@ constexpr int kEscalatedInnerSweeps = 4;
 // points; the crossover itself was not measured.
 constexpr std::int64_t kFusedGramMaxRowsF64 = 1024;
 
+// The round's Gram GEMM is split over row chunks of W (split-K: a pointer-batched GEMM of pairs x
+// chunks products, which the inner solver adds in chunk order) so that it has about
+// kGramGemmProducts products of at least kGramMinChunkRows rows: one product per pair ran one
+// 64 x 64 tile per pair down all of W's rows (H200, f32 N = 2048: 68 us a round, 32 tiles on
+// 132 SMs). Chunks are multiples of 32 rows (aligned operands); the last may be shorter.
+constexpr std::int64_t kGramGemmProducts = 256;
+constexpr std::int64_t kGramMinChunkRows = 256;
+
 /// SvdTuning::profile: the blocked driver's device time split into the Gram GEMM, the inner
 /// Jacobi and the update GEMMs of every round, printed once per call.
 enum RoundPhase { kGramGemm, kInnerJacobi, kUpdateGemms };
@@ -103,6 +111,12 @@ struct Plan {
   std::int64_t k = 0;      // blocked: number of blocks (even)
   std::int64_t lcols = 0;  // columns of the left factor L (from W)
   int inner_sweeps = 0;
+  // blocked, Gram GEMM: W's rows in gram_splits chunks of gram_chunk_rows (the last one shorter
+  // where gram_chunk_rows does not divide M)
+  std::int64_t gram_chunk_rows = 0;
+  int gram_splits = 1;
+  /// Chunks of exactly gram_chunk_rows rows.
+  std::int64_t gram_full_chunks() const { return M / gram_chunk_rows; }
 };
 
 Plan make_plan(const SvdShape& s, const SvdTuning& tuning) {
@@ -124,6 +138,12 @@ Plan make_plan(const SvdShape& s, const SvdTuning& tuning) {
     pl.npad = (pl.N + 2 * nb - 1) / (2 * nb) * (2 * nb);
     pl.k = pl.npad / nb;
     pl.inner_sweeps = tuning.inner_sweeps;
+    const std::int64_t pairs = pl.k / 2;
+    const std::int64_t chunks =
+        std::clamp<std::int64_t>((kGramGemmProducts + pairs - 1) / pairs, 1,
+                                 std::max<std::int64_t>(1, pl.M / kGramMinChunkRows));
+    pl.gram_chunk_rows = ((pl.M + chunks - 1) / chunks + 31) / 32 * 32;
+    pl.gram_splits = static_cast<int>((pl.M + pl.gram_chunk_rows - 1) / pl.gram_chunk_rows);
   }
   return pl;
 }
@@ -149,7 +169,8 @@ struct Buffers {
   T* q = nullptr;
   int* flag = nullptr;
   const void** ptrs = nullptr;
-  T* sort_norm = nullptr;  // blocked: npad column norms for the de Rijk ordering
+  const void** gram_ptrs = nullptr;  // split Gram GEMM: per parity, its A and C lists
+  T* sort_norm = nullptr;            // blocked: npad column norms for the de Rijk ordering
   int* sort_order = nullptr;
 };
 
@@ -177,10 +198,12 @@ Buffers<T> carve(const Plan& pl, const SvdShape& s, detail::WorkspaceCarver& c) 
     b.order = c.take<int>(pl.N);
     if (uv) b.scratch = c.take<T>(3 * pl.M);
     const std::int64_t nb2 = 2 * pl.nb;
-    b.g = c.take<T>(pl.k / 2 * nb2 * nb2);
+    b.g = c.take<T>(pl.gram_splits * pl.k / 2 * nb2 * nb2);
     b.q = c.take<T>(pl.k / 2 * nb2 * nb2);
     b.flag = c.take<int>(1);
     b.ptrs = c.take<const void*>(2 * (pl.k - 1) * kRoundOperands * pl.k);
+    if (pl.gram_splits > 1)
+      b.gram_ptrs = c.take<const void*>(2 * 2 * pl.k / 2 * pl.gram_full_chunks());
     b.sort_norm = c.take<T>(pl.npad);
     b.sort_order = c.take<int>(pl.npad);
   }
@@ -508,17 +531,77 @@ absl::Status upload_round_pointers(const Blocked<T>& x) {
   return absl::OkStatus();
 }
 
+/// Copies to b.gram_ptrs the operands of the split Gram GEMM's full chunks, for both parities of
+/// W: per parity the list of [Wi Wj]'s chunks, then the list of their partial products (chunk c
+/// of pair p at entry c pairs + p, as gram_from_splits reads them).
+template <typename T>
+absl::Status upload_gram_pointers(const Blocked<T>& x) {
+  const Plan& pl = x.pl;
+  if (pl.gram_splits == 1) return absl::OkStatus();
+  const std::int64_t pairs = pl.k / 2, nb2 = 2 * pl.nb, full = pl.gram_full_chunks();
+  const std::int64_t n = pairs * full;
+  std::vector<const void*> ptrs(2 * 2 * n);
+  for (int par = 0; par < 2; ++par) {
+    for (std::int64_t c = 0; c < full; ++c) {
+      for (std::int64_t p = 0; p < pairs; ++p) {
+        ptrs[(2 * par) * n + c * pairs + p] = x.b.w[par] + p * nb2 * pl.M + c * pl.gram_chunk_rows;
+        ptrs[(2 * par + 1) * n + c * pairs + p] = x.b.g + (c * pairs + p) * nb2 * nb2;
+      }
+    }
+  }
+  // From pageable memory: the copy has read `ptrs` when the call returns.
+  GC_CUDA_TRY(cudaMemcpyAsync(x.b.gram_ptrs, ptrs.data(), ptrs.size() * sizeof(void*),
+                              cudaMemcpyHostToDevice, x.ctx.stream));
+  return absl::OkStatus();
+}
+
+/// The round's Gram matrices into b.g from W's buffer `par`: one strided-batched GEMM, or with
+/// the rows split, one pointer-batched GEMM over the full chunks and one strided-batched GEMM
+/// over the shorter last chunk.
+template <typename T>
+absl::Status gram_gemm(const Blocked<T>& x, int par) {
+  const Plan& pl = x.pl;
+  const cublasHandle_t h = x.ctx.cublas;
+  const std::int64_t pairs = pl.k / 2, nb2 = 2 * pl.nb, M = pl.M;
+  const std::int64_t full = pl.gram_splits == 1 ? 0 : pl.gram_full_chunks();
+  const std::int64_t done_rows = full * pl.gram_chunk_rows;
+  const T one = 1, zero = 0;
+  const cudaDataType_t ty = cuda_type<T>();
+  const cublasComputeType_t ct = compute_type<T>();
+  const int ni = static_cast<int>(nb2), ldw = static_cast<int>(M);
+  if (full > 0) {
+    const std::int64_t n = pairs * full;
+    const void* const* list = x.b.gram_ptrs + 2 * par * n;
+    GC_CUBLAS_TRY(cublasGemmBatchedEx(h, CUBLAS_OP_T, CUBLAS_OP_N, ni, ni,
+                                      static_cast<int>(pl.gram_chunk_rows), &one, list, ty, ldw,
+                                      list, ty, ldw, &zero, const_cast<void* const*>(list + n), ty,
+                                      ni, static_cast<int>(n), ct, CUBLAS_GEMM_DEFAULT));
+  }
+  if (done_rows < M) {
+    const T* w = x.b.w[par] + done_rows;
+    GC_CUBLAS_TRY(cublasGemmStridedBatchedEx(
+        h, CUBLAS_OP_T, CUBLAS_OP_N, ni, ni, static_cast<int>(M - done_rows), &one, w, ty, ldw,
+        nb2 * M, w, ty, ldw, nb2 * M, &zero, x.b.g + full * pairs * nb2 * nb2, ty, ni, nb2 * nb2,
+        static_cast<int>(pairs), ct, CUBLAS_GEMM_DEFAULT));
+  }
+  return absl::OkStatus();
+}
+
 /// The inner Gram solver, chosen once: kernel and launch configuration. Either it solves G from
 /// the round's Gram GEMM (`kernel`), or it forms G itself from the pair's columns of W (`fused`,
 /// the register form: the round then has no Gram GEMM; in f64 above kFusedGramMaxRowsF64 rows it
 /// too takes G from the GEMM).
 template <typename T>
 struct GramSolver {
-  /// gram_cholesky_jacobi_kernel<T, rows a lane> or gram_jacobi_kernel<T, arithmetic type>.
-  using Kernel = void (*)(const T*, T*, int, double, int, int*);
+  /// gram_cholesky_jacobi_kernel<T, arithmetic type, rows a lane> or gram_jacobi_kernel<T,
+  /// arithmetic type>.
+  using Kernel = void (*)(const T*, int, T*, int, double, int, int*);
   /// gram_warp_jacobi_kernel<T, arithmetic type>.
-  using FusedKernel = void (*)(const T*, std::int64_t, T*, double, int, int*);
+  using FusedKernel = void (*)(const T*, std::int64_t, int, T*, double, int, int*);
   Kernel kernel = nullptr;
+  /// From outer sweep kEscalateAfterSweeps on: the one-sided solver in double where `kernel` is
+  /// that solver in float, else `kernel` itself.
+  Kernel kernel_escalated = nullptr;
   FusedKernel fused = nullptr;
   /// From outer sweep kEscalateAfterSweeps on: the register form in double where `fused` is that
   /// form in float, else `fused` itself.
@@ -526,14 +609,16 @@ struct GramSolver {
   /// `fused` forms G itself; else it too takes G from the Gram GEMM (tall f64 W).
   bool fused_forms_gram = false;
   std::size_t smem = 0;
+  std::size_t smem_escalated = 0;  // kernel_escalated's
   int threads = 0;
 };
 
 /// The one-sided solver on the Cholesky factor where the block allows it: at 32 columns a pair in
-/// one warp's registers (in the element type unless tuning.inner_double), up to 64 with eight
-/// lanes per column pair (4 nb2 threads), G's factor and Q in double. The two-sided one computes
-/// in the element type (f32: half the shared-memory traffic and single-precision sqrt/divide on
-/// its latency-bound path) unless tuning.inner_double.
+/// one warp's registers, up to 64 with eight lanes per column pair (4 nb2 threads) in shared
+/// memory, both in the element type unless tuning.inner_double (f32 escalates to double as
+/// kEscalateAfterSweeps says). The two-sided one computes in the element type (f32: half the
+/// shared-memory traffic and single-precision sqrt/divide on its latency-bound path) unless
+/// tuning.inner_double.
 template <typename T>
 absl::StatusOr<GramSolver<T>> configure_gram_solver(const Plan& pl, const SvdTuning& tuning) {
   GramSolver<T> g;
@@ -563,11 +648,19 @@ absl::StatusOr<GramSolver<T>> configure_gram_solver(const Plan& pl, const SvdTun
   }
   if (one_sided) {
     // R and Q (leading dimension nb2 + 8), G's diagonal, its square roots and the pivot
-    // reciprocals.
-    g.smem = (2 * static_cast<std::size_t>(nb2) * (nb2 + 8) + 3 * nb2) * sizeof(double);
+    // reciprocals, in the arithmetic type.
+    const bool in_double = sizeof(T) == 8 || tuning.inner_double;
+    const std::size_t elems = 2 * static_cast<std::size_t>(nb2) * (nb2 + 8) + 3 * nb2;
+    g.smem_escalated = elems * sizeof(double);
+    g.smem = in_double ? g.smem_escalated : elems * sizeof(T);
     g.threads = static_cast<int>(4 * nb2);
-    g.kernel = nb2 <= 32 ? detail::gram_cholesky_jacobi_kernel<T, 4>
-                         : detail::gram_cholesky_jacobi_kernel<T, 8>;
+    // f32 in float: as the register form, it may stall on rank-one noise, hence the escalation.
+    g.kernel_escalated = nb2 <= 32 ? detail::gram_cholesky_jacobi_kernel<T, double, 4>
+                                   : detail::gram_cholesky_jacobi_kernel<T, double, 8>;
+    g.kernel = in_double   ? g.kernel_escalated
+               : nb2 <= 32 ? detail::gram_cholesky_jacobi_kernel<T, T, 4>
+                           : detail::gram_cholesky_jacobi_kernel<T, T, 8>;
+    if (absl::Status st = allow_max_dynamic_smem(g.kernel_escalated); !st.ok()) return st;
   } else {
     const bool inner_double = sizeof(T) == 8 || tuning.inner_double;
     const std::size_t ti_size = inner_double ? sizeof(double) : sizeof(T);
@@ -579,6 +672,8 @@ absl::StatusOr<GramSolver<T>> configure_gram_solver(const Plan& pl, const SvdTun
         static_cast<int>(std::clamp<std::int64_t>((gram_items / 3 + 31) / 32 * 32, 32, 1024));
     g.kernel =
         inner_double ? detail::gram_jacobi_kernel<T, double> : detail::gram_jacobi_kernel<T, T>;
+    g.kernel_escalated = g.kernel;
+    g.smem_escalated = g.smem;
   }
   if (absl::Status st = allow_max_dynamic_smem(g.kernel); !st.ok()) return st;
   return g;
@@ -595,7 +690,11 @@ template <typename T>
 void launch_gram_solver(const GramSolver<T>& gram, const Plan& pl, cudaStream_t st, const T* g,
                         T* q, T tol, InnerRun inner, int* flag) {
   const auto pairs = static_cast<unsigned>(pl.k / 2);
-  gram.kernel<<<pairs, gram.threads, gram.smem, st>>>(g, q, 2 * pl.nb, tol, inner.sweeps, flag);
+  const typename GramSolver<T>::Kernel kernel =
+      inner.escalated ? gram.kernel_escalated : gram.kernel;
+  const std::size_t smem = inner.escalated ? gram.smem_escalated : gram.smem;
+  kernel<<<pairs, gram.threads, smem, st>>>(g, pl.gram_splits, q, 2 * pl.nb, tol, inner.sweeps,
+                                            flag);
 }
 
 /// One launch of the fused solver over the k / 2 block pairs of a round: on W's buffer `src`
@@ -607,7 +706,8 @@ void launch_fused_gram_solver(const GramSolver<T>& gram, const Plan& pl, cudaStr
   const auto pairs = static_cast<unsigned>(pl.k / 2);
   const typename GramSolver<T>::FusedKernel kernel =
       inner.escalated ? gram.fused_escalated : gram.fused;
-  kernel<<<pairs, gram.threads, gram.smem, st>>>(src, rows, q, tol, inner.sweeps, flag);
+  kernel<<<pairs, gram.threads, gram.smem, st>>>(src, rows, pl.gram_splits, q, tol, inner.sweeps,
+                                                 flag);
 }
 
 /// Matrix `bi` into W (buffer 0; the padding columns zero) and V = I.
@@ -678,11 +778,7 @@ absl::Status run_round(const Blocked<T>& x, const GramSolver<T>& gram, InnerRun 
     launch_fused_gram_solver<T>(gram, pl, st, b.w[par], M, b.q, x.tol, inner, b.flag);
   } else {
     prof.mark(kGramGemm);
-    GC_CUBLAS_TRY(cublasGemmStridedBatchedEx(
-        h, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(nb2), static_cast<int>(nb2),
-        static_cast<int>(M), &one, b.w[par], ty, static_cast<int>(M), nb2 * M, b.w[par], ty,
-        static_cast<int>(M), nb2 * M, &zero, b.g, ty, static_cast<int>(nb2), nb2 * nb2,
-        static_cast<int>(k / 2), ct, CUBLAS_GEMM_DEFAULT));
+    if (absl::Status st_ = gram_gemm<T>(x, par); !st_.ok()) return st_;
     prof.mark(kInnerJacobi);
     if (gram.fused != nullptr) {
       launch_fused_gram_solver<T>(gram, pl, st, b.g, 0, b.q, x.tol, inner, b.flag);
@@ -786,6 +882,7 @@ absl::StatusOr<SvdInfo> run_blocked(const Context& ctx, const Plan& pl, const Sv
   PointerModeGuard guard(ctx.cublas);
   GC_CUBLAS_TRY(cublasSetPointerMode(ctx.cublas, CUBLAS_POINTER_MODE_HOST));
   if (absl::Status st_ = upload_round_pointers<T>(x); !st_.ok()) return st_;
+  if (absl::Status st_ = upload_gram_pointers<T>(x); !st_.ok()) return st_;
   const absl::StatusOr<GramSolver<T>> gram = configure_gram_solver<T>(pl, tuning);
   if (!gram.ok()) return gram.status();
   detail::PhaseProfile prof = round_profile(ctx.stream, tuning.profile);

@@ -563,6 +563,39 @@ __global__ void __launch_bounds__(128)
 // ------------------------------------------------------------------------------------------
 // Blocked Jacobi: the inner solver on the Gram matrix of a block pair.
 
+/// Block pair blockIdx.x's Gram matrix (nb2 x nb2) from the round's Gram GEMM into `dst`
+/// (column-major, leading dimension ld) by the block's threads: the sum, in double and in chunk
+/// order, of its `splits` partial products over consecutive row chunks of W (split-K: one product
+/// per pair ran one GEMM tile down all of W's rows), chunk c of every pair gridDim.x nb2^2
+/// elements after chunk c - 1. A thread's kBatch elements have their loads of a chunk in flight
+/// together. Both triangles, as the GEMM wrote them; no barrier.
+template <typename TI, typename T, int kBatch = 16>
+__device__ inline void load_split_gram(const T* __restrict__ g_all, int nb2, int splits, TI* dst,
+                                       int ld) {
+  const int elems = nb2 * nb2;
+  const std::int64_t chunk_stride = static_cast<std::int64_t>(gridDim.x) * elems;
+  const T* g = g_all + static_cast<std::int64_t>(blockIdx.x) * elems;
+  const int step = static_cast<int>(blockDim.x);
+  for (int e0 = static_cast<int>(threadIdx.x); e0 < elems; e0 += step * kBatch) {
+    double sum[kBatch] = {};
+    for (int c = 0; c < splits; ++c) {
+      T part[kBatch];
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        const int e = e0 + b * step;
+        part[b] = e < elems ? g[c * chunk_stride + e] : T(0);
+      }
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) sum[b] += static_cast<double>(part[b]);
+    }
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      const int e = e0 + b * step;
+      if (e < elems) dst[e % nb2 + e / nb2 * ld] = static_cast<TI>(sum[b]);
+    }
+  }
+}
+
 /// For block pair blockIdx.x: G (2b x 2b, column-major, from a GEMM) is diagonalised by a cyclic
 /// two-sided Jacobi in shared memory with the same rotations one-sided Jacobi would apply to the
 /// 2b columns; Q (2b x 2b) accumulates them so that [Ai Aj] Q has orthogonal columns.
@@ -573,7 +606,7 @@ __global__ void __launch_bounds__(128)
 /// no barrier is needed inside the update.
 template <typename T, typename TI>
 __global__ void __launch_bounds__(1024)
-    gram_jacobi_kernel(const T* __restrict__ g_all, T* __restrict__ q_all, int nb2,
+    gram_jacobi_kernel(const T* __restrict__ g_all, int splits, T* __restrict__ q_all, int nb2,
                        double outer_tol, int max_inner_sweeps, int* __restrict__ rotated_flag) {
   // `tol` in the arithmetic's type (exact: callers pass a T); double in the signature so that every
   // inner solver has one.
@@ -585,13 +618,18 @@ __global__ void __launch_bounds__(1024)
   TI* cs = q + nb2 * ld;                        // c - 1, s per pair of a round (0, 0: not rotated)
   int* idx = reinterpret_cast<int*>(cs + nb2);  // i, j per pair
   __shared__ int any_rot;
-  const T* gsrc = g_all + static_cast<std::int64_t>(blockIdx.x) * nb2 * nb2;
   T* qdst = q_all + static_cast<std::int64_t>(blockIdx.x) * nb2 * nb2;
+  load_split_gram(g_all, nb2, splits, g, ld);
+  __syncthreads();
   for (int e = threadIdx.x; e < nb2 * nb2; e += blockDim.x) {
     const int i = e % nb2;
     const int j = e / nb2;
     // GEMM need not produce an exactly symmetric G; use the mean of both triangles.
-    g[i + j * ld] = TI(0.5) * (TI(gsrc[i + j * nb2]) + TI(gsrc[j + i * nb2]));
+    if (i > j) {
+      const TI mean = TI(0.5) * (g[i + j * ld] + g[j + i * ld]);
+      g[i + j * ld] = mean;
+      g[j + i * ld] = mean;
+    }
     q[i + j * ld] = i == j ? TI(1) : TI(0);
   }
   const int pairs = nb2 / 2;
@@ -666,6 +704,13 @@ __global__ void __launch_bounds__(1024)
   if (first_rot && threadIdx.x == 0) atomicOr(rotated_flag, 1);
 }
 
+/// 16 bytes of consecutive elements, for one vector access to shared memory.
+template <typename TI>
+struct alignas(16) SharedRun {
+  static constexpr int kSize = 16 / sizeof(TI);
+  TI v[kSize];
+};
+
 /// Lanes of gram_cholesky_jacobi_kernel that share one column pair (a round's pair per group).
 constexpr int kPairLanes = 8;
 /// Side of the square tile of G that a thread of that kernel's factorization holds in registers.
@@ -682,6 +727,14 @@ __device__ inline double fast_rcp(double x) {
   double y = static_cast<double>(__frcp_rn(static_cast<float>(x)));
   y = fma(y, fma(-x, y, 1.0), y);
   return fma(y, fma(-x, y, 1.0), y);
+}
+/// 1 / d for a Cholesky pivot: fast_rcp in double where the float estimate is in range (on the
+/// factorization's critical path), IEEE in float.
+__device__ inline double pivot_reciprocal(double d) {
+  return d > 1e-30 && d < 1e30 ? fast_rcp(d) : 1.0 / d;
+}
+__device__ inline float pivot_reciprocal(float d) {
+  return 1.0f / d;
 }
 
 /// rutishauser_rotation's functions in double from fast_rsqrt and fast_rcp, for arguments near 1.
@@ -742,15 +795,17 @@ __device__ inline bool inner_rotation(T alpha, T beta, T gamma, T tol, T negligi
 
 /// For block pair blockIdx.x: the same job as gram_jacobi_kernel (Q with [Wi Wj] Q orthogonal,
 /// *rotated_flag raised when the pair set needed it) by one-sided Jacobi on R, the Cholesky
-/// factor of G = [Wi Wj]^T [Wi Wj] = R^T R (nb2 <= 64, double arithmetic for both types), with
-/// 4 nb2 threads. Rotating R's columns rotates [Wi Wj]'s, and only columns move.
+/// factor of G = [Wi Wj]^T [Wi Wj] = R^T R (nb2 <= 64), with 4 nb2 threads, in TI (double, or
+/// float for f32 input where the caller allows: half the shared-memory traffic that bounds a
+/// round; the pivot floor and inner tolerance in TI's epsilon, as in gram_warp_jacobi_kernel).
+/// G comes from the round's Gram GEMM in `splits` partial products (load_split_gram). Rotating
+/// R's columns rotates [Wi Wj]'s, and only columns move.
 ///
 /// A round: each group of kPairLanes lanes loads its pair's two columns of R and Q (kRows rows a
-/// lane), sums the three dot products over the group, computes the rotation (inner_rotation,
-/// every lane of the group the same), rotates and stores; one barrier. The cost is shared-memory
-/// bandwidth (every element of R and Q is read and written once a round), so the groups are
-/// small: a warp-wide sum or a rotation per warp costs shuffles and FP64 work that 32 warps
-/// would have to share.
+/// lane, in 16-byte runs), sums the three dot products over the group, computes the rotation
+/// (inner_rotation, every lane of the group the same), rotates and stores; one barrier. Every
+/// element of R and Q is read and written once a round, so the groups are small: a warp-wide sum
+/// or a rotation per warp costs shuffles and arithmetic that 32 warps would have to share.
 ///
 /// Whether the pair set needs rotating is decided on G itself with jacobi_rotation's test
 /// (pair_needs_rotation) at `tol`, as the two-sided solver decides it, so that the outer
@@ -765,51 +820,48 @@ __device__ inline bool inner_rotation(T alpha, T beta, T gamma, T tol, T negligi
 /// diagonal element computes the next pivot's reciprocal. A pivot at or below kPivotFloor times
 /// its column's squared norm in G (a column numerically in the span of the ones before it, or G
 /// indefinite by rounding) leaves that row of R zero.
-template <typename T, int kRows>
+template <typename T, typename TI, int kRows>
 __global__ void __launch_bounds__(256, 1)
-    gram_cholesky_jacobi_kernel(const T* __restrict__ g_all, T* __restrict__ q_all, int nb2,
-                                double tol, int max_inner_sweeps, int* __restrict__ rotated_flag) {
-  constexpr double kInnerTol = 4 * DBL_EPSILON;
-  constexpr double kPivotFloor = 256 * DBL_EPSILON;
+    gram_cholesky_jacobi_kernel(const T* __restrict__ g_all, int splits, T* __restrict__ q_all,
+                                int nb2, double outer_tol, int max_inner_sweeps,
+                                int* __restrict__ rotated_flag) {
+  constexpr TI kInnerTol = 4 * SvdLimits<TI>::kEps;
+  constexpr TI kPivotFloor = 256 * SvdLimits<TI>::kEps;
+  const TI tol = static_cast<TI>(outer_tol);  // exact: callers pass a T
   constexpr int kTile = kCholeskyTile;
-  extern __shared__ unsigned char smem_raw[];
-  // Eight lanes read eight consecutive doubles of a column (16 banks); at ld = nb2 + 8 columns
-  // start on bank 0 or 16, so two groups of a warp share a wavefront unless their columns start
-  // on the same bank (nb2 + 4 left most requests at three or four wavefronts: 2.3 k against
-  // 3.2 k cycles a round at nb2 = 64).
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  // A round's accesses are 16 bytes a lane, a group's eight lanes 128 consecutive bytes of a
+  // column (one wavefront whatever ld); ld keeps columns 16-byte aligned. (With 8-byte accesses
+  // in double, nb2 + 8 took 2.3 k cycles a round at nb2 = 64 where nb2 + 4 took 3.2 k.)
   const int ld = nb2 + 8;
-  double* r = reinterpret_cast<double*>(smem_raw);  // G, then R (column-major)
-  double* q = r + nb2 * ld;
-  double* diag = q + nb2 * ld;          // G's diagonal
-  double* root_diag = diag + nb2;       // its square roots, for the test on every pair
-  double* pivot_inv = root_diag + nb2;  // 1 / pivot, 0 for a pivot below the floor
+  TI* r = reinterpret_cast<TI*>(smem_raw);  // G, then R (column-major)
+  TI* q = r + nb2 * ld;
+  TI* diag = q + nb2 * ld;          // G's diagonal
+  TI* root_diag = diag + nb2;       // its square roots, for the test on every pair
+  TI* pivot_inv = root_diag + nb2;  // 1 / pivot, 0 for a pivot below the floor
   __shared__ int any_above;
   const int elems = nb2 * nb2;
   const int tid = static_cast<int>(threadIdx.x);
   const int threads = static_cast<int>(blockDim.x);
-  const T* gsrc = g_all + static_cast<std::int64_t>(blockIdx.x) * elems;
   T* qdst = q_all + static_cast<std::int64_t>(blockIdx.x) * elems;
-  const double negligible = SvdLimits<T>::kNegligible;
-  const double inner_tol = fmin(kInnerTol, tol);
-  // On the factorization's critical path: fast_rcp where the float estimate is in range.
-  const auto pivot_of = [&](int k, double d) {
+  const TI negligible = SvdLimits<T>::kNegligible;
+  const TI inner_tol = fmin(kInnerTol, tol);
+  const auto pivot_of = [&](int k, TI d) {
     const bool keep = d > diag[k] * kPivotFloor && d > negligible;
-    pivot_inv[k] = !keep ? 0.0 : (d > 1e-30 && d < 1e30 ? fast_rcp(d) : 1.0 / d);
+    pivot_inv[k] = keep ? pivot_reciprocal(d) : TI(0);
   };
 
-  // G's lower triangle (the factorization reads no other; the GEMM's two triangles may differ
-  // by rounding) and Q = I.
+  // G (the factorization and the tests read its lower triangle only: the GEMM's two triangles
+  // may differ by rounding) and Q = I.
+  load_split_gram(g_all, nb2, splits, r, ld);
   for (int e = tid; e < elems; e += threads) {
     const int i = e % nb2, j = e / nb2;
-    if (i >= j) {
-      const double v = static_cast<double>(gsrc[i + j * nb2]);
-      r[i + j * ld] = v;
-      if (i == j) {
-        diag[i] = v;
-        root_diag[i] = sqrt(v);
-      }
-    }
-    q[i + j * ld] = i == j ? 1.0 : 0.0;
+    q[i + j * ld] = i == j ? TI(1) : TI(0);
+  }
+  __syncthreads();
+  for (int i = tid; i < nb2; i += threads) {
+    diag[i] = r[i + i * ld];
+    root_diag[i] = sqrt(diag[i]);
   }
   __syncthreads();
   bool needs = false;
@@ -830,19 +882,19 @@ __global__ void __launch_bounds__(256, 1)
   const int ti = tid % tiles, tj = tid / tiles;
   const bool holds = tj < tiles && ti >= tj;
   const int i0 = ti * kTile, j0 = tj * kTile;
-  double tile[kTile][kTile];
+  TI tile[kTile][kTile];
 #pragma unroll
   for (int a = 0; a < kTile; ++a) {
 #pragma unroll
     for (int b = 0; b < kTile; ++b) {
       // Only the lower triangle was loaded (a diagonal tile's upper part is never read).
-      tile[a][b] = holds && i0 + a >= j0 + b ? r[(i0 + a) + (j0 + b) * ld] : 0.0;
+      tile[a][b] = holds && i0 + a >= j0 + b ? r[(i0 + a) + (j0 + b) * ld] : TI(0);
     }
   }
   for (int k = 0; k + 1 < nb2; ++k) {
-    const double inv = pivot_inv[k];
-    if (holds && inv != 0.0 && i0 + kTile - 1 > k && j0 + kTile - 1 > k) {
-      double li[kTile], lj[kTile];
+    const TI inv = pivot_inv[k];
+    if (holds && inv != TI(0) && i0 + kTile - 1 > k && j0 + kTile - 1 > k) {
+      TI li[kTile], lj[kTile];
 #pragma unroll
       for (int a = 0; a < kTile; ++a) {
         li[a] = r[(i0 + a) + k * ld];
@@ -872,13 +924,13 @@ __global__ void __launch_bounds__(256, 1)
   }
   // R = (L D^-1/2)^T: row j of R from column j of L, where the lower triangle now holds every
   // column as published.
-  double rv[kTile][kTile];
+  TI rv[kTile][kTile];
 #pragma unroll
   for (int a = 0; a < kTile; ++a) {
 #pragma unroll
     for (int b = 0; b < kTile; ++b) {
       const int i = i0 + a, j = j0 + b;
-      rv[a][b] = holds && i >= j ? r[i + j * ld] * sqrt(pivot_inv[j]) : 0.0;
+      rv[a][b] = holds && i >= j ? r[i + j * ld] * sqrt(pivot_inv[j]) : TI(0);
     }
   }
   __syncthreads();
@@ -889,35 +941,56 @@ __global__ void __launch_bounds__(256, 1)
       for (int b = 0; b < kTile; ++b) {
         const int i = i0 + a, j = j0 + b;
         if (i < j) continue;
-        r[j + i * ld] = rv[a][b];        // R[j][i]
-        if (i > j) r[i + j * ld] = 0.0;  // below R's diagonal
+        r[j + i * ld] = rv[a][b];          // R[j][i]
+        if (i > j) r[i + j * ld] = TI(0);  // below R's diagonal
       }
     }
   }
   __syncthreads();
 
   const int p = tid / kPairLanes, gl = tid % kPairLanes, pairs = nb2 / 2;
+  // A lane's rows of a column: runs of kVec consecutive rows (one 16-byte shared-memory access;
+  // the group's kPairLanes lanes read kPairLanes kVec consecutive rows, one wavefront), the runs
+  // kPairLanes kVec rows apart. nb2 is a multiple of 16, so a run is wholly in or out.
+  using Run = SharedRun<TI>;
+  constexpr int kVec = Run::kSize;
+  constexpr int kRuns = kRows / kVec;
+  static_assert(kRows % kVec == 0);
+  const auto run_at = [&](TI* base, int run) -> Run* {
+    return reinterpret_cast<Run*>(base + kVec * gl + kPairLanes * kVec * run);
+  };
   for (int sweep = 0; sweep < max_inner_sweeps; ++sweep) {
     if (tid == 0) any_above = 0;
     __syncthreads();
     bool above = false;
-    for (int round = 0; round < nb2 - 1; ++round) {
+    // The pair of round 0; each round moves both columns one place on the ring of nb2 - 1
+    // (round_robin_pair without its divisions).
+    const int ring = nb2 - 1;
+    int i, j;
+    round_robin_pair(nb2, 0, p, &i, &j);
+    for (int round = 0; round < ring; ++round) {
       if (p < pairs) {
-        int i, j;
-        round_robin_pair(nb2, round, p, &i, &j);
-        double x[kRows], y[kRows], u[kRows], v[kRows];
-        double aa = 0, bb = 0, ab = 0;
+        TI x[kRows], y[kRows], u[kRows], v[kRows];
+        TI aa = 0, bb = 0, ab = 0;
 #pragma unroll
-        for (int h = 0; h < kRows; ++h) {
-          const int row = gl + kPairLanes * h;
-          const bool in = row < nb2;
-          x[h] = in ? r[row + i * ld] : 0.0;
-          y[h] = in ? r[row + j * ld] : 0.0;
-          u[h] = in ? q[row + i * ld] : 0.0;
-          v[h] = in ? q[row + j * ld] : 0.0;
-          aa = fma(x[h], x[h], aa);
-          bb = fma(y[h], y[h], bb);
-          ab = fma(x[h], y[h], ab);
+        for (int t = 0; t < kRuns; ++t) {
+          const bool in = kVec * gl + kPairLanes * kVec * t < nb2;
+          const Run zero{};
+          const Run xr = in ? *run_at(r + i * ld, t) : zero;
+          const Run yr = in ? *run_at(r + j * ld, t) : zero;
+          const Run ur = in ? *run_at(q + i * ld, t) : zero;
+          const Run vr = in ? *run_at(q + j * ld, t) : zero;
+#pragma unroll
+          for (int e = 0; e < kVec; ++e) {
+            const int h = t * kVec + e;
+            x[h] = xr.v[e];
+            y[h] = yr.v[e];
+            u[h] = ur.v[e];
+            v[h] = vr.v[e];
+            aa = fma(x[h], x[h], aa);
+            bb = fma(y[h], y[h], bb);
+            ab = fma(x[h], y[h], ab);
+          }
         }
         // The group's sums; a butterfly gives every lane the same ones, so the same rotation.
 #pragma unroll
@@ -929,22 +1002,32 @@ __global__ void __launch_bounds__(256, 1)
         if (max_inner_sweeps > 1) {
           above |= pair_needs_rotation(aa, bb, ab, tol, negligible);
         }
-        double cm1, s;
+        TI cm1, s;
         if (inner_rotation(aa, bb, ab, inner_tol, negligible, &cm1, &s)) {
 #pragma unroll
-          for (int h = 0; h < kRows; ++h) {
-            apply_rotation_fused(cm1, s, &x[h], &y[h]);
-            apply_rotation_fused(cm1, s, &u[h], &v[h]);
-            const int row = gl + kPairLanes * h;
-            if (row < nb2) {
-              r[row + i * ld] = x[h];
-              r[row + j * ld] = y[h];
-              q[row + i * ld] = u[h];
-              q[row + j * ld] = v[h];
+          for (int t = 0; t < kRuns; ++t) {
+            Run xr, yr, ur, vr;
+#pragma unroll
+            for (int e = 0; e < kVec; ++e) {
+              const int h = t * kVec + e;
+              apply_rotation_fused(cm1, s, &x[h], &y[h]);
+              apply_rotation_fused(cm1, s, &u[h], &v[h]);
+              xr.v[e] = x[h];
+              yr.v[e] = y[h];
+              ur.v[e] = u[h];
+              vr.v[e] = v[h];
+            }
+            if (kVec * gl + kPairLanes * kVec * t < nb2) {
+              *run_at(r + i * ld, t) = xr;
+              *run_at(r + j * ld, t) = yr;
+              *run_at(q + i * ld, t) = ur;
+              *run_at(q + j * ld, t) = vr;
             }
           }
         }
       }
+      i = i + 1 == ring ? 0 : i + 1;
+      if (p != 0) j = j + 1 == ring ? 0 : j + 1;  // pair 0's j is the fixed column, ring
       __syncthreads();
     }
     if (max_inner_sweeps == 1) break;
@@ -1047,8 +1130,9 @@ __device__ inline void warp_pair_gram(const T* __restrict__ w, std::int64_t rows
 /// For block pair blockIdx.x, the Gram product and the job of gram_cholesky_jacobi_kernel at
 /// nb2 = kWarpPairColumns in one launch: where rows > 0, src is the round's W (the pair at
 /// src + blockIdx.x nb2 rows) and the block forms G (warp_pair_gram; no GEMM launch and no round
-/// trip through global memory); where rows is 0, src holds the round's G from the Gram GEMM
-/// (nb2^2 apart: tall W, whose rows one SM would take too long to sum). Then one warp solves G
+/// trip through global memory); where rows is 0, src holds the round's G from the Gram GEMM in
+/// `splits` partial products (load_split_gram; tall W, whose rows one SM would take too long to
+/// sum). Then one warp solves G
 /// in registers with no barrier:
 /// lane l holds column l of G, then of its Cholesky factor R, and of Q, in TI (double, or float
 /// for f32 input where the caller allows). Columns move between lanes by shuffles only, so a
@@ -1071,8 +1155,8 @@ __device__ inline void warp_pair_gram(const T* __restrict__ w, std::int64_t rows
 /// inner_rotation.
 template <typename T, typename TI>
 __global__ void __launch_bounds__(kWarpGramThreads)
-    gram_warp_jacobi_kernel(const T* __restrict__ src, std::int64_t rows, T* __restrict__ q_all,
-                            double outer_tol, int max_inner_sweeps,
+    gram_warp_jacobi_kernel(const T* __restrict__ src, std::int64_t rows, int splits,
+                            T* __restrict__ q_all, double outer_tol, int max_inner_sweeps,
                             int* __restrict__ rotated_flag) {
   constexpr int P = kWarpPairColumns;
   constexpr int kSums = 4;
@@ -1084,11 +1168,12 @@ __global__ void __launch_bounds__(kWarpGramThreads)
   if (rows > 0) {
     warp_pair_gram(src + static_cast<std::int64_t>(blockIdx.x) * P * rows, rows, stage, gram);
   } else {
+    load_split_gram<T, T, 4>(src, P, splits, gram, P);
+    __syncthreads();
     // The GEMM's two triangles may differ by rounding: mirror its lower one.
-    const T* g = src + static_cast<std::int64_t>(blockIdx.x) * P * P;
     for (int e = static_cast<int>(threadIdx.x); e < P * P; e += kWarpGramThreads) {
       const int i = e % P, j = e / P;
-      gram[e] = i >= j ? g[e] : g[j + i * P];
+      if (i < j) gram[e] = gram[j + i * P];
     }
     __syncthreads();
   }

@@ -566,16 +566,37 @@ TEST_F(CudaSvdTest, OneSidedInnerSolverAtEveryWidthAndType) {
   tuning_.block = 8;  // 16 columns a pair: rows of the lane groups half empty
   shape_case<float>(Kind::kGaussian, 1, 130, 100, true, true);
   shape_case<double>(Kind::kRankDeficient, 1, 100, 130, true, false, 15);
-  tuning_.block = 32;
+  tuning_.block = 32;  // 64 columns a pair in shared memory; f32 in float, escalating to double
   shape_case<double>(Kind::kGaussian, 1, 300, 260, true, true);
   shape_case<double>(Kind::kIllConditioned, 1, 200, 200, true, false);
   shape_case<double>(Kind::kRankDeficient, 1, 250, 190, true, false, 30);
   shape_case<float>(Kind::kGaussian, 1, 260, 300, true, false);
+  shape_case<float>(Kind::kIllConditioned, 1, 200, 200, true, true);
+  shape_case<float>(Kind::kRankDeficient, 1, 190, 250, true, false, 30);
   for (const Kind kind : {Kind::kIntegerRankOne, Kind::kOnes, Kind::kRepeatedRow}) {
     SCOPED_TRACE(kind_name(kind));
     shape_case<double>(kind, 1, 100, 150, true, false);
     shape_case<double>(kind, 1, 150, 100, true, true);
+    shape_case<float>(kind, 1, 150, 100, true, false);
   }
+}
+
+TEST_F(CudaSvdTest, GramGemmSplitOverRowChunks) {
+  // The round's Gram GEMM over W's rows in chunks (at least 256 rows each, up to about 256
+  // products), which the inner solvers add in chunk order: M = 1000 in three chunks of 352, 352
+  // and 296 rows (a pointer-batched GEMM and one for the shorter last chunk), M = 1024 in four of
+  // 256 (no remainder), M = 1300 at width 16 (f64: the register form takes G from the GEMM above
+  // 1024 rows) in five, and the two-sided solver on split G.
+  tuning_.block = 32;
+  shape_case<double>(Kind::kGaussian, 1, 1000, 200, true, true);
+  shape_case<float>(Kind::kIllConditioned, 1, 200, 1000, true, false);
+  shape_case<double>(Kind::kRankDeficient, 1, 1024, 200, true, false, 70);
+  shape_case<float>(Kind::kGaussian, 1, 1024, 130, true, true);
+  tuning_.block = 16;
+  shape_case<double>(Kind::kIllConditioned, 1, 1300, 90, true, false);
+  tuning_ = SvdTuning{.block = 24, .inner_solver = SvdTuning::InnerSolver::kTwoSided};
+  shape_case<double>(Kind::kGaussian, 1, 1000, 100, true, false);
+  shape_case<float>(Kind::kGaussian, 1, 100, 1000, true, true);
 }
 
 TEST_F(CudaSvdTest, MixedBatchOfZeroRankOneAndRandomConverges) {
