@@ -17,13 +17,13 @@
 //  * small (N <= 64 and W, V fit in shared memory): one block per matrix, all sweeps in one
 //    kernel, one warp per column pair of a round-robin round;
 //  * blocked (everything else): columns in blocks of nb; block pairs of a round-robin round are
-//    orthogonalised together: G = [Wi Wj]^T [Wi Wj] (one strided-batched GEMM for the round, or
-//    formed by the inner solver's own block at width 16), G diagonalised by one-sided Jacobi on
-//    its Cholesky factor (by default; at block width 16, the default up to N = 256 in f64 and
-//    1024 in f32, one warp per pair in registers; one block per pair in shared memory above),
-//    then [Wi Wj] Q and [Vi Vj] Q (batched GEMMs, FP32 for f32 and FP64 for f64, never TF32).
-//    W and V are double-buffered: the update GEMMs write each block to its slot of the next
-//    round, so that the pairs of every round are adjacent and G is a strided batch. After a full
+//    orthogonalised together: G = [Wi Wj]^T [Wi Wj] (one batched GEMM for the round, split over
+//    row chunks of W, or formed by the inner solver's own block at width 16), G diagonalised by
+//    one-sided Jacobi on its Cholesky factor (by default; at block width 16, the default up to N =
+//    256 in f64 and 512 in f32, one warp per pair in registers; one block per pair in shared memory
+//    above), then [Wi Wj] Q and [Vi Vj] Q (batched GEMMs, FP32 for f32 and FP64 for f64, never
+//    TF32). W and V are double-buffered: the update GEMMs write each block to its slot of the next
+//    round, so that the pairs of every round are adjacent. After a full
 //    sweep (k - 1 rounds for k blocks) the blocks are back in their original order. One flag read
 //    per sweep decides convergence. After kEscalateAfterSweeps outer sweeps the inner solver takes
 //    more sweeps (see there).
@@ -51,11 +51,13 @@ constexpr std::size_t kSmallMaxSmem = 96 * 1024;
 constexpr int kDefaultBlock = 32;
 // Block width 16 up to this N (half the inner Gram size, twice the rounds), where a block pair
 // fits the register form of the inner solver (gram_warp_jacobi_kernel). f32 keeps it up to
-// kNarrowBlockMaxNF32: with that form (H200, same call, ms width 16 / 32) f32 took 12.1 / 19.1 at
-// n = 512 and 39.7 / 49.0 at 1024, f64 19.2 / 19.4 and 62.7 / 51.4 (its solve in double costs
-// twice the shuffles, and the rounds double).
+// kNarrowBlockMaxNF32. H200, ms width 16 / 32: f64 19.2 / 19.4 at n = 512 and 62.7 / 51.4 at
+// 1024 (its solve in double costs twice the shuffles, and the rounds double); f32, with the
+// 64-column solver in float and the Gram GEMM split, 12.3 / 12.3 at 512 and 35.4 / 31.1 at 1024
+// (one call, both with a trial update kernel since dropped), and 13.6 and 14.3 / 13.5 and 13.4
+// at 512 in another (two runs each, the committed code).
 constexpr std::int64_t kNarrowBlockMaxN = 256;
-constexpr std::int64_t kNarrowBlockMaxNF32 = 1024;
+constexpr std::int64_t kNarrowBlockMaxNF32 = 512;
 constexpr int kNarrowBlock = 16;
 constexpr std::int64_t kSmallChunk = 1 << 16;  // most matrices per launch (see small_chunk)
 constexpr int kWarpMaxM = 32;                  // tiny driver: max(m, n) <= 32, one lane per column
@@ -755,8 +757,8 @@ absl::Status sort_columns(const Blocked<T>& x, int cur) {
   return absl::OkStatus();
 }
 
-/// Round r of a sweep, from buffer `par`: G = [Wi Wj]^T [Wi Wj] for every block pair (one
-/// strided-batched GEMM, or in the register form's own launch), diagonalised by up to
+/// Round r of a sweep, from buffer `par`: G = [Wi Wj]^T [Wi Wj] for every block pair (gram_gemm,
+/// or in the register form's own launch), diagonalised by up to
 /// `inner_sweeps` sweeps of the inner solver into Q (raising b.flag if it rotated), then [Wi Wj] Q
 /// and [Vi Vj] Q into the slots of the other buffer (batched GEMMs through the pointer table).
 template <typename T>

@@ -532,7 +532,7 @@ TEST_F(CudaSvdTest, TuningVariantsAgreeWithLapack) {
 
 TEST_F(CudaSvdTest, OneSidedInnerSolverAtEveryWidthAndType) {
   // Both types through the one-sided inner solver at widths 8, 16 (the default up to N = 256 in
-  // f64 and 1024 in f32, where a block pair is one warp's registers) and 32, smaller N and hard
+  // f64 and 512 in f32, where a block pair is one warp's registers) and 32, smaller N and hard
   // inputs included, and the register form with several inner sweeps.
   tuning_.inner_solver = SvdTuning::InnerSolver::kOneSided;
   shape_case<float>(Kind::kGaussian, 1, 512, 512, true, false);
