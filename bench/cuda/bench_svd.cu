@@ -66,6 +66,10 @@ std::string knob_suffix(const SvdTuning& t) {
     out += std::string(out.empty() ? "" : ";") +
            "SVD_INNER_SOLVER=" + std::to_string(static_cast<int>(t.inner_solver));
   }
+  if (t.gram_products != defaults.gram_products) {
+    out += std::string(out.empty() ? "" : ";") +
+           "SVD_GRAM_PRODUCTS=" + std::to_string(t.gram_products);
+  }
   return out.empty() ? "" : "[" + out + "]";
 }
 

@@ -110,6 +110,10 @@ absl::Status validate(const SvdTuning& t) {
     return absl::InvalidArgumentError(absl::StrCat(
         "svd tuning: block must be 0 (automatic) or a multiple of 8 in 8..64, got ", t.block));
   }
+  if (t.gram_products < 0 || t.gram_products > 65536) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "svd tuning: gram_products must be 0 (automatic) or in 1..65536, got ", t.gram_products));
+  }
   if (t.inner_sweeps < 1 || t.inner_sweeps > 30) {
     return absl::InvalidArgumentError(
         absl::StrCat("svd tuning: inner_sweeps must be in 1..30, got ", t.inner_sweeps));

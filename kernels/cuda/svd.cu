@@ -91,9 +91,10 @@ constexpr std::int64_t kFusedGramMaxRowsF64 = 1024;
 
 // The round's Gram GEMM is split over row chunks of W (split-K: a pointer-batched GEMM of pairs x
 // chunks products, which the inner solver adds in chunk order) so that it has about
-// kGramGemmProducts products of at least kGramMinChunkRows rows: one product per pair ran one
-// 64 x 64 tile per pair down all of W's rows (H200, f32 N = 2048: 68 us a round, 32 tiles on
-// 132 SMs). Chunks are multiples of 32 rows (aligned operands); the last may be shorter.
+// kGramGemmProducts products (SvdTuning::gram_products) of at least kGramMinChunkRows rows: one
+// product per pair ran one 64 x 64 tile per pair down all of W's rows (H200, f32 N = 2048: 68 us a
+// round, 32 tiles on 132 SMs). Chunks are multiples of 32 rows (aligned operands); the last may be
+// shorter.
 constexpr std::int64_t kGramGemmProducts = 256;
 constexpr std::int64_t kGramMinChunkRows = 256;
 
@@ -141,9 +142,10 @@ Plan make_plan(const SvdShape& s, const SvdTuning& tuning) {
     pl.k = pl.npad / nb;
     pl.inner_sweeps = tuning.inner_sweeps;
     const std::int64_t pairs = pl.k / 2;
-    const std::int64_t chunks =
-        std::clamp<std::int64_t>((kGramGemmProducts + pairs - 1) / pairs, 1,
-                                 std::max<std::int64_t>(1, pl.M / kGramMinChunkRows));
+    const std::int64_t products =
+        tuning.gram_products != 0 ? tuning.gram_products : kGramGemmProducts;
+    const std::int64_t chunks = std::clamp<std::int64_t>(
+        (products + pairs - 1) / pairs, 1, std::max<std::int64_t>(1, pl.M / kGramMinChunkRows));
     pl.gram_chunk_rows = ((pl.M + chunks - 1) / chunks + 31) / 32 * 32;
     pl.gram_splits = static_cast<int>((pl.M + pl.gram_chunk_rows - 1) / pl.gram_chunk_rows);
   }

@@ -21,6 +21,7 @@ Tuning tuning_from_environment() {
   Tuning t;
   const int block = env_int("GCOMPUTE_SVD_BLOCK", 0, 8, 64);
   t.svd.block = block - block % 8;
+  t.svd.gram_products = env_int("GCOMPUTE_SVD_GRAM_PRODUCTS", 0, 1, 65536);
   t.svd.inner_sweeps = env_int("GCOMPUTE_SVD_INNER_SWEEPS", t.svd.inner_sweeps, 1, 30);
   t.svd.inner_solver =
       static_cast<SvdTuning::InnerSolver>(env_int("GCOMPUTE_SVD_INNER_SOLVER", 0, 0, 2));

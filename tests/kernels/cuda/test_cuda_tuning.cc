@@ -12,21 +12,22 @@
 namespace gcompute::kernels::cuda {
 namespace {
 
-constexpr const char* kVariables[] = {"GCOMPUTE_SVD_BLOCK",        "GCOMPUTE_SVD_INNER_SWEEPS",
-                                      "GCOMPUTE_SVD_INNER_SOLVER", "GCOMPUTE_SVD_INNER_DOUBLE",
-                                      "GCOMPUTE_SVD_SORT",         "GCOMPUTE_SVD_PROFILE",
-                                      "GCOMPUTE_APSP_DEPTH"};
+constexpr const char* kVariables[] = {"GCOMPUTE_SVD_BLOCK",        "GCOMPUTE_SVD_GRAM_PRODUCTS",
+                                      "GCOMPUTE_SVD_INNER_SWEEPS", "GCOMPUTE_SVD_INNER_SOLVER",
+                                      "GCOMPUTE_SVD_INNER_DOUBLE", "GCOMPUTE_SVD_SORT",
+                                      "GCOMPUTE_SVD_PROFILE",      "GCOMPUTE_APSP_DEPTH"};
 
 /// The value of every knob of kVariables, in that order.
 struct Knobs {
-  int block, inner_sweeps, inner_solver;
+  int block, gram_products, inner_sweeps, inner_solver;
   bool inner_double, sort_columns, profile;
   int apsp_depth;
 };
-constexpr Knobs kDefaults = {0, 1, 0, false, true, false, 0};
+constexpr Knobs kDefaults = {0, 0, 1, 0, false, true, false, 0};
 
 void expect_knobs(const Tuning& t, const Knobs& want) {
   EXPECT_EQ(t.svd.block, want.block);
+  EXPECT_EQ(t.svd.gram_products, want.gram_products);
   EXPECT_EQ(t.svd.inner_sweeps, want.inner_sweeps);
   EXPECT_EQ(static_cast<int>(t.svd.inner_solver), want.inner_solver);
   EXPECT_EQ(t.svd.inner_double, want.inner_double);
@@ -58,13 +59,14 @@ TEST_F(TuningFromEnvironment, UnsetGivesTheDefaults) {
 
 TEST_F(TuningFromEnvironment, ValuesInRangeAreTaken) {
   set("GCOMPUTE_SVD_BLOCK", "24");
+  set("GCOMPUTE_SVD_GRAM_PRODUCTS", "65536");
   set("GCOMPUTE_SVD_INNER_SWEEPS", "30");
   set("GCOMPUTE_SVD_INNER_SOLVER", "2");
   set("GCOMPUTE_SVD_INNER_DOUBLE", "1");
   set("GCOMPUTE_SVD_SORT", "0");
   set("GCOMPUTE_SVD_PROFILE", "1");
   set("GCOMPUTE_APSP_DEPTH", "2");
-  expect_knobs(tuning_from_environment(), {24, 30, 2, true, false, true, 2});
+  expect_knobs(tuning_from_environment(), {24, 65536, 30, 2, true, false, true, 2});
   set("GCOMPUTE_SVD_INNER_SOLVER", "1");
   EXPECT_EQ(tuning_from_environment().svd.inner_solver, SvdTuning::InnerSolver::kTwoSided);
   set("GCOMPUTE_APSP_DEPTH", "1");
@@ -83,6 +85,7 @@ TEST_F(TuningFromEnvironment, BlockWidthIsRoundedDownToAMultipleOfEight) {
 
 TEST_F(TuningFromEnvironment, OutOfRangeKeepsTheDefault) {
   set("GCOMPUTE_SVD_BLOCK", "7");
+  set("GCOMPUTE_SVD_GRAM_PRODUCTS", "65537");
   set("GCOMPUTE_SVD_INNER_SWEEPS", "31");
   set("GCOMPUTE_SVD_INNER_SOLVER", "3");
   set("GCOMPUTE_SVD_INNER_DOUBLE", "2");
@@ -115,6 +118,12 @@ TEST(TuningValidation, NamesTheField) {
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << block;
     EXPECT_NE(s.message().find("block"), absl::string_view::npos) << s;
   }
+  for (const int products : {-1, 65537}) {
+    const absl::Status s = validate(SvdTuning{.gram_products = products});
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << products;
+    EXPECT_NE(s.message().find("gram_products"), absl::string_view::npos) << s;
+  }
+  EXPECT_TRUE(validate(SvdTuning{.gram_products = 1}).ok());
   for (const int sweeps : {0, 31}) {
     const absl::Status s = validate(SvdTuning{.inner_sweeps = sweeps});
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << sweeps;

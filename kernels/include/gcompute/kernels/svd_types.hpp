@@ -72,8 +72,11 @@ constexpr int kSvdDefaultMaxSweeps = 60;
 /// (cuda::tuning_from_environment, docs/dev/knobs.md); benchmarks and tests set it directly.
 struct SvdTuning {
   /// Column block width of the blocked driver: 8..64, a multiple of 8; 0 picks by N and type (16
-  /// up to N = 256 in f64 and N = 1024 in f32, 32 above).
+  /// up to N = 256 in f64 and N = 512 in f32, 32 above).
   int block = 0;
+  /// Blocked driver: about how many products the round's Gram GEMM is split into, over row chunks
+  /// of W of at least 256 rows (split-K); 0 picks 256. 1..65536.
+  int gram_products = 0;
   /// Jacobi sweeps on each block pair's Gram matrix, 1..30. Measured on the H200 (f32,
   /// n = 256..2048, ms): 4 sweeps 29.6 / 77.3 / 190 / 497, 2 sweeps 19.0 / 49.6 / 129 / 362,
   /// 1 sweep 12.0 / 31.1 / 81.9 / 259, at the cost of at most one more outer sweep (the inner
@@ -88,8 +91,8 @@ struct SvdTuning {
                 ///< in one warp's registers; above 32, two-sided)
   };
   InnerSolver inner_solver = InnerSolver::kAuto;
-  /// f32: the two-sided inner solver and the register form of the one-sided one (block width
-  /// 16) compute in double (f64 always does, and so does the one-sided one at other widths).
+  /// f32: the inner solvers compute in double (f64 always does; f32 otherwise computes in float
+  /// and escalates to double after 20 outer sweeps).
   bool inner_double = false;
   /// De Rijk ordering: the blocked driver sorts the columns by norm before every sweep.
   bool sort_columns = true;
@@ -99,8 +102,8 @@ struct SvdTuning {
   bool profile = false;
 };
 
-/// INVALID_ARGUMENT naming the field unless block is 0 or a multiple of 8 in 8..64 and
-/// inner_sweeps is in 1..30.
+/// INVALID_ARGUMENT naming the field unless block is 0 or a multiple of 8 in 8..64,
+/// gram_products is in 0..65536 and inner_sweeps is in 1..30.
 absl::Status validate(const SvdTuning& tuning);
 
 /// The tolerance actually used (the default resolved).
