@@ -1,10 +1,12 @@
 #!/usr/bin/python3
 # Regenerates svd_methods_h200.png, svd_methods_h200_2026-11-28.png and
-# svd_methods_h200_2026-11-29.png from the CSVs of the same names (bench_svd_methods output),
+# svd_methods_h200_2026-11-29.png and svd_methods_h200_2026-11-29b.png from the CSVs of the same
+# names (bench_svd_methods output),
 # eigh_h200.png from eigh_h200.csv (bench_eigh output),
 # svd_polar_cholqr2_h200.png from the three runs svd_polar_cholqr2_h200_2026-11-28_{new,base,
 # new2}.csv, and svd_jacobi_warp_h200.png from svd_jacobi_warp_h200_2026-11-29_{new,base1,
-# base2}.csv (bench_svd output): /usr/bin/python3 svd_methods_plot.py
+# base2}.csv and svd_jacobi_split_h200.png from svd_jacobi_split_h200_2026-11-29_{new,base}.csv
+# (bench_svd output): /usr/bin/python3 svd_methods_plot.py
 import os
 
 from plot_common import here, plt, read_rows, save, time_axes
@@ -41,6 +43,8 @@ plot_methods("svd_methods_h200_2026-11-28.csv", "svd_methods_h200_2026-11-28.png
              "H200, 2026-11-28")
 plot_methods("svd_methods_h200_2026-11-29.csv", "svd_methods_h200_2026-11-29.png",
              "H200, 2026-11-29")
+plot_methods("svd_methods_h200_2026-11-29b.csv", "svd_methods_h200_2026-11-29b.png",
+             "H200, 2026-11-29 later")
 
 rows = read_rows(os.path.join(here, "eigh_h200.csv"))
 fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4))
@@ -131,3 +135,25 @@ plot_ratio_runs(
     },
     gesvdj_over_jacobi, "Jacobi SVD {dtype}, H200: gesvdj ms / ours ms",
     "gesvdj / ours (above 1: ours faster)", "svd_jacobi_warp_h200.png", goal=2.0)
+
+
+def gesvdj_over_split_runs(run, dtype):
+    """gesvdj's time of the run with the reference (the same call) over each run's Jacobi."""
+    def rows_of(name):
+        rows = read_rows(os.path.join(here, f"svd_jacobi_split_h200_2026-11-29_{name}.csv"))
+        return {int(r["n"]): r for r in rows if r["what"] == "square" and r["dtype"] == dtype}
+    ref = rows_of("new")
+    ours = rows_of(run)
+    n = sorted(ours)
+    return n, [float(ref[k]["cusolver_ms"]) / float(ours[k]["ours_ms"]) for k in n], []
+
+
+# gesvdj's time over the Jacobi's in one call: the split Gram GEMM and the 64-column solver in
+# float (run 2) against the code before this work (run 1, 50be7c6), gesvdj timed in run 2.
+plot_ratio_runs(
+    {
+        "split Gram GEMM, float 64-column solver (run 2)": ("new", "o-", "tab:blue"),
+        "previous code, 50be7c6 (run 1)": ("base", "s:", "tab:gray"),
+    },
+    gesvdj_over_split_runs, "Jacobi SVD {dtype}, H200: gesvdj ms / ours ms",
+    "gesvdj / ours (above 1: ours faster)", "svd_jacobi_split_h200.png", goal=2.0)
