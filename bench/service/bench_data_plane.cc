@@ -7,7 +7,8 @@
 //   - per call, in blocks of 100: Echo (empty), Echo with a 16 KiB reply, the raw server
 //     answering gcompute's Transpose messages (protobuf both ways, no gcompute handler),
 //     GetServerInfo, Transpose of a stored 64 x 64 f32 (answered inline; also through the
-//     generated stub alone): p50 and p99;
+//     generated stub alone, without and with a deadline as the client library sets one), and
+//     Echo with a 16 KiB reply and a deadline: p50 and p99;
 //   - a raw call answered after a delay (0 to 20 ms), from a waiting thread or from gRPC's own
 //     (busy): what the platform adds to a call whose answer comes later, with no gcompute code
 //     (threads woken from idle);
@@ -56,6 +57,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr std::uint64_t kMiB = 1ull << 20;
 constexpr std::uint64_t kChunk = 4 * kMiB;
+/// The deadline of the raw calls that carry one (a minute: never reached, only armed).
+constexpr std::chrono::seconds kCallDeadline{60};
 
 // ---- The raw server ---------------------------------------------------------------------
 
@@ -255,9 +258,11 @@ class RawClient {
   }
 
   /// An empty request answered with `reply_bytes` bytes (0: the empty echo); the reply is
-  /// copied out of gRPC's slices, as a client reading a result must.
-  bool echo(std::uint64_t reply_bytes = 0) {
+  /// copied out of gRPC's slices, as a client reading a result must. `with_deadline`: the call
+  /// carries a deadline, as every call of the client library does (gRPC then arms a timer).
+  bool echo(std::uint64_t reply_bytes = 0, bool with_deadline = false) {
     grpc::ClientContext ctx;
+    if (with_deadline) ctx.set_deadline(std::chrono::system_clock::now() + kCallDeadline);
     grpc::Slice body =
         reply_bytes == 0 ? grpc::Slice() : grpc::Slice(&reply_bytes, sizeof reply_bytes);
     const grpc::ByteBuffer request(&body, 1);
@@ -498,16 +503,17 @@ int main(int argc, char** argv) {
       ok_or_fail(client.upload_matrix(small), "upload 64 x 64").ref;
   // The Transpose's result: 64 x 64 f32 inline, the reply the second raw echo carries.
   const std::uint64_t small_reply = small.expected_bytes();
-  std::vector<double> echo_us, echo_reply_us, typed_echo_us, info_us, transpose_us,
-      raw_stub_transpose_us;
+  std::vector<double> echo_us, echo_reply_us, echo_reply_deadline_us, typed_echo_us, info_us,
+      transpose_us, raw_stub_transpose_us, raw_stub_deadline_transpose_us;
   // The same Transpose through the generated stub alone (no client library): what the client's
   // own work adds.
   auto compute_stub = gcompute::v1::Compute::NewStub(
       grpc::CreateChannel(co.target, grpc::InsecureChannelCredentials()));
   gcompute::v1::TransposeRequest raw_transpose;
   raw_transpose.mutable_a()->mutable_ref()->set_id(small_ref.id);
-  auto stub_transpose = [&] {
+  auto stub_transpose = [&](bool with_deadline) {
     grpc::ClientContext ctx;
+    if (with_deadline) ctx.set_deadline(std::chrono::system_clock::now() + kCallDeadline);
     gcompute::v1::TransposeResponse response;
     const grpc::Status st = compute_stub->Transpose(&ctx, raw_transpose, &response);
     if (!st.ok() || response.at().inline_().data().size() != small_reply) {
@@ -532,7 +538,9 @@ int main(int argc, char** argv) {
     if (!raw.typed_echo()) fail("typed echo");
     (void)ok_or_fail(client.server_info(), "GetServerInfo");
     (void)ok_or_fail(client.transpose(small_ref), "Transpose");
-    stub_transpose();
+    stub_transpose(false);
+    stub_transpose(true);
+    if (!raw.echo(small_reply, true)) fail("echo with a reply and a deadline");
   }
   if (!opt.profile_call.empty()) {
     const auto t0 = Clock::now();
@@ -581,7 +589,17 @@ int main(int argc, char** argv) {
       server_side.total_us.push_back(stats.total_seconds * 1e6);
       server_side.outside_us.push_back(transpose_us.back() - stats.total_seconds * 1e6);
     }
-    for (int i = 0; i < kBlock; ++i) timed(raw_stub_transpose_us, stub_transpose);
+    for (int i = 0; i < kBlock; ++i) {
+      timed(raw_stub_transpose_us, [&] { stub_transpose(false); });
+    }
+    for (int i = 0; i < kBlock; ++i) {
+      timed(raw_stub_deadline_transpose_us, [&] { stub_transpose(true); });
+    }
+    for (int i = 0; i < kBlock; ++i) {
+      timed(echo_reply_deadline_us, [&] {
+        if (!raw.echo(small_reply, true)) fail("echo with a reply and a deadline");
+      });
+    }
   }
   // A raw call answered after a delay, from another thread: interleaved over the delays.
   const std::vector<std::uint64_t> kDelaysUs = {0, 100, 1000, 3000, 20000};
@@ -781,6 +799,9 @@ int main(int argc, char** argv) {
   add_call("GetServerInfo", info_us);
   add_call("Transpose 64x64 f32 ref", transpose_us);
   add_call("Transpose 64x64 f32 ref through the stub", raw_stub_transpose_us);
+  add_call("Transpose 64x64 f32 ref through the stub with a deadline",
+           raw_stub_deadline_transpose_us);
+  add_call("raw echo 16 KiB reply with a deadline", echo_reply_deadline_us);
   std::printf("bench_data_plane: %s backend, %d calls each, %d repetitions of each transfer\n\n",
               opt.device.c_str(), opt.calls, opt.reps);
   const double echo_reply50 = percentile(echo_reply_us, 0.5);
@@ -793,7 +814,10 @@ int main(int argc, char** argv) {
         {"raw server, protobuf Transpose request and 16 KiB response", &typed_echo_us},
         {"GetServerInfo", &info_us},
         {"Transpose of a stored 64x64 f32 (16 KiB reply)", &transpose_us},
-        {"  the same through the generated stub (no client library)", &raw_stub_transpose_us}}) {
+        {"  the same through the generated stub (no client library)", &raw_stub_transpose_us},
+        {"  the same through the stub with a deadline (as the client library sets)",
+         &raw_stub_deadline_transpose_us},
+        {"raw echo, 16 KiB reply, with a deadline", &echo_reply_deadline_us}}) {
     std::printf("| %s | %.1f | %.1f | %.2fx | %.2fx |\n", name, percentile(*us, 0.5),
                 percentile(*us, 0.99), percentile(*us, 0.5) / echo50,
                 percentile(*us, 0.5) / echo_reply50);
