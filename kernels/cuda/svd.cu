@@ -63,7 +63,7 @@ constexpr std::int64_t kSmallChunk = 1 << 16;  // most matrices per launch (see 
 constexpr int kWarpMaxM = 32;                  // tiny driver: max(m, n) <= 32, one lane per column
 constexpr int kWarpThreads = 128;
 // Blocked driver: outer sweeps from this one on (0-based) give the inner Gram solver at least
-// kEscalatedInnerSweeps sweeps (and f32's register form double arithmetic). One inner sweep
+// kEscalatedInnerSweeps sweeps (and f32's one-sided solvers double arithmetic). One inner sweep
 // converges only linearly on clustered singular values, and exactly rank-deficient inputs (integer
 // outer products, repeated rows) have such clusters at every scale: the rounding noise that stands
 // in for their zero singular values is itself rank-deficient, its own noise is about eps smaller,
@@ -74,7 +74,7 @@ constexpr int kWarpThreads = 128;
 // change.
 constexpr int kEscalateAfterSweeps = 20;
 // Widest block pair (2 nb columns) of the one-sided inner solver: 4 nb2 threads (a 4 x 4 tile of
-// the lower triangle each in the factorization), its factor and Q in double in shared memory.
+// the lower triangle each in the factorization), its factor and Q in shared memory.
 constexpr int kOneSidedMaxNb2 = 64;
 // SvdTuning::InnerSolver::kAuto: the two-sided inner solver up to this N (see
 // configure_gram_solver).
@@ -537,7 +537,7 @@ absl::Status upload_round_pointers(const Blocked<T>& x) {
 
 /// Copies to b.gram_ptrs the operands of the split Gram GEMM's full chunks, for both parities of
 /// W: per parity the list of [Wi Wj]'s chunks, then the list of their partial products (chunk c
-/// of pair p at entry c pairs + p, as gram_from_splits reads them).
+/// of pair p at entry c pairs + p, as load_split_gram reads them).
 template <typename T>
 absl::Status upload_gram_pointers(const Blocked<T>& x) {
   const Plan& pl = x.pl;

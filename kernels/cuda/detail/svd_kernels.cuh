@@ -887,7 +887,7 @@ __global__ void __launch_bounds__(256, 1)
   for (int a = 0; a < kTile; ++a) {
 #pragma unroll
     for (int b = 0; b < kTile; ++b) {
-      // Only the lower triangle was loaded (a diagonal tile's upper part is never read).
+      // The lower triangle only (a diagonal tile's upper part is never read).
       tile[a][b] = holds && i0 + a >= j0 + b ? r[(i0 + a) + (j0 + b) * ld] : TI(0);
     }
   }

@@ -585,13 +585,23 @@ TEST_F(CudaSvdTest, GramGemmSplitOverRowChunks) {
   // The round's Gram GEMM over W's rows in chunks (at least 256 rows each, up to about 256
   // products), which the inner solvers add in chunk order: M = 1000 in three chunks of 352, 352
   // and 296 rows (a pointer-batched GEMM and one for the shorter last chunk), M = 1024 in four of
-  // 256 (no remainder), M = 1300 at width 16 (f64: the register form takes G from the GEMM above
-  // 1024 rows) in five, and the two-sided solver on split G.
-  tuning_.block = 32;
+  // 256 (no remainder), through the one-sided 64-column solver (f32 in float); f32 600 x 560
+  // with the default tuning (width 32, the float solver; chunks of 320 and 280 rows); the float
+  // solver at 48 columns (and fewer products by the knob); M = 1300 at width 16 (f64: the register
+  // form takes G from the GEMM above 1024 rows) in five; and the two-sided solver on split G.
+  tuning_ = SvdTuning{.block = 32, .inner_solver = SvdTuning::InnerSolver::kOneSided};
   shape_case<double>(Kind::kGaussian, 1, 1000, 200, true, true);
   shape_case<float>(Kind::kIllConditioned, 1, 200, 1000, true, false);
   shape_case<double>(Kind::kRankDeficient, 1, 1024, 200, true, false, 70);
   shape_case<float>(Kind::kGaussian, 1, 1024, 130, true, true);
+  shape_case<float>(Kind::kRankDeficient, 1, 1000, 150, true, false, 40);
+  tuning_ = SvdTuning{};
+  shape_case<float>(Kind::kGaussian, 1, 600, 560, true, false);
+  tuning_ = SvdTuning{.block = 24, .inner_solver = SvdTuning::InnerSolver::kOneSided};
+  shape_case<float>(Kind::kIllConditioned, 1, 1000, 100, true, false);
+  tuning_.gram_products = 6;  // 3 pairs: 2 chunks (512 and 488 rows), where 256 products give 3
+  shape_case<double>(Kind::kGaussian, 1, 1000, 100, true, true);
+  tuning_.gram_products = 0;
   tuning_.block = 16;
   shape_case<double>(Kind::kIllConditioned, 1, 1300, 90, true, false);
   tuning_ = SvdTuning{.block = 24, .inner_solver = SvdTuning::InnerSolver::kTwoSided};

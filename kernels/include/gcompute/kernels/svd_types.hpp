@@ -75,7 +75,8 @@ struct SvdTuning {
   /// up to N = 256 in f64 and N = 512 in f32, 32 above).
   int block = 0;
   /// Blocked driver: about how many products the round's Gram GEMM is split into, over row chunks
-  /// of W of at least 256 rows (split-K); 0 picks 256. 1..65536.
+  /// of W (split-K; chunks of at least 256 rows, multiples of 32, but the last, which may be
+  /// shorter; no split below 512 rows); 0 picks 256. 1..65536.
   int gram_products = 0;
   /// Jacobi sweeps on each block pair's Gram matrix, 1..30. Measured on the H200 (f32,
   /// n = 256..2048, ms): 4 sweeps 29.6 / 77.3 / 190 / 497, 2 sweeps 19.0 / 49.6 / 129 / 362,
@@ -91,8 +92,8 @@ struct SvdTuning {
                 ///< in one warp's registers; above 32, two-sided)
   };
   InnerSolver inner_solver = InnerSolver::kAuto;
-  /// f32: the inner solvers compute in double (f64 always does; f32 otherwise computes in float
-  /// and escalates to double after 20 outer sweeps).
+  /// f32: the inner solvers compute in double (f64 always does; f32 otherwise computes in float,
+  /// and its one-sided solvers switch to double after 20 outer sweeps).
   bool inner_double = false;
   /// De Rijk ordering: the blocked driver sorts the columns by norm before every sweep.
   bool sort_columns = true;
