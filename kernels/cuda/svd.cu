@@ -114,6 +114,8 @@ struct Plan {
   std::int64_t k = 0;      // blocked: number of blocks (even)
   std::int64_t lcols = 0;  // columns of the left factor L (from W)
   int inner_sweeps = 0;
+  bool inner_one_sided = false;  // blocked: the one-sided inner solver (else the two-sided one)
+  bool gram_in_block = false;    // blocked: its register form forms each pair's G (no Gram GEMM)
   // blocked, Gram GEMM: W's rows in gram_splits chunks of gram_chunk_rows (the last one shorter
   // where gram_chunk_rows does not divide M)
   std::int64_t gram_chunk_rows = 0;
@@ -141,6 +143,20 @@ Plan make_plan(const SvdShape& s, const SvdTuning& tuning) {
     pl.npad = (pl.N + 2 * nb - 1) / (2 * nb) * (2 * nb);
     pl.k = pl.npad / nb;
     pl.inner_sweeps = tuning.inner_sweeps;
+    // Auto: one-sided above N = 256 and wherever a pair fits one warp. On the H200 with the
+    // shared-memory solvers (same run, ms one-sided / two-sided) f32 512 21.2 / 22.5, 1024 47.9 /
+    // 60.0, 2048 179 / 200; f64 512 23.3 / 25.2, 1024 52.4 / 75.3, 2048 171 / 210; at 256 (width
+    // 16) it took one outer sweep more (f32 8.7 / 7.9, f64 9.9 / 9.6), which the warp solver's
+    // cheaper rounds repay.
+    using Inner = SvdTuning::InnerSolver;
+    const bool in_warp = 2 * nb == detail::kWarpPairColumns;
+    pl.inner_one_sided =
+        (tuning.inner_solver == Inner::kOneSided ||
+         (tuning.inner_solver == Inner::kAuto && (pl.N > kTwoSidedMaxN || in_warp))) &&
+        2 * nb <= kOneSidedMaxNb2;
+    pl.gram_in_block =
+        pl.inner_one_sided && in_warp && (s.dtype == DType::kF32 || pl.M <= kFusedGramMaxRowsF64);
+    if (pl.gram_in_block) return pl;  // no Gram GEMM to split
     const std::int64_t pairs = pl.k / 2;
     const std::int64_t products =
         tuning.gram_products != 0 ? tuning.gram_products : kGramGemmProducts;
@@ -610,8 +626,6 @@ struct GramSolver {
   /// From outer sweep kEscalateAfterSweeps on: the register form in double where `fused` is that
   /// form in float, else `fused` itself.
   FusedKernel fused_escalated = nullptr;
-  /// `fused` forms G itself; else it too takes G from the Gram GEMM (tall f64 W).
-  bool fused_forms_gram = false;
   std::size_t smem = 0;
   std::size_t smem_escalated = 0;  // kernel_escalated's
   int threads = 0;
@@ -627,18 +641,8 @@ template <typename T>
 absl::StatusOr<GramSolver<T>> configure_gram_solver(const Plan& pl, const SvdTuning& tuning) {
   GramSolver<T> g;
   const std::int64_t nb2 = 2 * pl.nb;
-  using Inner = SvdTuning::InnerSolver;
-  // Auto: one-sided above N = 256 and wherever a pair fits one warp. On the H200 with the
-  // shared-memory solvers (same run, ms one-sided / two-sided) f32 512 21.2 / 22.5, 1024 47.9 /
-  // 60.0, 2048 179 / 200; f64 512 23.3 / 25.2, 1024 52.4 / 75.3, 2048 171 / 210; at 256 (width
-  // 16) it took one outer sweep more (f32 8.7 / 7.9, f64 9.9 / 9.6), which the warp solver's
-  // cheaper rounds repay.
-  const bool in_warp = nb2 == detail::kWarpPairColumns;
-  const bool one_sided =
-      (tuning.inner_solver == Inner::kOneSided ||
-       (tuning.inner_solver == Inner::kAuto && (pl.N > kTwoSidedMaxN || in_warp))) &&
-      nb2 <= kOneSidedMaxNb2;
-  if (one_sided && in_warp) {
+  const bool one_sided = pl.inner_one_sided;
+  if (one_sided && nb2 == detail::kWarpPairColumns) {
     g.smem = 0;
     g.threads = detail::kWarpGramThreads;
     // f32 in float rounds the factor of a nearly dependent column pair more coarsely: on the
@@ -647,7 +651,6 @@ absl::StatusOr<GramSolver<T>> configure_gram_solver(const Plan& pl, const SvdTun
     g.fused = tuning.inner_double ? detail::gram_warp_jacobi_kernel<T, double>
                                   : detail::gram_warp_jacobi_kernel<T, T>;
     g.fused_escalated = detail::gram_warp_jacobi_kernel<T, double>;
-    g.fused_forms_gram = sizeof(T) == 4 || pl.M <= kFusedGramMaxRowsF64;
     return g;
   }
   if (one_sided) {
@@ -777,7 +780,7 @@ absl::Status run_round(const Blocked<T>& x, const GramSolver<T>& gram, InnerRun 
   const cublasComputeType_t ct = compute_type<T>();
   const void* const* e =
       reinterpret_cast<const void* const*>(b.ptrs) + (par * rounds + r) * kRoundOperands * k;
-  if (gram.fused_forms_gram) {
+  if (pl.gram_in_block) {
     prof.mark(kInnerJacobi);
     launch_fused_gram_solver<T>(gram, pl, st, b.w[par], M, b.q, x.tol, inner, b.flag);
   } else {
