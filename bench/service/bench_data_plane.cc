@@ -5,7 +5,9 @@
 // move bytes (Echo: unary; Sink: client stream; Source: server stream). One client process
 // measures, interleaved so that both see the same machine:
 //   - per call, in blocks of 100: Echo (empty), Echo with a 16 KiB reply, the raw server
-//     answering gcompute's Transpose messages (protobuf both ways, no gcompute handler),
+//     answering gcompute's Transpose messages (protobuf both ways, no gcompute handler; also
+//     with the response serialized once at start, and with its bytes copied out unparsed: each
+//     side's share of the coding),
 //     GetServerInfo, Transpose of a stored 64 x 64 f32 (answered inline; also through the
 //     generated stub alone, without and with a deadline as the client library sets one), and
 //     Echo with a 16 KiB reply and a deadline: p50 and p99;
@@ -25,7 +27,8 @@
 // Prints a table last; writes CSV to the path given.
 //
 //   bench_data_plane [--device cpu|cuda] [--sizes-mib 16,64,256] [--reps 5] [--calls 2000]
-//                    [--csv FILE] [--profile-call echo|echo-reply|typed|transpose N]
+//                    [--csv FILE]
+//                    [--profile-call echo|echo-reply|typed|stub-transpose|transpose N]
 #include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
@@ -106,8 +109,9 @@ class DelayedRunner {
 /// One call of any of the raw methods; lives until OnDone.
 class RawReactor final : public grpc::ServerGenericBidiReactor {
  public:
-  RawReactor(const std::string& method, const std::string& payload, DelayedRunner& delayed)
-      : method_(method), payload_(payload), delayed_(delayed) {
+  RawReactor(const std::string& method, const std::string& payload, const std::string& typed_reply,
+             DelayedRunner& delayed)
+      : method_(method), payload_(payload), typed_reply_(typed_reply), delayed_(delayed) {
     StartRead(&in_);
   }
 
@@ -126,6 +130,11 @@ class RawReactor final : public grpc::ServerGenericBidiReactor {
         return;
       }
       grpc::Slice slice(payload_.data(), size, grpc::Slice::STATIC_SLICE);
+      out_ = grpc::ByteBuffer(&slice, 1);
+      StartWriteAndFinish(&out_, {}, grpc::Status::OK);
+    } else if (method_ == "/bench.Raw/TypedStatic") {
+      // The same TransposeResponse, serialized once at start: no coding on the server's side.
+      grpc::Slice slice(typed_reply_.data(), typed_reply_.size(), grpc::Slice::STATIC_SLICE);
       out_ = grpc::ByteBuffer(&slice, 1);
       StartWriteAndFinish(&out_, {}, grpc::Status::OK);
     } else if (method_ == "/bench.Raw/Typed") {
@@ -227,6 +236,7 @@ class RawReactor final : public grpc::ServerGenericBidiReactor {
 
   std::string method_;
   const std::string& payload_;
+  const std::string& typed_reply_;
   DelayedRunner& delayed_;
   grpc::ByteBuffer in_, out_, reply_;
   std::uint64_t received_ = 0, total_ = 0, sent_ = 0;
@@ -235,13 +245,22 @@ class RawReactor final : public grpc::ServerGenericBidiReactor {
 
 class RawService final : public grpc::CallbackGenericService {
  public:
-  RawService() : payload_(kChunk, '\x5a') {}
+  RawService() : payload_(kChunk, '\x5a') {
+    gcompute::v1::TransposeResponse response;
+    gcompute::v1::Matrix* at = response.mutable_at()->mutable_inline_();
+    at->set_rows(64);
+    at->set_cols(64);
+    at->set_dtype(gcompute::v1::DTYPE_F32);
+    at->set_data(payload_.data(), 64 * 64 * 4);
+    typed_reply_ = response.SerializeAsString();
+  }
   grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext* ctx) override {
-    return new RawReactor(ctx->method(), payload_, delayed_);
+    return new RawReactor(ctx->method(), payload_, typed_reply_, delayed_);
   }
 
  private:
   std::string payload_;
+  std::string typed_reply_;
   DelayedRunner delayed_;
 };
 
@@ -301,7 +320,9 @@ class RawClient {
 
   /// The Typed method: a TransposeRequest out, a TransposeResponse with a 16 KiB result back,
   /// both through protobuf, the result copied out as a client's must be.
-  bool typed_echo() {
+  /// `static_reply`: the server sends a response serialized once (no coding on its side);
+  /// `parse`: false copies the reply's bytes out without protobuf (no coding on this side).
+  bool typed_echo(bool static_reply = false, bool parse = true) {
     gcompute::v1::TransposeRequest request;
     request.mutable_a()->mutable_ref()->set_id("m-0123456789abcdef0123456789abcdef");
     grpc::ByteBuffer body, reply;
@@ -309,11 +330,21 @@ class RawClient {
     (void)grpc::SerializationTraits<grpc::protobuf::Message>::Serialize(request, &body, &own);
     grpc::ClientContext ctx;
     grpc::CompletionQueue cq;
-    auto call = stub_->PrepareUnaryCall(&ctx, "/bench.Raw/Typed", body, &cq);
+    auto call = stub_->PrepareUnaryCall(
+        &ctx, static_reply ? "/bench.Raw/TypedStatic" : "/bench.Raw/Typed", body, &cq);
     call->StartCall();
     grpc::Status status;
     call->Finish(&reply, &status, tag(1));
     if (!wait(cq) || !status.ok()) return false;
+    if (!parse) {
+      std::vector<grpc::Slice> slices;
+      (void)reply.Dump(&slices);
+      std::string copy;
+      copy.reserve(reply.Length());
+      for (const grpc::Slice& s : slices)
+        copy.append(reinterpret_cast<const char*>(s.begin()), s.size());
+      return copy.size() > 64 * 64 * 4;
+    }
     gcompute::v1::TransposeResponse response;
     if (!grpc::SerializationTraits<grpc::protobuf::Message>::Deserialize(&reply, &response).ok()) {
       return false;
@@ -417,7 +448,7 @@ struct Options {
   int calls = 2000;
   std::string csv;
   // --profile-call KIND N: after the warm-up, only N calls of one kind (echo, echo-reply,
-  // typed, transpose), then exit; for perf stat / perf record of one call path.
+  // typed, stub-transpose, transpose), then exit; for perf stat / perf record of one call path.
   std::string profile_call;
   int profile_calls = 0;
 };
@@ -448,13 +479,16 @@ Options parse(int argc, char** argv) {
       o.profile_call = value();
       o.profile_calls = std::atoi(value().c_str());
       if (o.profile_call != "echo" && o.profile_call != "echo-reply" && o.profile_call != "typed" &&
-          o.profile_call != "transpose") {
-        fail("--profile-call takes echo, echo-reply, typed or transpose and a count");
+          o.profile_call != "typed-static" && o.profile_call != "typed-unparsed" &&
+          o.profile_call != "stub-transpose" && o.profile_call != "transpose") {
+        fail(
+            "--profile-call takes echo, echo-reply, typed, stub-transpose or transpose and a "
+            "count");
       }
     } else {
       fail("unknown argument " + a +
            " (--device cpu|cuda --sizes-mib 16,64,256 --reps 5 --calls 2000 --csv FILE"
-           " --profile-call echo|echo-reply|typed|transpose N)");
+           " --profile-call echo|echo-reply|typed|stub-transpose|transpose N)");
     }
   }
   return o;
@@ -503,8 +537,9 @@ int main(int argc, char** argv) {
       ok_or_fail(client.upload_matrix(small), "upload 64 x 64").ref;
   // The Transpose's result: 64 x 64 f32 inline, the reply the second raw echo carries.
   const std::uint64_t small_reply = small.expected_bytes();
-  std::vector<double> echo_us, echo_reply_us, echo_reply_deadline_us, typed_echo_us, info_us,
-      transpose_us, raw_stub_transpose_us, raw_stub_deadline_transpose_us;
+  std::vector<double> echo_us, echo_reply_us, echo_reply_deadline_us, typed_echo_us,
+      typed_static_us, typed_unparsed_us, info_us, transpose_us, raw_stub_transpose_us,
+      raw_stub_deadline_transpose_us;
   // The same Transpose through the generated stub alone (no client library): what the client's
   // own work adds.
   auto compute_stub = gcompute::v1::Compute::NewStub(
@@ -551,6 +586,12 @@ int main(int argc, char** argv) {
         if (!raw.echo(small_reply)) fail("echo with a reply");
       } else if (opt.profile_call == "typed") {
         if (!raw.typed_echo()) fail("typed echo");
+      } else if (opt.profile_call == "typed-static") {
+        if (!raw.typed_echo(true)) fail("typed echo, static reply");
+      } else if (opt.profile_call == "typed-unparsed") {
+        if (!raw.typed_echo(false, false)) fail("typed echo, unparsed");
+      } else if (opt.profile_call == "stub-transpose") {
+        stub_transpose(false);
       } else {
         (void)ok_or_fail(client.transpose(small_ref), "Transpose");
       }
@@ -574,6 +615,16 @@ int main(int argc, char** argv) {
     for (int i = 0; i < kBlock; ++i) {
       timed(typed_echo_us, [&] {
         if (!raw.typed_echo()) fail("typed echo");
+      });
+    }
+    for (int i = 0; i < kBlock; ++i) {
+      timed(typed_static_us, [&] {
+        if (!raw.typed_echo(true)) fail("typed echo, static reply");
+      });
+    }
+    for (int i = 0; i < kBlock; ++i) {
+      timed(typed_unparsed_us, [&] {
+        if (!raw.typed_echo(false, false)) fail("typed echo, unparsed");
       });
     }
     for (int i = 0; i < kBlock; ++i) {
@@ -796,6 +847,8 @@ int main(int argc, char** argv) {
   add_call("raw echo", echo_us);
   add_call("raw echo 16 KiB reply", echo_reply_us);
   add_call("raw server protobuf Transpose messages", typed_echo_us);
+  add_call("raw server Transpose response serialized once", typed_static_us);
+  add_call("raw server protobuf Transpose messages reply not parsed", typed_unparsed_us);
   add_call("GetServerInfo", info_us);
   add_call("Transpose 64x64 f32 ref", transpose_us);
   add_call("Transpose 64x64 f32 ref through the stub", raw_stub_transpose_us);
@@ -812,6 +865,10 @@ int main(int argc, char** argv) {
        {std::pair<const char*, const std::vector<double>*>{"raw echo (empty)", &echo_us},
         {"raw echo, 16 KiB reply", &echo_reply_us},
         {"raw server, protobuf Transpose request and 16 KiB response", &typed_echo_us},
+        {"  the same, the response serialized once at start (no coding on the server)",
+         &typed_static_us},
+        {"  the same, the response's bytes copied out unparsed (no coding on the client)",
+         &typed_unparsed_us},
         {"GetServerInfo", &info_us},
         {"Transpose of a stored 64x64 f32 (16 KiB reply)", &transpose_us},
         {"  the same through the generated stub (no client library)", &raw_stub_transpose_us},

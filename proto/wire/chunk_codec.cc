@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "wire/chunk_codec.hpp"
 
+#include <grpcpp/impl/codegen/proto_utils.h>
 #include <grpcpp/support/proto_buffer_reader.h>
 #include <grpcpp/support/slice.h>
 
@@ -10,35 +11,17 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "wire/varint.hpp"
 
 #include "google/protobuf/io/coded_stream.h"
 
 namespace gcompute::wire {
 namespace {
 
-// Tags (field number << 3 | wire type) of `oneof part { ... chunk = 2; }` and of
-// Chunk { uint64 offset = 1; bytes data = 2; }.
-constexpr std::uint32_t kChunkTag = (2 << 3) | 2;
-constexpr std::uint32_t kOffsetTag = (1 << 3) | 0;
-constexpr std::uint32_t kDataTag = (2 << 3) | 2;
-
-std::size_t varint_size(std::uint64_t v) {
-  std::size_t n = 1;
-  while (v >= 0x80) {
-    v >>= 7;
-    ++n;
-  }
-  return n;
-}
-
-char* put_varint(char* p, std::uint64_t v) {
-  while (v >= 0x80) {
-    *p++ = static_cast<char>(v | 0x80);
-    v >>= 7;
-  }
-  *p++ = static_cast<char>(v);
-  return p;
-}
+// Tags of `oneof part { ... chunk = 2; }` and of Chunk { uint64 offset = 1; bytes data = 2; }.
+constexpr std::uint32_t kChunkTag = field_tag(2, kLengthDelimited);
+constexpr std::uint32_t kOffsetTag = field_tag(1, 0);
+constexpr std::uint32_t kDataTag = field_tag(2, kLengthDelimited);
 
 void run_release(void* user_data) {
   auto* release = static_cast<std::function<void()>*>(user_data);
@@ -130,8 +113,12 @@ grpc::ByteBuffer encode_chunk_copy(std::uint64_t offset, const void* data, std::
 }
 
 grpc::ByteBuffer encode_message(const google::protobuf::MessageLite& message) {
-  grpc::Slice slice(message.SerializeAsString());
-  return grpc::ByteBuffer(&slice, 1);
+  // As gRPC codes a typed method's messages: serialized straight into the buffer's slices.
+  grpc::ByteBuffer buffer;
+  bool own_buffer = false;
+  (void)grpc::SerializationTraits<google::protobuf::MessageLite>::Serialize(message, &buffer,
+                                                                            &own_buffer);
+  return buffer;
 }
 
 absl::Status decode_message(grpc::ByteBuffer& buffer, google::protobuf::MessageLite& message) {

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -112,6 +113,34 @@ class UnaryCall final : public CallReactor<grpc::ServerUnaryReactor> {
     return call;
   }
 
+  /// Starts a call of a raw method (gRPC hands over the request's bytes and sends the
+  /// response's as given): the request is parsed here (INVALID_ARGUMENT naming its type, and
+  /// counted, when it does not parse), `body(call, request, response)` runs as in start(), and
+  /// an OK call's response goes out as `encode(response)`.
+  template <typename Request, typename Response, typename Encode, typename Body>
+  static grpc::ServerUnaryReactor* start_raw(ServiceContext& svc, const char* method,
+                                             grpc::CallbackServerContext* ctx,
+                                             const grpc::ByteBuffer* raw_request,
+                                             grpc::ByteBuffer* raw_response, Encode encode,
+                                             Body body) {
+    auto messages = std::make_shared<std::pair<Request, Response>>();
+    auto* call = new UnaryCall(svc, method, ctx, messages->first, &messages->second);
+    call->received_bytes_ = raw_request->Length();
+    call->raw_response_ = raw_response;
+    call->encode_raw_ = [messages, encode = std::move(encode)]() mutable {
+      return encode(messages->second);
+    };
+    if (!call->accept()) return call;
+    grpc::ByteBuffer shared = *raw_request;  // shares the slices; the reader needs a mutable one
+    if (absl::Status parsed = parse_request(shared, messages->first); !parsed.ok()) {
+      svc.metrics.count_unparsable(method);
+      call->complete(std::move(parsed));
+      return call;
+    }
+    body(*call, &messages->first, &messages->second);
+    return call;
+  }
+
   /// Finishes the RPC with `status` (response already filled when OK). Exactly once.
   void complete(absl::Status status) { finish_call(std::move(status)); }
 
@@ -147,7 +176,13 @@ class UnaryCall final : public CallReactor<grpc::ServerUnaryReactor> {
             const google::protobuf::Message& request, google::protobuf::Message* response);
   void on_finish(absl::Status& status) override;
 
+  /// INVALID_ARGUMENT naming the request's type when `bytes` are not one.
+  static absl::Status parse_request(grpc::ByteBuffer& bytes, google::protobuf::Message& request);
+
   google::protobuf::Message* response_;
+  /// A raw method's: where the response's bytes go, and how they are made from *response_.
+  grpc::ByteBuffer* raw_response_ = nullptr;
+  std::function<grpc::ByteBuffer()> encode_raw_;
   std::shared_ptr<JobContext> job_;
   bool server_deadline_ = false;  ///< job_->deadline is --max-request-seconds, not the client's
 };

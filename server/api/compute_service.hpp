@@ -8,20 +8,23 @@
 
 namespace gcompute::server {
 
-// UploadMatrix and DownloadMatrix are raw methods (their chunks are coded by wire/chunk_codec).
+// Raw methods: UploadMatrix and DownloadMatrix (their chunks are coded by wire/chunk_codec), and
+// Transpose and MatMul (a result returned inline leaves without protobuf's copy of its bytes:
+// wire/spliced_bytes).
 using ComputeServiceBase = v1::Compute::WithRawCallbackMethod_UploadMatrix<
-    v1::Compute::WithRawCallbackMethod_DownloadMatrix<v1::Compute::CallbackService>>;
+    v1::Compute::WithRawCallbackMethod_DownloadMatrix<v1::Compute::WithRawCallbackMethod_Transpose<
+        v1::Compute::WithRawCallbackMethod_MatMul<v1::Compute::CallbackService>>>>;
 
 class ComputeService final : public ComputeServiceBase {
  public:
   explicit ComputeService(ServiceContext& svc) : svc_(svc) {}
 
   grpc::ServerUnaryReactor* Transpose(grpc::CallbackServerContext* ctx,
-                                      const v1::TransposeRequest* request,
-                                      v1::TransposeResponse* response) override;
+                                      const grpc::ByteBuffer* request,
+                                      grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* MatMul(grpc::CallbackServerContext* ctx,
-                                   const v1::MatMulRequest* request,
-                                   v1::MatMulResponse* response) override;
+                                   const grpc::ByteBuffer* request,
+                                   grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* Svd(grpc::CallbackServerContext* ctx, const v1::SvdRequest* request,
                                 v1::SvdResponse* response) override;
   grpc::ServerUnaryReactor* BatchedSvd(grpc::CallbackServerContext* ctx,
@@ -93,6 +96,12 @@ class ComputeService final : public ComputeServiceBase {
   grpc::ServerUnaryReactor* run_op(const char* method, grpc::CallbackServerContext* ctx,
                                    const Request* request, Response* response,
                                    DecodeArgs... decode_args);
+  /// run_op for a raw method whose response carries its MatrixResult as field 1: an inline
+  /// result's bytes leave without a copy.
+  template <typename Result, typename Request, typename Response>
+  grpc::ServerUnaryReactor* run_op_with_result(const char* method, grpc::CallbackServerContext* ctx,
+                                               const grpc::ByteBuffer* request,
+                                               grpc::ByteBuffer* response);
   ServiceContext& svc_;
 };
 

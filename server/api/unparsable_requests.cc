@@ -7,6 +7,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "api/status.hpp"
 
 namespace gcompute::server {
 namespace {
@@ -24,12 +25,8 @@ class UnparsableRequestInterceptor final : public ex::Interceptor {
       const grpc::Status sent = methods->GetSendStatus();
       // Our handlers always say why; only gRPC's parse-failure path answers this way.
       if (sent.error_code() == grpc::StatusCode::UNIMPLEMENTED && sent.error_message().empty()) {
-        methods->ModifySendStatus(grpc::Status(
-            grpc::StatusCode::INVALID_ARGUMENT,
-            absl::StrCat("the request message does not parse as ", request_type_,
-                         " (protobuf wire format): check that the client uses this server's "
-                         "proto/ definitions")));
-        metrics_.count_unparsable(method_);
+        methods->ModifySendStatus(to_grpc(unparsable_request_status(request_type_)));
+        metrics_.count_unparsable(method_, /*before_any_handler=*/true);
       }
     }
     methods->Proceed();
@@ -74,6 +71,13 @@ class Factory final : public ex::ServerInterceptorFactoryInterface {
 };
 
 }  // namespace
+
+absl::Status unparsable_request_status(const std::string& request_type) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("the request message does not parse as ", request_type,
+                   " (protobuf wire format): check that the client uses this server's proto/ "
+                   "definitions"));
+}
 
 std::unique_ptr<ex::ServerInterceptorFactoryInterface> make_unparsable_request_interceptor(
     Metrics& metrics) {

@@ -154,11 +154,11 @@ void Metrics::observe_request(const std::string& method, const std::string& code
   request_counter(method, code).Increment();
 }
 
-void Metrics::count_unparsable(const std::string& method) {
+void Metrics::count_unparsable(const std::string& method, bool before_any_handler) {
   std::lock_guard lock(mu_);
   // Method names come from our own service's paths: a bounded label set.
   unparsable_family_.Add({{"method", method}}).Increment();
-  request_counter(method, "INVALID_ARGUMENT").Increment();
+  if (before_any_handler) request_counter(method, "INVALID_ARGUMENT").Increment();
 }
 
 prometheus::Counter& Metrics::request_counter(const std::string& method, const std::string& code) {

@@ -36,10 +36,11 @@ class Metrics {
   /// A finished RPC: its duration, status code name ("OK", "INVALID_ARGUMENT") and sizes.
   void observe_request(const std::string& method, const std::string& code, double seconds,
                        std::uint64_t bytes_received, std::uint64_t bytes_sent);
-  /// A request of `method` whose message did not parse (answered INVALID_ARGUMENT before any
-  /// handler ran): gcompute_unparsable_requests_total and gcompute_requests_total count it, the
-  /// histograms do not (it never ran).
-  void count_unparsable(const std::string& method);
+  /// A request of `method` whose message did not parse (answered INVALID_ARGUMENT):
+  /// gcompute_unparsable_requests_total. A raw method's reactor, which parsed it, counts the
+  /// call itself; `before_any_handler` (gRPC parsed it, and no reactor ran) also counts it in
+  /// gcompute_requests_total, but not in the histograms (it never ran).
+  void count_unparsable(const std::string& method, bool before_any_handler = false);
   /// A phase of a job ("queue", "h2d", "compute", "d2h").
   void observe_phase(const std::string& method, const char* phase, double seconds);
   void set_load(int queued, int running);

@@ -1086,6 +1086,8 @@ TEST(ServiceMetrics, UnparsableRequestsAreInvalidArgumentNamingTheTypeAndCounted
   const std::string truncated("\x0a\x64\x01\x02", 4);
   for (const auto& [method, type] : std::vector<std::pair<std::string, std::string>>{
            {"Svd", "gcompute.v1.SvdRequest"},
+           {"Transpose", "gcompute.v1.TransposeRequest"},  // raw methods parse it themselves
+           {"MatMul", "gcompute.v1.MatMulRequest"},
            {"GetJob", "gcompute.v1.GetJobRequest"},
            {"DownloadMatrix", "gcompute.v1.DownloadMatrixRequest"},
            {"WatchJob", "gcompute.v1.WatchJobRequest"},
@@ -1105,6 +1107,13 @@ TEST(ServiceMetrics, UnparsableRequestsAreInvalidArgumentNamingTheTypeAndCounted
   };
   EXPECT_EQ(delta("gcompute_unparsable_requests_total", {{"method", "Svd"}}), 2);
   EXPECT_EQ(delta("gcompute_unparsable_requests_total", {{"method", "WatchJob"}}), 2);
+  EXPECT_EQ(delta("gcompute_unparsable_requests_total", {{"method", "Transpose"}}), 2);
+  // Counted once each, whether gRPC or the method's own reactor parsed them.
+  for (const char* method : {"MatMul", "DownloadMatrix", "Svd"}) {
+    EXPECT_EQ(delta("gcompute_requests_total", {{"method", method}, {"code", "INVALID_ARGUMENT"}}),
+              2)
+        << method;
+  }
   EXPECT_EQ(delta("gcompute_requests_total", {{"method", "GetJob"}, {"code", "INVALID_ARGUMENT"}}),
             2);
   EXPECT_TRUE(still_serving(*ts->stub));

@@ -108,6 +108,9 @@ TEST_F(ServiceOps, TransposeEveryDtypeAndRaggedShapes) {
     check_transpose<std::uint16_t>(stub(), rng, b, r, c, v1::DTYPE_F16);
     check_transpose<std::uint16_t>(stub(), rng, b, r, c, v1::DTYPE_BF16);
   }
+  // A result over the 4 MiB from which it leaves as a slice of its own, and one just under.
+  check_transpose<float>(stub(), rng, 0, 1031, 1029, v1::DTYPE_F32);
+  check_transpose<double>(stub(), rng, 2, 511, 513, v1::DTYPE_F64);
 }
 
 // ---- MatMul ------------------------------------------------------------------------------
@@ -210,6 +213,10 @@ TEST_F(ServiceOps, MatMulF32F64TransposesAlphaBetaBatches) {
   check_matmul<float>(stub(), rng, {3, 3, 5, 6, 7, false, false, 1.0, 0.0, v1::PRECISION_DEFAULT});
   check_matmul<double>(stub(), rng, {4, 1, 5, 6, 7, true, false, 0.5, 2.0, v1::PRECISION_DEFAULT});
   check_matmul<float>(stub(), rng, {1, 5, 9, 2, 3, false, true, 1.0, -1.0, v1::PRECISION_DEFAULT});
+  // Results of 4 MiB and more leave the server as a slice of their own (wire/spliced_bytes):
+  // just under and just over.
+  check_matmul<float>(stub(), rng, {1, 1, 1023, 1024, 3, false, true, 1.0, 0.0, v1::PRECISION_F32});
+  check_matmul<double>(stub(), rng, {2, 1, 257, 1021, 2, true, false, 1.0, 0.5, v1::PRECISION_F64});
 }
 
 TEST_F(ServiceOps, MatMulReducedPrecisionWithinTolerance) {
