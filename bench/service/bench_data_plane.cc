@@ -28,7 +28,8 @@
 //
 //   bench_data_plane [--device cpu|cuda] [--sizes-mib 16,64,256] [--reps 5] [--calls 2000]
 //                    [--csv FILE]
-//                    [--profile-call echo|echo-reply|typed|stub-transpose|transpose N]
+//                    [--profile-call echo|echo-reply|typed|typed-static|typed-unparsed|
+//                                    stub-transpose|transpose N]
 #include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
@@ -448,7 +449,8 @@ struct Options {
   int calls = 2000;
   std::string csv;
   // --profile-call KIND N: after the warm-up, only N calls of one kind (echo, echo-reply,
-  // typed, stub-transpose, transpose), then exit; for perf stat / perf record of one call path.
+  // typed, typed-static, typed-unparsed, stub-transpose, transpose), then exit; for perf stat /
+  // perf record of one call path.
   std::string profile_call;
   int profile_calls = 0;
 };
@@ -482,13 +484,14 @@ Options parse(int argc, char** argv) {
           o.profile_call != "typed-static" && o.profile_call != "typed-unparsed" &&
           o.profile_call != "stub-transpose" && o.profile_call != "transpose") {
         fail(
-            "--profile-call takes echo, echo-reply, typed, stub-transpose or transpose and a "
-            "count");
+            "--profile-call takes echo, echo-reply, typed, typed-static, typed-unparsed, "
+            "stub-transpose or transpose and a count");
       }
     } else {
       fail("unknown argument " + a +
            " (--device cpu|cuda --sizes-mib 16,64,256 --reps 5 --calls 2000 --csv FILE"
-           " --profile-call echo|echo-reply|typed|stub-transpose|transpose N)");
+           " --profile-call echo|echo-reply|typed|typed-static|typed-unparsed|stub-transpose|"
+           "transpose N)");
     }
   }
   return o;

@@ -5,13 +5,13 @@
 #include "api/compute_service.hpp"
 
 #include "api/convert.hpp"
-#include "wire/chunk_codec.hpp"
-#include "wire/spliced_bytes.hpp"
+#include "api/inline_result.hpp"
 
 namespace gcompute::server {
 namespace {
 
-// gRPC owns the request and shares it with nobody: decoding moves its matrix bytes out.
+// The request is the call's own (gRPC's for typed methods, UnaryCall's for raw ones) and shared
+// with nobody: decoding moves its matrix bytes out.
 template <typename Request>
 Request& mutable_request(const Request* r) {
   return *const_cast<Request*>(r);
@@ -33,39 +33,6 @@ auto encoder(UnaryCall& call, Response* response) {
     encode(std::move(result), *call.job(), call.elapsed(), response);
     return absl::OkStatus();
   };
-}
-
-/// Results smaller than this are copied into one buffer with the rest of the response, as gRPC
-/// codes a typed method's: a slice of their own measured slower than the copy for small ones
-/// (16 KiB: 4-5 us more a call) and no faster up to 1 MiB. From 4 MiB on it saves the copy's
-/// time and a second buffer of the result's size while the response is sent
-/// (docs/performance.md, "Protobuf's share of a small call").
-constexpr std::size_t kSplicedResultMinBytes = std::size_t{4} << 20;
-
-/// The result's field in the responses of run_op_with_result.
-constexpr int kResultField = 1;
-static_assert(v1::TransposeResponse::kAtFieldNumber == kResultField &&
-              v1::MatMulResponse::kCFieldNumber == kResultField);
-
-/// The response's bytes, with an inline result's data as a slice of its own.
-grpc::ByteBuffer encode_with_result(google::protobuf::Message& response) {
-  const google::protobuf::Reflection* reflection = response.GetReflection();
-  const google::protobuf::FieldDescriptor* field =
-      response.GetDescriptor()->FindFieldByNumber(kResultField);
-  if (!reflection->HasField(response, field)) return wire::encode_message(response);
-  auto& result = static_cast<v1::MatrixResult&>(*reflection->MutableMessage(&response, field));
-  if (!result.has_inline_() || result.inline_().data().size() < kSplicedResultMinBytes) {
-    return wire::encode_message(response);
-  }
-  std::string data = std::move(*result.mutable_inline_()->mutable_data());
-  result.mutable_inline_()->clear_data();
-  std::string matrix_fields = result.inline_().SerializeAsString();
-  reflection->ClearField(&response, field);
-  return wire::encode_with_spliced_bytes(
-      {{0, response.SerializeAsString()},
-       {kResultField, std::string()},  // MatrixResult holds nothing but its oneof's `inline`
-       {v1::MatrixResult::kInlineFieldNumber, std::move(matrix_fields)}},
-      v1::Matrix::kDataFieldNumber, std::move(data));
 }
 
 }  // namespace

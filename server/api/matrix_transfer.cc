@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "api/compute_service.hpp"
 #include "api/convert.hpp"
+#include "api/unparsable_requests.hpp"
 #include "wire/chunk_codec.hpp"
 
 namespace gcompute::server {
@@ -154,14 +155,16 @@ class DownloadReactor final : public CallReactor<grpc::ServerWriteReactor<grpc::
                   const grpc::ByteBuffer* raw_request)
       : CallReactor(svc, "DownloadMatrix", ctx), ctx_(ctx) {
     received_bytes_ = raw_request->Length();
-    if (!accept()) return;
     v1::DownloadMatrixRequest request;
     grpc::ByteBuffer copy = *raw_request;  // shares the slices; the reader needs a mutable one
-    if (absl::Status parsed = wire::decode_message(copy, request); !parsed.ok()) {
+    // Parsed first, as gRPC parses a typed method's request: unparsable is INVALID_ARGUMENT
+    // even while draining.
+    if (!wire::decode_message(copy, request).ok()) {
       svc_.metrics.count_unparsable(method_);
-      finish_call(parsed);
+      finish_call(unparsable_request_status(request.GetTypeName()));
       return;
     }
+    if (!accept()) return;
     auto download = svc_.ops.open_download(caller_, request.ref().id(), "ref.id");
     if (!download.ok()) {
       finish_call(download.status());
