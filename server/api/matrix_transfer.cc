@@ -70,7 +70,10 @@ class UploadReactor final : public CallReactor<grpc::ServerReadReactor<grpc::Byt
 
   absl::Status on_message() {
     absl::StatusOr<std::optional<wire::ChunkView>> chunk = wire::decode_part(message_, parsed_);
-    if (!chunk.ok()) return chunk.status();
+    if (!chunk.ok()) {  // bytes that are no message at all
+      svc_.metrics.count_unparsable(method_);
+      return unparsable_request_status(parsed_.GetTypeName());
+    }
     if (*chunk) return on_chunk(**chunk);
     if (parsed_.has_header()) return on_header();
     if (parsed_.has_chunk()) {  // a chunk laid out unlike protobuf's own: parsed whole

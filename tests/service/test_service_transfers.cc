@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -185,6 +186,8 @@ grpc::Status raw_call(const std::shared_ptr<grpc::Channel>& channel, const std::
 }
 
 TEST_F(ServiceTransfers, AnUnknownRefOrABadMessageIsRefusedByName) {
+  const int metrics_port = ts_->server->metrics_port();
+  const auto before = parse_metrics(http_get(metrics_port, "/metrics"));
   std::string got;
   v1::StoredMatrix header;
   int chunks = 0;
@@ -207,6 +210,21 @@ TEST_F(ServiceTransfers, AnUnknownRefOrABadMessageIsRefusedByName) {
       has_status(raw_call(ts_->channel, "UploadMatrix",
                           {upload_header.SerializeAsString(), std::string("\x12\x40\x12", 3)}),
                  grpc::StatusCode::INVALID_ARGUMENT, {"gcompute.v1.UploadMatrixRequest"}));
+  // Each counted once as unparsable and once as a request.
+  const auto after = parse_metrics(http_get(metrics_port, "/metrics"));
+  for (const auto& [method, count] :
+       {std::pair<std::string, double>{"UploadMatrix", 2}, {"DownloadMatrix", 1}}) {
+    EXPECT_EQ(metric_value(after, "gcompute_unparsable_requests_total", {{"method", method}}) -
+                  metric_value(before, "gcompute_unparsable_requests_total", {{"method", method}}),
+              count)
+        << method;
+    const std::map<std::string, std::string> invalid = {{"method", method},
+                                                        {"code", "INVALID_ARGUMENT"}};
+    EXPECT_EQ(metric_value(after, "gcompute_requests_total", invalid) -
+                  metric_value(before, "gcompute_requests_total", invalid),
+              count)
+        << method;
+  }
   // Still serving.
   const std::string id = upload(std::string(16, 'x'), 2, 2, v1::DTYPE_F32, 5);
   expect_downloads(id, std::string(16, 'x'), {3});
