@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The data plane against raw gRPC on the same machine, in one run (issue: per-call cost near
 // raw gRPC, transfers at the wire's speed). Two in-process servers on 127.0.0.1: gcompute (CPU
-// or CUDA backend) and a raw callback server of three generic methods that do nothing but
-// move bytes (Echo: unary; Sink: client stream; Source: server stream). One client process
-// measures, interleaved so that both see the same machine:
+// or CUDA backend) and a raw callback server of generic methods that do nothing but move bytes
+// (Echo: unary; Sink and Store: client streams, counted or kept; Source: server stream). One
+// client process measures, interleaved so that both see the same machine:
 //   - per call, in blocks of 100: Echo (empty), Echo with a 16 KiB reply, the raw server
 //     answering gcompute's Transpose messages (protobuf both ways, no gcompute handler; also
 //     with the response serialized once at start, and with its bytes copied out unparsed: each
@@ -14,7 +14,8 @@
 //   - a raw call answered after a delay (0 to 20 ms), from a waiting thread or from gRPC's own
 //     (busy): what the platform adds to a call whose answer comes later, with no gcompute code
 //     (threads woken from idle);
-//   - bulk, for each size: Sink vs UploadMatrix and Source vs DownloadMatrix of the same
+//   - bulk, for each size: Sink (bytes counted) and Store (bytes copied into one fresh buffer, as
+//     a server keeping an upload must) vs UploadMatrix, and Source vs DownloadMatrix of the same
 //     bytes in the same chunks (4 MiB): median GB/s over the repetitions after a warm-up;
 //   - a Transpose of an f32 matrix of each size from host memory to host memory, end to end:
 //     over the wire (the client with shared memory off: upload, call, download), through the
@@ -184,6 +185,35 @@ class RawReactor final : public grpc::ServerGenericBidiReactor {
       grpc::Slice count(&received_, sizeof received_);
       reply_ = grpc::ByteBuffer(&count, 1);
       StartWriteAndFinish(&reply_, {}, grpc::Status::OK);
+    } else if (method_ == "/bench.Raw/Store") {
+      // The first message is the total as 8 bytes; the chunks after it are kept, copied into
+      // one fresh buffer of that size, as a server storing an upload must.
+      if (ok && !started_) {
+        started_ = true;
+        if (!read_size(&total_)) {
+          Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "want an 8-byte size"));
+          return;
+        }
+        stored_ = std::make_unique_for_overwrite<char[]>(total_);
+      } else if (ok) {
+        std::vector<grpc::Slice> slices;
+        (void)in_.Dump(&slices);
+        for (const grpc::Slice& piece : slices) {
+          if (received_ + piece.size() > total_) {
+            Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "more than the size"));
+            return;
+          }
+          std::memcpy(stored_.get() + received_, piece.begin(), piece.size());
+          received_ += piece.size();
+        }
+      } else {
+        grpc::Slice count(&received_, sizeof received_);
+        reply_ = grpc::ByteBuffer(&count, 1);
+        StartWriteAndFinish(&reply_, {}, grpc::Status::OK);
+        return;
+      }
+      in_.Clear();
+      StartRead(&in_);
     } else if (method_ == "/bench.Raw/Source") {
       if (!ok || started_) return;  // the client's half-close after its one request
       started_ = true;
@@ -242,6 +272,7 @@ class RawReactor final : public grpc::ServerGenericBidiReactor {
   grpc::ByteBuffer in_, out_, reply_;
   std::uint64_t received_ = 0, total_ = 0, sent_ = 0;
   bool started_ = false;
+  std::unique_ptr<char[]> stored_;  ///< Store's copy of the upload
 };
 
 class RawService final : public grpc::CallbackGenericService {
@@ -354,13 +385,20 @@ class RawClient {
     return result.size() == 64 * 64 * 4;
   }
 
-  /// Streams `data` in kChunk messages, each copied into its message.
-  bool sink(const std::string& data) {
+  /// Streams `data` in kChunk messages, each copied into its message. `store`: to the Store
+  /// method, which keeps the bytes (its total goes first), else to Sink, which counts them.
+  bool sink(const std::string& data, bool store = false) {
     grpc::ClientContext ctx;
     grpc::CompletionQueue cq;
-    auto call = stub_->PrepareCall(&ctx, "/bench.Raw/Sink", &cq);
+    auto call = stub_->PrepareCall(&ctx, store ? "/bench.Raw/Store" : "/bench.Raw/Sink", &cq);
     call->StartCall(tag(1));
     if (!wait(cq)) return false;
+    if (store) {
+      const std::uint64_t total = data.size();
+      grpc::Slice size(&total, sizeof total);
+      call->Write(grpc::ByteBuffer(&size, 1), tag(2));
+      if (!wait(cq)) return false;
+    }
     for (std::uint64_t off = 0; off < data.size(); off += kChunk) {
       grpc::Slice slice(data.data() + off, std::min<std::uint64_t>(kChunk, data.size() - off));
       grpc::ByteBuffer message(&slice, 1);
@@ -673,7 +711,7 @@ int main(int argc, char** argv) {
   // ---- Bulk.
   struct Bulk {
     std::uint64_t mib;
-    std::vector<double> sink_s, upload_s, source_s, download_s, download_into_s;
+    std::vector<double> sink_s, store_s, upload_s, source_s, download_s, download_into_s;
   };
   std::vector<Bulk> bulk;
   std::string received;
@@ -689,6 +727,9 @@ int main(int argc, char** argv) {
       auto t0 = Clock::now();
       if (!raw.sink(m.data)) fail("sink");
       const double sink = seconds_since(t0);
+      t0 = Clock::now();
+      if (!raw.sink(m.data, /*store=*/true)) fail("store");
+      const double store = seconds_since(t0);
       t0 = Clock::now();
       const auto stored = ok_or_fail(client.upload_matrix(m), "UploadMatrix");
       const double upload = seconds_since(t0);
@@ -706,6 +747,7 @@ int main(int argc, char** argv) {
       if (auto st = client.delete_matrix(stored.ref); !st.ok()) fail("DeleteMatrix");
       if (rep == 0) continue;
       b.sink_s.push_back(sink);
+      b.store_s.push_back(store);
       b.upload_s.push_back(upload);
       b.source_s.push_back(source);
       b.download_s.push_back(download);
@@ -905,24 +947,32 @@ int main(int argc, char** argv) {
            " us (beyond it),," + std::to_string(percentile(delayed_us[d], 0.5)) + ",,,,\n";
   }
   std::printf(
-      "\n| size | raw stream in GB/s | UploadMatrix GB/s | ratio | raw stream out GB/s | "
-      "DownloadMatrix GB/s | ratio | into a reused matrix GB/s | ratio |\n"
-      "|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+      "\n| size | raw stream in GB/s | UploadMatrix GB/s | ratio | raw stream in, kept GB/s | "
+      "ratio | raw stream out GB/s | DownloadMatrix GB/s | ratio | into a reused matrix GB/s | "
+      "ratio |\n"
+      "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   for (const Bulk& b : bulk) {
     const double bytes = static_cast<double>(b.mib * kMiB);
     const double sink = bytes / percentile(b.sink_s, 0.5) / 1e9;
+    const double store = bytes / percentile(b.store_s, 0.5) / 1e9;
     const double up = bytes / percentile(b.upload_s, 0.5) / 1e9;
     const double source = bytes / percentile(b.source_s, 0.5) / 1e9;
     const double down = bytes / percentile(b.download_s, 0.5) / 1e9;
     const double down_into = bytes / percentile(b.download_into_s, 0.5) / 1e9;
-    std::printf("| %llu MiB | %.2f | %.2f | %.2fx | %.2f | %.2f | %.2fx | %.2f | %.2fx |\n",
-                static_cast<unsigned long long>(b.mib), sink, up, up / sink, source, down,
-                down / source, down_into, down_into / source);
+    std::printf(
+        "| %llu MiB | %.2f | %.2f | %.2fx | %.2f | %.2fx | %.2f | %.2f | %.2fx | %.2f | %.2fx |\n",
+        static_cast<unsigned long long>(b.mib), sink, up, up / sink, store, up / store, source,
+        down, down / source, down_into, down_into / source);
     const std::string size = std::to_string(b.mib);
     csv += "bulk,raw sink," + size + ",,," + std::to_string(percentile(b.sink_s, 0.5)) + "," +
            std::to_string(sink) + ",1\n";
     csv += "bulk,UploadMatrix," + size + ",,," + std::to_string(percentile(b.upload_s, 0.5)) + "," +
            std::to_string(up) + "," + std::to_string(up / sink) + "\n";
+    csv += "bulk,raw store," + size + ",,," + std::to_string(percentile(b.store_s, 0.5)) + "," +
+           std::to_string(store) + ",1\n";
+    csv += "bulk,UploadMatrix vs raw store," + size + ",,," +
+           std::to_string(percentile(b.upload_s, 0.5)) + "," + std::to_string(up) + "," +
+           std::to_string(up / store) + "\n";
     csv += "bulk,raw source," + size + ",,," + std::to_string(percentile(b.source_s, 0.5)) + "," +
            std::to_string(source) + ",1\n";
     csv += "bulk,DownloadMatrix," + size + ",,," + std::to_string(percentile(b.download_s, 0.5)) +
