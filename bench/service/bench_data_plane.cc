@@ -65,6 +65,28 @@ constexpr std::uint64_t kChunk = 4 * kMiB;
 /// The deadline of the raw calls that carry one (a minute: never reached, only armed).
 constexpr std::chrono::seconds kCallDeadline{60};
 
+/// A message's bytes in one string (copied out of gRPC's slices, as a reader of them must).
+std::string flatten(const grpc::ByteBuffer& message) {
+  std::vector<grpc::Slice> slices;
+  (void)message.Dump(&slices);
+  std::string bytes;
+  bytes.reserve(message.Length());
+  for (const grpc::Slice& s : slices)
+    bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  return bytes;
+}
+
+/// The Transpose's response to a stored 64 x 64 f32: its first 16 KiB of `payload` inline.
+gcompute::v1::TransposeResponse transpose_response_64(const std::string& payload) {
+  gcompute::v1::TransposeResponse response;
+  gcompute::v1::Matrix* at = response.mutable_at()->mutable_inline_();
+  at->set_rows(64);
+  at->set_cols(64);
+  at->set_dtype(gcompute::v1::DTYPE_F32);
+  at->set_data(payload.data(), 64 * 64 * 4);
+  return response;
+}
+
 // ---- The raw server ---------------------------------------------------------------------
 
 /// One thread that runs tasks in the order given, each not before its time, as an engine
@@ -149,14 +171,9 @@ class RawReactor final : public grpc::ServerGenericBidiReactor {
         Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "want a TransposeRequest"));
         return;
       }
-      gcompute::v1::TransposeResponse response;
-      gcompute::v1::Matrix* at = response.mutable_at()->mutable_inline_();
-      at->set_rows(64);
-      at->set_cols(64);
-      at->set_dtype(gcompute::v1::DTYPE_F32);
-      at->set_data(payload_.data(), 64 * 64 * 4);
       bool own = false;
-      (void)grpc::SerializationTraits<grpc::protobuf::Message>::Serialize(response, &out_, &own);
+      (void)grpc::SerializationTraits<grpc::protobuf::Message>::Serialize(
+          transpose_response_64(payload_), &out_, &own);
       StartWriteAndFinish(&out_, {}, grpc::Status::OK);
     } else if (method_ == "/bench.Raw/Delayed" || method_ == "/bench.Raw/Busy") {
       // The request is an 8-byte count of microseconds, echoed back that long after: Delayed
@@ -242,11 +259,7 @@ class RawReactor final : public grpc::ServerGenericBidiReactor {
  private:
   /// The request as an 8-byte size; false when it is not one.
   bool read_size(std::uint64_t* size) {
-    std::vector<grpc::Slice> slices;
-    (void)in_.Dump(&slices);
-    std::string request;
-    for (const grpc::Slice& s : slices)
-      request.append(reinterpret_cast<const char*>(s.begin()), s.size());
+    const std::string request = flatten(in_);
     if (request.size() != sizeof *size) return false;
     std::memcpy(size, request.data(), sizeof *size);
     return true;
@@ -277,15 +290,9 @@ class RawReactor final : public grpc::ServerGenericBidiReactor {
 
 class RawService final : public grpc::CallbackGenericService {
  public:
-  RawService() : payload_(kChunk, '\x5a') {
-    gcompute::v1::TransposeResponse response;
-    gcompute::v1::Matrix* at = response.mutable_at()->mutable_inline_();
-    at->set_rows(64);
-    at->set_cols(64);
-    at->set_dtype(gcompute::v1::DTYPE_F32);
-    at->set_data(payload_.data(), 64 * 64 * 4);
-    typed_reply_ = response.SerializeAsString();
-  }
+  RawService()
+      : payload_(kChunk, '\x5a'),
+        typed_reply_(transpose_response_64(payload_).SerializeAsString()) {}
   grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext* ctx) override {
     return new RawReactor(ctx->method(), payload_, typed_reply_, delayed_);
   }
@@ -324,14 +331,7 @@ class RawClient {
     call->StartCall();
     grpc::Status status;
     call->Finish(&reply, &status, tag(1));
-    if (!wait(cq) || !status.ok()) return false;
-    std::vector<grpc::Slice> slices;
-    (void)reply.Dump(&slices);
-    std::string copy;
-    copy.reserve(reply.Length());
-    for (const grpc::Slice& s : slices)
-      copy.append(reinterpret_cast<const char*>(s.begin()), s.size());
-    return copy.size() == reply_bytes;
+    return wait(cq) && status.ok() && flatten(reply).size() == reply_bytes;
   }
 
   /// The Delayed method: the request echoed `micros` after it, sent from another thread
@@ -368,15 +368,7 @@ class RawClient {
     grpc::Status status;
     call->Finish(&reply, &status, tag(1));
     if (!wait(cq) || !status.ok()) return false;
-    if (!parse) {
-      std::vector<grpc::Slice> slices;
-      (void)reply.Dump(&slices);
-      std::string copy;
-      copy.reserve(reply.Length());
-      for (const grpc::Slice& s : slices)
-        copy.append(reinterpret_cast<const char*>(s.begin()), s.size());
-      return copy.size() > 64 * 64 * 4;
-    }
+    if (!parse) return flatten(reply).size() > 64 * 64 * 4;
     gcompute::v1::TransposeResponse response;
     if (!grpc::SerializationTraits<grpc::protobuf::Message>::Deserialize(&reply, &response).ok()) {
       return false;

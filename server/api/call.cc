@@ -1,11 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "api/call.hpp"
 
-#include "api/unparsable_requests.hpp"
-
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "wire/chunk_codec.hpp"
 
 namespace gcompute::server {
 
@@ -22,11 +19,6 @@ UnaryCall::UnaryCall(ServiceContext& svc, const char* method, grpc::CallbackServ
     job_->deadline = absl::Now() + bound;
     server_deadline_ = true;
   }
-}
-
-absl::Status UnaryCall::parse_request(grpc::ByteBuffer& bytes, google::protobuf::Message& request) {
-  if (wire::decode_message(bytes, request).ok()) return absl::OkStatus();
-  return unparsable_request_status(request.GetTypeName());
 }
 
 void UnaryCall::on_finish(absl::Status& status) {
@@ -46,9 +38,11 @@ void UnaryCall::on_finish(absl::Status& status) {
                            status.message(), ")")
             : absl::StrCat(method_, ": deadline exceeded (", status.message(), ")"));
   }
-  if (status.ok()) {
+  if (status.ok() && raw_response_ != nullptr) {
+    *raw_response_ = encode_raw_(*response_);
+    sent_bytes_ = raw_response_->Length();
+  } else if (status.ok()) {
     sent_bytes_ = response_->ByteSizeLong();
-    if (raw_response_ != nullptr) *raw_response_ = encode_raw_();
   }
   const PhaseTimes& t = job_->times;
   if (t.queue_seconds > 0) svc_.metrics.observe_phase(method_, "queue", t.queue_seconds);

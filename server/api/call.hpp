@@ -9,7 +9,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <functional>
 #include <memory>
 #include <string>
 
@@ -18,6 +17,7 @@
 #include "api/chunk_buffers.hpp"
 #include "api/idle_watch.hpp"
 #include "api/status.hpp"
+#include "api/unparsable_requests.hpp"
 #include "engine/executor.hpp"
 #include "metrics/metrics.hpp"
 #include "ops/jobs.hpp"
@@ -113,32 +113,32 @@ class UnaryCall final : public CallReactor<grpc::ServerUnaryReactor> {
     return call;
   }
 
+  /// How a raw method's response is coded.
+  using RawEncoder = grpc::ByteBuffer (*)(google::protobuf::Message& response);
+
   /// Starts a call of a raw method (gRPC hands over the request's bytes and sends the
-  /// response's as given): the request is parsed here (INVALID_ARGUMENT naming its type, and
-  /// counted, when it does not parse), `body(call, request, response)` runs as in start(), and
-  /// an OK call's response goes out as `encode(response)`.
-  template <typename Request, typename Response, typename Encode, typename Body>
+  /// response's as given): the request is parsed here (parse_raw_message), `body(call, request,
+  /// response)` runs as in start(), and an OK call's response goes out as `encode(response)`.
+  template <typename Request, typename Response, typename Body>
   static grpc::ServerUnaryReactor* start_raw(ServiceContext& svc, const char* method,
                                              grpc::CallbackServerContext* ctx,
                                              const grpc::ByteBuffer* raw_request,
-                                             grpc::ByteBuffer* raw_response, Encode encode,
+                                             grpc::ByteBuffer* raw_response, RawEncoder encode,
                                              Body body) {
     auto messages = std::make_shared<std::pair<Request, Response>>();
     auto* call = new UnaryCall(svc, method, ctx, messages->first, &messages->second);
     call->received_bytes_ = raw_request->Length();
+    call->raw_messages_ = messages;
     call->raw_response_ = raw_response;
-    call->encode_raw_ = [messages, encode = std::move(encode)]() mutable {
-      return encode(messages->second);
-    };
+    call->encode_raw_ = encode;
     // As gRPC does for a typed method: parsed first (an unparsable request is INVALID_ARGUMENT
     // even while draining), and the received bytes let go of at once, so that an inline
     // operand is not held twice while the call waits and runs. gRPC's holder of the bytes is
     // not const; it only destroys them after the call.
     auto& received = *const_cast<grpc::ByteBuffer*>(raw_request);
-    absl::Status parsed = parse_request(received, messages->first);
+    absl::Status parsed = parse_raw_message(svc.metrics, call->method_, received, messages->first);
     received.Clear();
     if (!parsed.ok()) {
-      svc.metrics.count_unparsable(method);
       call->complete(std::move(parsed));
       return call;
     }
@@ -182,13 +182,12 @@ class UnaryCall final : public CallReactor<grpc::ServerUnaryReactor> {
             const google::protobuf::Message& request, google::protobuf::Message* response);
   void on_finish(absl::Status& status) override;
 
-  /// INVALID_ARGUMENT naming the request's type when `bytes` are not one.
-  static absl::Status parse_request(grpc::ByteBuffer& bytes, google::protobuf::Message& request);
-
   google::protobuf::Message* response_;
-  /// A raw method's: where the response's bytes go, and how they are made from *response_.
+  /// A raw method's: its request and response (which it owns), where the response's bytes go,
+  /// and how they are made from *response_.
+  std::shared_ptr<void> raw_messages_;
   grpc::ByteBuffer* raw_response_ = nullptr;
-  std::function<grpc::ByteBuffer()> encode_raw_;
+  RawEncoder encode_raw_ = nullptr;
   std::shared_ptr<JobContext> job_;
   bool server_deadline_ = false;  ///< job_->deadline is --max-request-seconds, not the client's
 };

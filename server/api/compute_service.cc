@@ -43,7 +43,7 @@ grpc::ServerUnaryReactor* ComputeService::run_op_with_result(const char* method,
                                                              const grpc::ByteBuffer* request,
                                                              grpc::ByteBuffer* response) {
   return UnaryCall::start_raw<Request, Response>(
-      svc_, method, ctx, request, response, [](Response& r) { return encode_with_result(r); },
+      svc_, method, ctx, request, response, &encode_with_result,
       [&](UnaryCall& call, const Request* typed_request, Response* typed_response) {
         call.run<Result>(prepare(svc_.ops, call, typed_request), encoder(call, typed_response));
       });

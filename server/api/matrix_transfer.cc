@@ -70,10 +70,7 @@ class UploadReactor final : public CallReactor<grpc::ServerReadReactor<grpc::Byt
 
   absl::Status on_message() {
     absl::StatusOr<std::optional<wire::ChunkView>> chunk = wire::decode_part(message_, parsed_);
-    if (!chunk.ok()) {  // bytes that are no message at all
-      svc_.metrics.count_unparsable(method_);
-      return unparsable_request_status(parsed_.GetTypeName());
-    }
+    if (!chunk.ok()) return refuse_unparsable(svc_.metrics, method_, parsed_.GetTypeName());
     if (*chunk) return on_chunk(**chunk);
     if (parsed_.has_header()) return on_header();
     if (parsed_.has_chunk()) {  // a chunk laid out unlike protobuf's own: parsed whole
@@ -162,9 +159,9 @@ class DownloadReactor final : public CallReactor<grpc::ServerWriteReactor<grpc::
     grpc::ByteBuffer copy = *raw_request;  // shares the slices; the reader needs a mutable one
     // Parsed first, as gRPC parses a typed method's request: unparsable is INVALID_ARGUMENT
     // even while draining.
-    if (!wire::decode_message(copy, request).ok()) {
-      svc_.metrics.count_unparsable(method_);
-      finish_call(unparsable_request_status(request.GetTypeName()));
+    if (absl::Status parsed = parse_raw_message(svc_.metrics, method_, copy, request);
+        !parsed.ok()) {
+      finish_call(std::move(parsed));
       return;
     }
     if (!accept()) return;

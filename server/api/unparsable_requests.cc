@@ -8,11 +8,19 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "api/status.hpp"
+#include "wire/chunk_codec.hpp"
 
 namespace gcompute::server {
 namespace {
 
 namespace ex = grpc::experimental;
+
+absl::Status unparsable_request_status(const std::string& request_type) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("the request message does not parse as ", request_type,
+                   " (protobuf wire format): check that the client uses this server's proto/ "
+                   "definitions"));
+}
 
 class UnparsableRequestInterceptor final : public ex::Interceptor {
  public:
@@ -72,11 +80,16 @@ class Factory final : public ex::ServerInterceptorFactoryInterface {
 
 }  // namespace
 
-absl::Status unparsable_request_status(const std::string& request_type) {
-  return absl::InvalidArgumentError(
-      absl::StrCat("the request message does not parse as ", request_type,
-                   " (protobuf wire format): check that the client uses this server's proto/ "
-                   "definitions"));
+absl::Status refuse_unparsable(Metrics& metrics, const std::string& method,
+                               const std::string& message_type) {
+  metrics.count_unparsable(method);
+  return unparsable_request_status(message_type);
+}
+
+absl::Status parse_raw_message(Metrics& metrics, const std::string& method, grpc::ByteBuffer& bytes,
+                               google::protobuf::Message& message) {
+  if (wire::decode_message(bytes, message).ok()) return absl::OkStatus();
+  return refuse_unparsable(metrics, method, message.GetTypeName());
 }
 
 std::unique_ptr<ex::ServerInterceptorFactoryInterface> make_unparsable_request_interceptor(

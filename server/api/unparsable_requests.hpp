@@ -4,6 +4,8 @@
 // into INVALID_ARGUMENT naming the request type, and counts it.
 #pragma once
 
+#include <google/protobuf/message.h>
+#include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/server_interceptor.h>
 
 #include <memory>
@@ -15,9 +17,15 @@
 
 namespace gcompute::server {
 
-/// What a request that does not parse as `request_type` is answered (raw methods, which parse
-/// their requests themselves, answer the same).
-absl::Status unparsable_request_status(const std::string& request_type);
+/// A raw method's message (its reactor parses it) that is not a `message_type`: counted in
+/// gcompute_unparsable_requests_total (the reactor counts the call as any other) and answered
+/// as the interceptor answers a typed method's.
+absl::Status refuse_unparsable(Metrics& metrics, const std::string& method,
+                               const std::string& message_type);
+
+/// Parses a raw method's `bytes` into `message`; refuse_unparsable when they are not one.
+absl::Status parse_raw_message(Metrics& metrics, const std::string& method, grpc::ByteBuffer& bytes,
+                               google::protobuf::Message& message);
 
 /// For the server builder's interceptor creators; `metrics` outlives the server.
 std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>
