@@ -25,15 +25,20 @@
 //    TF32). W and V are double-buffered: the update GEMMs write each block to its slot of the next
 //    round, so that the pairs of every round are adjacent. After a full
 //    sweep (k - 1 rounds for k blocks) the blocks are back in their original order. One flag read
-//    per sweep decides convergence. After kEscalateAfterSweeps outer sweeps the inner solver takes
-//    more sweeps (see there).
+//    per sweep decides convergence; after a sweep whose rotations were all small, one GEMM of the
+//    whole W^T W tests it instead of a sweep that would only confirm it (whole_gram_passes). After
+//    kEscalateAfterSweeps outer sweeps the inner solver takes more sweeps (see there).
 #include <algorithm>
+#include <bit>
+#include <cmath>
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "detail/launch_helpers.hpp"
 #include "detail/phase_profile.hpp"
 #include "detail/stop_pacer.hpp"
@@ -100,9 +105,10 @@ constexpr std::int64_t kGramMinChunkRows = 256;
 
 /// SvdTuning::profile: the blocked driver's device time split into the Gram GEMM, the inner
 /// Jacobi and the update GEMMs of every round, printed once per call.
-enum RoundPhase { kGramGemm, kInnerJacobi, kUpdateGemms };
+enum RoundPhase { kGramGemm, kInnerJacobi, kUpdateGemms, kWholeGramCheck };
 detail::PhaseProfile round_profile(StreamView stream, bool on) {
-  return detail::PhaseProfile(stream, on, {"gram gemm", "inner jacobi", "update gemms"});
+  return detail::PhaseProfile(stream, on,
+                              {"gram gemm", "inner jacobi", "update gemms", "whole-gram checks"});
 }
 
 struct Plan {
@@ -187,7 +193,7 @@ struct Buffers {
   T* scratch = nullptr;  // completion of the basis
   T* g = nullptr;
   T* q = nullptr;
-  int* flag = nullptr;
+  int* flag = nullptr;  // detail::kSweepFlags: rotated, largest cosine
   const void** ptrs = nullptr;
   const void** gram_ptrs = nullptr;  // split Gram GEMM: per parity, its A and C lists
   T* sort_norm = nullptr;            // blocked: npad column norms for the de Rijk ordering
@@ -220,7 +226,7 @@ Buffers<T> carve(const Plan& pl, const SvdShape& s, detail::WorkspaceCarver& c) 
     const std::int64_t nb2 = 2 * pl.nb;
     b.g = c.take<T>(pl.gram_splits * pl.k / 2 * nb2 * nb2);
     b.q = c.take<T>(pl.k / 2 * nb2 * nb2);
-    b.flag = c.take<int>(1);
+    b.flag = c.take<int>(detail::kSweepFlags);
     b.ptrs = c.take<const void*>(2 * (pl.k - 1) * kRoundOperands * pl.k);
     if (pl.gram_splits > 1)
       b.gram_ptrs = c.take<const void*>(2 * 2 * pl.k / 2 * pl.gram_full_chunks());
@@ -815,14 +821,55 @@ absl::Status run_round(const Blocked<T>& x, const GramSolver<T>& gram, InnerRun 
   return absl::OkStatus();
 }
 
-/// Sweeps of the loaded matrix until one rotates nothing (converged) or max_sweeps: each an
-/// optional column sort and k - 1 rounds, then one flag read; sweeps from kEscalateAfterSweeps on
-/// give the inner solver more sweeps. `done_rounds` counts the steps that switched buffers so
-/// far: its parity says which buffer holds W and V.
+/// Whether every pair of W's N columns (buffer `cur`) passes the inner solvers' test at the
+/// outer tolerance: G = W^T W (one GEMM in the element type, never TF32, into the other W
+/// buffer, free between sweeps: M npad >= N^2) tested by gram_unconverged_kernel. This is the
+/// test that a sweep rotating nothing would make, pair set by pair set, on the same W.
+template <typename T>
+absl::StatusOr<bool> whole_gram_passes(const Blocked<T>& x, int cur) {
+  const Plan& pl = x.pl;
+  const cudaStream_t st = x.ctx.stream;
+  const int n = static_cast<int>(pl.N), m = static_cast<int>(pl.M);
+  const T one = 1, zero = 0;
+  T* g = x.b.w[1 - cur];
+  GC_CUDA_TRY(cudaMemsetAsync(x.b.flag, 0, sizeof(int), st));
+  GC_CUBLAS_TRY(cublasGemmEx(x.ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, n, n, m, &one, x.b.w[cur],
+                             cuda_type<T>(), m, x.b.w[cur], cuda_type<T>(), m, &zero, g,
+                             cuda_type<T>(), n, compute_type<T>(), CUBLAS_GEMM_DEFAULT));
+  const std::int64_t entries = static_cast<std::int64_t>(n) * n;
+  detail::gram_unconverged_kernel<T>
+      <<<static_cast<unsigned>(std::clamp<std::int64_t>((entries + 255) / 256, 1, 4096)), 256, 0,
+         st>>>(g, n, x.tol, x.b.flag);
+  GC_CUDA_CHECK_LAUNCH("gram_unconverged_kernel");
+  int flag = 0;
+  GC_CUDA_TRY(cudaMemcpyAsync(&flag, x.b.flag, sizeof(int), cudaMemcpyDeviceToHost, st));
+  GC_CUDA_TRY(cudaStreamSynchronize(st));
+  return flag == 0;
+}
+
+/// Sweeps of the loaded matrix until it has converged or max_sweeps: each an optional column sort
+/// and k - 1 rounds, then one flag read. A sweep that rotated nothing has converged; one that
+/// rotated, but no pair with a cosine past settle_cosine, is followed by whole_gram_passes, which
+/// saves the sweep that would only confirm convergence when it passes (tuning.settle_check). Sweeps
+/// from kEscalateAfterSweeps on give the inner solver more sweeps. `done_rounds` counts the steps
+/// that switched buffers so far: its parity says which buffer holds W and V.
 struct SweepResult {
   int sweeps = 0;
   bool converged = false;
+  int whole_gram_checks = 0;
+  std::vector<float> cosines;  // per sweep, the largest cosine rotated (0: none)
 };
+
+/// Largest cosine of a sweep after which whole_gram_passes is tried: tol^(1/5). Convergence is
+/// quadratic, but with a spread constant: on the H200 (24 random solves, n = 256..2048, default
+/// tol) the last sweep that rotated anything had largest cosines up to 6.1e-2 in f32 (tol^(1/5):
+/// 0.07..0.09) and 2.7e-5 in f64 (1.3e-3..1.6e-3), the sweep before it at least 0.17 and 6.6e-3;
+/// sqrt(tol) caught that last sweep in half of them. A check that fails costs one GEMM (at most
+/// about a tenth of a sweep: n = 8192 f32); a check that passes saves a sweep.
+template <typename T>
+float settle_cosine(T tol) {
+  return static_cast<float>(std::pow(static_cast<double>(tol), 0.2));
+}
 /// Rounds between cancellation checks: about 5 ms of work each, from the round's GEMM flops
 /// (Gram matrices and the updates of W and V of k / 2 block pairs) at 10 TFLOP/s.
 std::int64_t rounds_per_check(const Plan& pl) {
@@ -833,8 +880,8 @@ std::int64_t rounds_per_check(const Plan& pl) {
 
 template <typename T>
 absl::StatusOr<SweepResult> sweep_until_converged(const Blocked<T>& x, const GramSolver<T>& gram,
-                                                  bool sort, int max_sweeps, StopToken stop,
-                                                  detail::PhaseProfile& prof,
+                                                  bool sort, bool settle_check, int max_sweeps,
+                                                  StopToken stop, detail::PhaseProfile& prof,
                                                   std::int64_t& done_rounds) {
   const cudaStream_t st = x.ctx.stream;
   const std::int64_t rounds = x.pl.k - 1;
@@ -845,7 +892,7 @@ absl::StatusOr<SweepResult> sweep_until_converged(const Blocked<T>& x, const Gra
       GC_CUDA_TRY(cudaStreamSynchronize(st));
       return absl::CancelledError(absl::StrCat("svd: cancelled after ", out.sweeps, " sweeps"));
     }
-    GC_CUDA_TRY(cudaMemsetAsync(x.b.flag, 0, sizeof(int), st));
+    GC_CUDA_TRY(cudaMemsetAsync(x.b.flag, 0, detail::kSweepFlags * sizeof(int), st));
     if (sort) {
       if (auto st_ = sort_columns<T>(x, static_cast<int>(done_rounds % 2)); !st_.ok()) return st_;
       ++done_rounds;
@@ -866,12 +913,24 @@ absl::StatusOr<SweepResult> sweep_until_converged(const Blocked<T>& x, const Gra
                                                  " after round ", r + 1, " of ", rounds));
       }
     }
-    int flag = 0;
-    GC_CUDA_TRY(cudaMemcpyAsync(&flag, x.b.flag, sizeof(int), cudaMemcpyDeviceToHost, st));
+    int flags[detail::kSweepFlags] = {};
+    GC_CUDA_TRY(cudaMemcpyAsync(flags, x.b.flag, sizeof(flags), cudaMemcpyDeviceToHost, st));
     GC_CUDA_TRY(cudaStreamSynchronize(st));
-    prof.collect();
     ++out.sweeps;
-    out.converged = flag == 0;
+    out.converged = flags[detail::kRotatedFlag] == 0;
+    const float largest_cosine =
+        out.converged ? 0.0f : std::bit_cast<float>(flags[detail::kLargestCosineFlag]);
+    out.cosines.push_back(largest_cosine);
+    if (!out.converged && settle_check && largest_cosine <= settle_cosine(x.tol)) {
+      prof.mark(kWholeGramCheck);
+      const absl::StatusOr<bool> passed =
+          whole_gram_passes<T>(x, static_cast<int>(done_rounds % 2));
+      prof.mark(detail::PhaseProfile::kUntimed);
+      if (!passed.ok()) return passed.status();
+      ++out.whole_gram_checks;
+      out.converged = *passed;
+    }
+    prof.collect();
     stop.report_steps(out.sweeps, max_sweeps);  // after the flag read the sweep waits on anyway
   }
   return out;
@@ -897,11 +956,13 @@ absl::StatusOr<SvdInfo> run_blocked(const Context& ctx, const Plan& pl, const Sv
   const bool sort = tuning.sort_columns && pl.npad <= 65535;
   if (auto st_ = max_abs<T>(st, a, s.m * s.n, s.batch, b.max_bits); !st_.ok()) return st_;
   SvdInfo info{0, true};
+  int whole_gram_checks = 0;
+  std::string cosines;  // profile: each sweep's largest cosine, matrix after matrix
   for (std::int64_t bi = 0; bi < s.batch; ++bi) {
     if (absl::Status st_ = load_blocked<T>(x, a, bi); !st_.ok()) return st_;
     std::int64_t done_rounds = 0;
-    const absl::StatusOr<SweepResult> swept =
-        sweep_until_converged<T>(x, *gram, sort, max_sweeps, stop, prof, done_rounds);
+    const absl::StatusOr<SweepResult> swept = sweep_until_converged<T>(
+        x, *gram, sort, tuning.settle_check, max_sweeps, stop, prof, done_rounds);
     if (!swept.ok()) return swept.status();
     const int fin = static_cast<int>(done_rounds % 2);
     if (auto st_ = finish<T>(st, pl, s, b, b.w[fin], pl.M, pl.M * pl.npad, b.v[fin], pl.npad,
@@ -911,9 +972,15 @@ absl::StatusOr<SvdInfo> run_blocked(const Context& ctx, const Plan& pl, const Sv
     }
     info.sweeps = std::max(info.sweeps, swept->sweeps);
     info.converged = info.converged && swept->converged;
+    whole_gram_checks += swept->whole_gram_checks;
+    if (tuning.profile) {
+      for (const float c : swept->cosines) absl::StrAppend(&cosines, absl::StrFormat("%.1e ", c));
+    }
   }
   GC_CUDA_TRY(cudaStreamSynchronize(st));
-  prof.report(absl::StrCat("svd profile: N=", pl.N, " nb=", pl.nb, " sweeps=", info.sweeps));
+  prof.report(absl::StrCat("svd profile: N=", pl.N, " nb=", pl.nb, " sweeps=", info.sweeps,
+                           " whole-gram checks=", whole_gram_checks, " largest cosines ", cosines,
+                           "(settle at ", settle_cosine(tol), ")"));
   return info;
 }
 

@@ -27,6 +27,7 @@ Tuning tuning_from_environment() {
       static_cast<SvdTuning::InnerSolver>(env_int("GCOMPUTE_SVD_INNER_SOLVER", 0, 0, 2));
   t.svd.inner_double = env_int("GCOMPUTE_SVD_INNER_DOUBLE", 0, 0, 1) != 0;
   t.svd.sort_columns = env_int("GCOMPUTE_SVD_SORT", 1, 0, 1) != 0;
+  t.svd.settle_check = env_int("GCOMPUTE_SVD_SETTLE_CHECK", 1, 0, 1) != 0;
   t.svd.profile = env_int("GCOMPUTE_SVD_PROFILE", 0, 0, 1) != 0;
   const char* depth = std::getenv("GCOMPUTE_APSP_DEPTH");
   const std::string_view forced(depth != nullptr ? depth : "");

@@ -74,6 +74,37 @@ __device__ inline bool pair_needs_rotation(T alpha, T beta, T gamma, T tol, T ne
   return pair_needs_rotation_rooted(alpha, beta, sqrt(alpha), sqrt(beta), gamma, tol, negligible);
 }
 
+/// The two flag words that the blocked driver's inner solvers raise for a sweep: flags[0] when a
+/// block pair's set of columns failed pair_needs_rotation at the outer tolerance (a sweep without
+/// it has converged), and in flags[1] (as float bits: non-negative floats order as their bits) the
+/// largest cosine between two columns of such a set before it was rotated. Jacobi converges
+/// quadratically: once a sweep's rotations are all small, the residue they leave may already be
+/// within tol, so the driver tests the whole W on its Gram matrix (one GEMM) instead of running a
+/// full sweep that would only find nothing to rotate (settle_cosine in svd.cu).
+constexpr int kRotatedFlag = 0;
+constexpr int kLargestCosineFlag = 1;
+constexpr int kSweepFlags = 2;
+
+/// The cosine of the angle between two columns with squared norms alpha, beta (roots given) and
+/// dot product gamma, as float; 0 where either is at or below `negligible` (never rotated).
+template <typename T>
+__device__ inline float pair_cosine(T alpha, T beta, T root_alpha, T root_beta, T gamma,
+                                    T negligible) {
+  return alpha > negligible && beta > negligible
+             ? static_cast<float>(fabs(gamma) / (root_alpha * root_beta))
+             : 0.0f;
+}
+
+/// Raises flags[kRotatedFlag] and takes the largest of `cosine` over the calling warp into
+/// flags[kLargestCosineFlag] (one atomic a warp, from lane 0). Every lane of the warp calls it.
+__device__ inline void raise_sweep_flags(int* flags, float cosine) {
+  const unsigned largest = __reduce_max_sync(0xffffffffu, __float_as_uint(cosine));
+  if ((threadIdx.x & 31) == 0) {
+    atomicOr(flags + kRotatedFlag, 1);
+    atomicMax(reinterpret_cast<unsigned*>(flags + kLargestCosineFlag), largest);
+  }
+}
+
 /// pair_needs_rotation's test squared, for operands whose products neither overflow nor
 /// underflow (scaled matrices; columns well above SvdLimits<double>::kNegligible).
 template <typename T>
@@ -599,7 +630,8 @@ __device__ inline void load_split_gram(const T* __restrict__ g_all, int nb2, int
 /// For block pair blockIdx.x: G (2b x 2b, column-major, from a GEMM) is diagonalised by a cyclic
 /// two-sided Jacobi in shared memory with the same rotations one-sided Jacobi would apply to the
 /// 2b columns; Q (2b x 2b) accumulates them so that [Ai Aj] Q has orthogonal columns.
-/// Sets *rotated when any rotation was needed (the pair set was not yet orthogonal).
+/// Raises sweep_flags (raise_sweep_flags) when any rotation was needed (the set was not yet
+/// orthogonal).
 /// A round is two phases: the rotations of its b pairs, then G <- J^T G J and Q <- Q J, where
 /// each thread owns whole 2 x 2 blocks of G (rows of pair p x columns of pair q: the column
 /// rotation, then the row rotation, as a columns-then-rows pass would) and row pieces of Q, so
@@ -607,7 +639,7 @@ __device__ inline void load_split_gram(const T* __restrict__ g_all, int nb2, int
 template <typename T, typename TI>
 __global__ void __launch_bounds__(1024)
     gram_jacobi_kernel(const T* __restrict__ g_all, int splits, T* __restrict__ q_all, int nb2,
-                       double outer_tol, int max_inner_sweeps, int* __restrict__ rotated_flag) {
+                       double outer_tol, int max_inner_sweeps, int* __restrict__ sweep_flags) {
   // `tol` in the arithmetic's type (exact: callers pass a T); double in the signature so that every
   // inner solver has one.
   const TI tol = static_cast<TI>(outer_tol);
@@ -631,6 +663,15 @@ __global__ void __launch_bounds__(1024)
       g[j + i * ld] = mean;
     }
     q[i + j * ld] = i == j ? TI(1) : TI(0);
+  }
+  __syncthreads();
+  float cosine = 0.0f;  // the largest between two of the set's columns, for raise_sweep_flags
+  for (int e = threadIdx.x; e < nb2 * nb2; e += blockDim.x) {
+    const int i = e % nb2, j = e / nb2;
+    if (i <= j) continue;
+    const TI gi = g[i + i * ld], gj = g[j + j * ld];
+    cosine = fmaxf(cosine, pair_cosine(gi, gj, sqrt(gi), sqrt(gj), g[i + j * ld],
+                                       TI(SvdLimits<T>::kNegligible)));
   }
   const int pairs = nb2 / 2;
   bool first_rot = false;
@@ -701,7 +742,8 @@ __global__ void __launch_bounds__(1024)
   for (int e = threadIdx.x; e < nb2 * nb2; e += blockDim.x) {
     qdst[e] = static_cast<T>(q[(e % nb2) + (e / nb2) * ld]);
   }
-  if (first_rot && threadIdx.x == 0) atomicOr(rotated_flag, 1);
+  // first_rot is the same in every thread: it comes from a shared word after a barrier.
+  if (first_rot) raise_sweep_flags(sweep_flags, cosine);
 }
 
 /// 16 bytes of consecutive elements, for one vector access to shared memory.
@@ -794,12 +836,12 @@ __device__ inline bool inner_rotation(T alpha, T beta, T gamma, T tol, T negligi
 }
 
 /// For block pair blockIdx.x: the same job as gram_jacobi_kernel (Q with [Wi Wj] Q orthogonal,
-/// *rotated_flag raised when the pair set needed it) by one-sided Jacobi on R, the Cholesky
-/// factor of G = [Wi Wj]^T [Wi Wj] = R^T R (nb2 <= 64), with 4 nb2 threads, in TI (double, or
-/// float for f32 input where the caller allows: half the shared-memory traffic that bounds a
-/// round; the pivot floor and inner tolerance in TI's epsilon, as in gram_warp_jacobi_kernel).
-/// G comes from the round's Gram GEMM in `splits` partial products (load_split_gram). Rotating
-/// R's columns rotates [Wi Wj]'s, and only columns move.
+/// sweep_flags raised (raise_sweep_flags) when the pair set needed it) by one-sided Jacobi on R,
+/// the Cholesky factor of G = [Wi Wj]^T [Wi Wj] = R^T R (nb2 <= 64), with 4 nb2 threads, in TI
+/// (double, or float for f32 input where the caller allows: half the shared-memory traffic that
+/// bounds a round; the pivot floor and inner tolerance in TI's epsilon, as in
+/// gram_warp_jacobi_kernel). G comes from the round's Gram GEMM in `splits` partial products
+/// (load_split_gram). Rotating R's columns rotates [Wi Wj]'s, and only columns move.
 ///
 /// A round: each group of kPairLanes lanes loads its pair's two columns of R and Q (kRows rows a
 /// lane, in 16-byte runs), sums the three dot products over the group, computes the rotation
@@ -824,7 +866,7 @@ template <typename T, typename TI, int kRows>
 __global__ void __launch_bounds__(256, 1)
     gram_cholesky_jacobi_kernel(const T* __restrict__ g_all, int splits, T* __restrict__ q_all,
                                 int nb2, double outer_tol, int max_inner_sweeps,
-                                int* __restrict__ rotated_flag) {
+                                int* __restrict__ sweep_flags) {
   constexpr TI kInnerTol = 4 * SvdLimits<TI>::kEps;
   constexpr TI kPivotFloor = 256 * SvdLimits<TI>::kEps;
   const TI tol = static_cast<TI>(outer_tol);  // exact: callers pass a T
@@ -865,11 +907,14 @@ __global__ void __launch_bounds__(256, 1)
   }
   __syncthreads();
   bool needs = false;
+  float cosine = 0.0f;  // the largest between two of the set's columns, for raise_sweep_flags
   for (int e = tid; e < elems; e += threads) {
     const int i = e % nb2, j = e / nb2;
     if (i <= j) continue;
     needs |= pair_needs_rotation_rooted(diag[i], diag[j], root_diag[i], root_diag[j], r[i + j * ld],
                                         tol, negligible);
+    cosine = fmaxf(cosine, pair_cosine(diag[i], diag[j], root_diag[i], root_diag[j], r[i + j * ld],
+                                       negligible));
   }
   if (tid == 0) pivot_of(0, r[0]);
   if (!__syncthreads_or(needs)) {
@@ -1040,7 +1085,7 @@ __global__ void __launch_bounds__(256, 1)
   for (int e = tid; e < elems; e += threads) {
     qdst[e] = static_cast<T>(q[(e % nb2) + (e / nb2) * ld]);
   }
-  if (tid == 0) atomicOr(rotated_flag, 1);
+  raise_sweep_flags(sweep_flags, cosine);  // blockDim.x is a multiple of 32
 }
 
 /// Columns of a block pair that gram_warp_jacobi_kernel holds: one warp, a column a lane.
@@ -1157,7 +1202,7 @@ template <typename T, typename TI>
 __global__ void __launch_bounds__(kWarpGramThreads)
     gram_warp_jacobi_kernel(const T* __restrict__ src, std::int64_t rows, int splits,
                             T* __restrict__ q_all, double outer_tol, int max_inner_sweeps,
-                            int* __restrict__ rotated_flag) {
+                            int* __restrict__ sweep_flags) {
   constexpr int P = kWarpPairColumns;
   constexpr int kSums = 4;
   constexpr TI kInnerTol = 4 * SvdLimits<TI>::kEps;
@@ -1191,12 +1236,14 @@ __global__ void __launch_bounds__(kWarpGramThreads)
   }
   const TI root = sqrt(diag);
   bool needs = false;
+  float cosine = 0.0f;  // the largest between two of the pair's columns, for raise_sweep_flags
 #pragma unroll
   for (int k = 0; k < P; ++k) {
     const TI diag_k = __shfl_sync(kAll, diag, k);
     const TI root_k = __shfl_sync(kAll, root, k);
     if (k > l) {
       needs |= pair_needs_rotation_rooted(diag, diag_k, root, root_k, x[k], tol, negligible);
+      cosine = fmaxf(cosine, pair_cosine(diag, diag_k, root, root_k, x[k], negligible));
     }
   }
   TI qc[P];
@@ -1259,7 +1306,25 @@ __global__ void __launch_bounds__(kWarpGramThreads)
   __syncwarp();
 #pragma unroll
   for (int c = 0; c < P; ++c) qdst[l + c * P] = stage[l][c];  // Q(l, c), by rows
-  if (any_needs && l == 0) atomicOr(rotated_flag, 1);
+  if (any_needs) raise_sweep_flags(sweep_flags, cosine);
+}
+
+/// The blocked driver's convergence test on the whole of W at once: raises *flag when any pair (i >
+/// j) of the n columns whose Gram matrix is g (n x n, column-major, ld n; the lower triangle is
+/// read, as the inner solvers read theirs) fails pair_needs_rotation at `tol`.
+template <typename T>
+__global__ void gram_unconverged_kernel(const T* __restrict__ g, int n, T tol,
+                                        int* __restrict__ flag) {
+  const std::int64_t ld = n, total = ld * n;
+  bool fails = false;
+  for (std::int64_t e = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; e < total;
+       e += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const std::int64_t i = e % ld, j = e / ld;
+    if (i <= j) continue;
+    fails |=
+        pair_needs_rotation(g[i + i * ld], g[j + j * ld], g[e], tol, SvdLimits<T>::kNegligible);
+  }
+  if (__syncthreads_or(fails) && threadIdx.x == 0) atomicOr(flag, 1);
 }
 
 /// De Rijk ordering between sweeps: order[r] = the column of norm rank r (descending, ties by

@@ -510,6 +510,48 @@ TEST_F(CudaSvdTest, NarrowBlocksManyRounds) {
   shape_case<double>(Kind::kIllConditioned, 1, 140, 140, true, false);
 }
 
+TEST_F(CudaSvdTest, WholeGramCheckEndsOneSweepEarlierWithTheSameContract) {
+  // After a sweep whose rotations were all small, one GEMM of the whole W^T W tests
+  // convergence instead of a sweep that would find nothing to rotate. The same random matrix with
+  // the check on and off, through each inner solver (the register form at width 16, the
+  // 64-column one-sided solver, the two-sided one): both converge within the contract, the check
+  // never costs a sweep, and over the cases it saves at least one (it cannot save one where the
+  // last rotating sweep still turned a pair past the threshold).
+  const std::uint64_t seed = testing::test_seed();
+  SCOPED_TRACE(testing::seed_trace(seed));
+  std::mt19937_64 rng(seed);
+  struct Case {
+    int m, n;
+    bool f32;
+    SvdTuning::InnerSolver solver;
+  };
+  using Inner = SvdTuning::InnerSolver;
+  int saved = 0;
+  for (const Case c :
+       {Case{300, 300, true, Inner::kAuto}, Case{257, 300, false, Inner::kAuto},
+        Case{333, 290, true, Inner::kAuto}, Case{290, 290, false, Inner::kAuto},
+        Case{200, 180, true, Inner::kTwoSided}, Case{180, 200, false, Inner::kTwoSided}}) {
+    SCOPED_TRACE(::testing::Message() << c.m << " x " << c.n << (c.f32 ? " f32" : " f64")
+                                      << " solver " << static_cast<int>(c.solver));
+    const std::vector<double> a = make_matrix(Kind::kGaussian, c.m, c.n, 0, rng);
+    SvdShape shape;
+    shape.m = c.m;
+    shape.n = c.n;
+    SvdInfo with_check, without_check;
+    tuning_ = SvdTuning{.inner_solver = c.solver, .settle_check = true};
+    c.f32 ? run_and_check<float>(shape, a, {}, &with_check)
+          : run_and_check<double>(shape, a, {}, &with_check);
+    tuning_.settle_check = false;
+    c.f32 ? run_and_check<float>(shape, a, {}, &without_check)
+          : run_and_check<double>(shape, a, {}, &without_check);
+    EXPECT_TRUE(with_check.converged);
+    EXPECT_TRUE(without_check.converged);
+    EXPECT_LE(with_check.sweeps, without_check.sweeps);
+    saved += without_check.sweeps - with_check.sweeps;
+  }
+  EXPECT_GE(saved, 1);
+}
+
 TEST_F(CudaSvdTest, TuningVariantsAgreeWithLapack) {
   // Every knob of SvdTuning away from its default, on the blocked driver: first the two-sided
   // inner solver for both types (in double for f32), then the one-sided one for both with several
@@ -519,6 +561,7 @@ TEST_F(CudaSvdTest, TuningVariantsAgreeWithLapack) {
   tuning_.inner_sweeps = 3;
   tuning_.inner_double = true;
   tuning_.sort_columns = false;
+  tuning_.settle_check = false;
   tuning_.block = 24;
   shape_case<float>(Kind::kGaussian, 1, 150, 110, true, false);
   shape_case<double>(Kind::kRankDeficient, 1, 110, 150, true, true, 12);

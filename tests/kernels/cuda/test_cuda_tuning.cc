@@ -12,18 +12,18 @@
 namespace gcompute::kernels::cuda {
 namespace {
 
-constexpr const char* kVariables[] = {"GCOMPUTE_SVD_BLOCK",        "GCOMPUTE_SVD_GRAM_PRODUCTS",
-                                      "GCOMPUTE_SVD_INNER_SWEEPS", "GCOMPUTE_SVD_INNER_SOLVER",
-                                      "GCOMPUTE_SVD_INNER_DOUBLE", "GCOMPUTE_SVD_SORT",
-                                      "GCOMPUTE_SVD_PROFILE",      "GCOMPUTE_APSP_DEPTH"};
+constexpr const char* kVariables[] = {
+    "GCOMPUTE_SVD_BLOCK",        "GCOMPUTE_SVD_GRAM_PRODUCTS", "GCOMPUTE_SVD_INNER_SWEEPS",
+    "GCOMPUTE_SVD_INNER_SOLVER", "GCOMPUTE_SVD_INNER_DOUBLE",  "GCOMPUTE_SVD_SORT",
+    "GCOMPUTE_SVD_SETTLE_CHECK", "GCOMPUTE_SVD_PROFILE",       "GCOMPUTE_APSP_DEPTH"};
 
 /// The value of every knob of kVariables, in that order.
 struct Knobs {
   int block, gram_products, inner_sweeps, inner_solver;
-  bool inner_double, sort_columns, profile;
+  bool inner_double, sort_columns, settle_check, profile;
   int apsp_depth;
 };
-constexpr Knobs kDefaults = {0, 0, 1, 0, false, true, false, 0};
+constexpr Knobs kDefaults = {0, 0, 1, 0, false, true, true, false, 0};
 
 void expect_knobs(const Tuning& t, const Knobs& want) {
   EXPECT_EQ(t.svd.block, want.block);
@@ -32,6 +32,7 @@ void expect_knobs(const Tuning& t, const Knobs& want) {
   EXPECT_EQ(static_cast<int>(t.svd.inner_solver), want.inner_solver);
   EXPECT_EQ(t.svd.inner_double, want.inner_double);
   EXPECT_EQ(t.svd.sort_columns, want.sort_columns);
+  EXPECT_EQ(t.svd.settle_check, want.settle_check);
   EXPECT_EQ(t.svd.profile, want.profile);
   EXPECT_EQ(t.apsp.depth, want.apsp_depth);
 }
@@ -64,9 +65,10 @@ TEST_F(TuningFromEnvironment, ValuesInRangeAreTaken) {
   set("GCOMPUTE_SVD_INNER_SOLVER", "2");
   set("GCOMPUTE_SVD_INNER_DOUBLE", "1");
   set("GCOMPUTE_SVD_SORT", "0");
+  set("GCOMPUTE_SVD_SETTLE_CHECK", "0");
   set("GCOMPUTE_SVD_PROFILE", "1");
   set("GCOMPUTE_APSP_DEPTH", "2");
-  expect_knobs(tuning_from_environment(), {24, 65536, 30, 2, true, false, true, 2});
+  expect_knobs(tuning_from_environment(), {24, 65536, 30, 2, true, false, false, true, 2});
   set("GCOMPUTE_SVD_INNER_SOLVER", "1");
   EXPECT_EQ(tuning_from_environment().svd.inner_solver, SvdTuning::InnerSolver::kTwoSided);
   set("GCOMPUTE_APSP_DEPTH", "1");
@@ -90,6 +92,7 @@ TEST_F(TuningFromEnvironment, OutOfRangeKeepsTheDefault) {
   set("GCOMPUTE_SVD_INNER_SOLVER", "3");
   set("GCOMPUTE_SVD_INNER_DOUBLE", "2");
   set("GCOMPUTE_SVD_SORT", "-1");
+  set("GCOMPUTE_SVD_SETTLE_CHECK", "2");
   set("GCOMPUTE_SVD_PROFILE", "5");
   set("GCOMPUTE_APSP_DEPTH", "3");
   expect_knobs(tuning_from_environment(), kDefaults);

@@ -14,9 +14,10 @@ struct Tuning {
   ApspTuning apsp;
 };
 
-/// Tuning from GCOMPUTE_SVD_BLOCK, GCOMPUTE_SVD_INNER_SWEEPS, GCOMPUTE_SVD_INNER_DOUBLE,
-/// GCOMPUTE_SVD_SORT, GCOMPUTE_SVD_PROFILE and GCOMPUTE_APSP_DEPTH. Numbers are read as atoi
-/// reads them; a variable that is unset or out of its range leaves that knob at its default;
+/// Tuning from GCOMPUTE_SVD_BLOCK, GCOMPUTE_SVD_GRAM_PRODUCTS, GCOMPUTE_SVD_INNER_SWEEPS,
+/// GCOMPUTE_SVD_INNER_SOLVER, GCOMPUTE_SVD_INNER_DOUBLE, GCOMPUTE_SVD_SORT,
+/// GCOMPUTE_SVD_SETTLE_CHECK, GCOMPUTE_SVD_PROFILE and GCOMPUTE_APSP_DEPTH. Numbers are read as
+/// atoi reads them; a variable that is unset or out of its range leaves that knob at its default;
 /// a block width that is not a multiple of 8 is rounded down to one; GCOMPUTE_APSP_DEPTH counts
 /// only as exactly "1" or "2". The result always passes validate().
 Tuning tuning_from_environment();
