@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -235,8 +236,16 @@ int main(int argc, char** argv) {
   const gcompute::bench::SolverArgs args(argc, argv, "svd_bench.csv", 4096, "square,batched");
   const bool with_ref = !args.has("noref");
   const Env env;
-  std::mt19937_64 rng(std::random_device{}());
-  std::printf("device: %s (%d SMs)\n", env.properties.name, env.properties.multiProcessorCount);
+  // GCOMPUTE_TEST_SEED replays a run's matrices (as for the tests): A/B runs of a knob then time
+  // the same inputs, whose sweep counts otherwise differ by one either way from seed to seed.
+  const char* fixed_seed = std::getenv("GCOMPUTE_TEST_SEED");
+  const std::uint64_t seed =
+      fixed_seed != nullptr && *fixed_seed != '\0'
+          ? std::strtoull(fixed_seed, nullptr, 0)
+          : (std::uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
+  std::mt19937_64 rng(seed);
+  std::printf("device: %s (%d SMs), seed %llu\n", env.properties.name,
+              env.properties.multiProcessorCount, static_cast<unsigned long long>(seed));
   std::vector<Row> rows;
   for (int n : {256, 512, 1024, 2048, 4096}) {
     if (n > args.max_n || !args.has("square") || !args.wants_f32()) break;

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 # Regenerates svd_methods_h200.png, svd_methods_h200_2026-11-28.png and
-# svd_methods_h200_2026-11-29.png and svd_methods_h200_2026-11-29b.png from the CSVs of the same
+# svd_methods_h200_2026-11-29.png, svd_methods_h200_2026-11-29b.png and
+# svd_methods_h200_2026-11-29c.png from the CSVs of the same
 # names (bench_svd_methods output),
 # eigh_h200.png from eigh_h200.csv (bench_eigh output),
 # svd_polar_cholqr2_h200.png from the three runs svd_polar_cholqr2_h200_2026-11-28_{new,base,
@@ -45,6 +46,8 @@ plot_methods("svd_methods_h200_2026-11-29.csv", "svd_methods_h200_2026-11-29.png
              "H200, 2026-11-29")
 plot_methods("svd_methods_h200_2026-11-29b.csv", "svd_methods_h200_2026-11-29b.png",
              "H200, 2026-11-29 later")
+plot_methods("svd_methods_h200_2026-11-29c.csv", "svd_methods_h200_2026-11-29c.png",
+             "H200, 2026-11-29c")
 
 rows = read_rows(os.path.join(here, "eigh_h200.csv"))
 fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4))
