@@ -58,19 +58,18 @@ void fill_random(std::vector<T>& v, std::mt19937_64& rng) {
 std::string knob_suffix(const SvdTuning& t) {
   const SvdTuning defaults;
   std::string out;
-  if (t.block != defaults.block) out += "SVD_BLOCK=" + std::to_string(t.block);
-  if (t.inner_sweeps != defaults.inner_sweeps) {
-    out +=
-        std::string(out.empty() ? "" : ";") + "SVD_INNER_SWEEPS=" + std::to_string(t.inner_sweeps);
-  }
+  const auto add = [&out](const char* name, int value) {
+    out += std::string(out.empty() ? "" : ";") + name + "=" + std::to_string(value);
+  };
+  if (t.block != defaults.block) add("SVD_BLOCK", t.block);
+  if (t.inner_sweeps != defaults.inner_sweeps) add("SVD_INNER_SWEEPS", t.inner_sweeps);
   if (t.inner_solver != defaults.inner_solver) {
-    out += std::string(out.empty() ? "" : ";") +
-           "SVD_INNER_SOLVER=" + std::to_string(static_cast<int>(t.inner_solver));
+    add("SVD_INNER_SOLVER", static_cast<int>(t.inner_solver));
   }
-  if (t.gram_products != defaults.gram_products) {
-    out += std::string(out.empty() ? "" : ";") +
-           "SVD_GRAM_PRODUCTS=" + std::to_string(t.gram_products);
-  }
+  if (t.gram_products != defaults.gram_products) add("SVD_GRAM_PRODUCTS", t.gram_products);
+  if (t.inner_double != defaults.inner_double) add("SVD_INNER_DOUBLE", t.inner_double);
+  if (t.sort_columns != defaults.sort_columns) add("SVD_SORT", t.sort_columns);
+  if (t.settle_check != defaults.settle_check) add("SVD_SETTLE_CHECK", t.settle_check);
   return out.empty() ? "" : "[" + out + "]";
 }
 

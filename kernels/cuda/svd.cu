@@ -104,7 +104,8 @@ constexpr std::int64_t kGramGemmProducts = 256;
 constexpr std::int64_t kGramMinChunkRows = 256;
 
 /// SvdTuning::profile: the blocked driver's device time split into the Gram GEMM, the inner
-/// Jacobi and the update GEMMs of every round, printed once per call.
+/// Jacobi and the update GEMMs of every round and the whole-Gram checks, printed once per call
+/// with each sweep's largest cosine.
 enum RoundPhase { kGramGemm, kInnerJacobi, kUpdateGemms, kWholeGramCheck };
 detail::PhaseProfile round_profile(StreamView stream, bool on) {
   return detail::PhaseProfile(stream, on,
@@ -824,7 +825,10 @@ absl::Status run_round(const Blocked<T>& x, const GramSolver<T>& gram, InnerRun 
 /// Whether every pair of W's N columns (buffer `cur`) passes the inner solvers' test at the
 /// outer tolerance: G = W^T W (one GEMM in the element type, never TF32, into the other W
 /// buffer, free between sweeps: M npad >= N^2) tested by gram_unconverged_kernel. This is the
-/// test that a sweep rotating nothing would make, pair set by pair set, on the same W.
+/// test that a sweep rotating nothing would make, pair set by pair set, on the same W, at the
+/// same tolerance; only G's rounding differs (one GEMM over all rows, where the rounds sum row
+/// chunks in double or form G in the solver's block), so a pair within rounding of the tolerance
+/// may be decided either way, as it may from one sweep to the next.
 template <typename T>
 absl::StatusOr<bool> whole_gram_passes(const Blocked<T>& x, int cur) {
   const Plan& pl = x.pl;
@@ -860,16 +864,20 @@ struct SweepResult {
   std::vector<float> cosines;  // per sweep, the largest cosine rotated (0: none)
 };
 
-/// Largest cosine of a sweep after which whole_gram_passes is tried: tol^(1/5). Convergence is
-/// quadratic, but with a spread constant: on the H200 (24 random solves, n = 256..2048, default
-/// tol) the last sweep that rotated anything had largest cosines up to 6.1e-2 in f32 (tol^(1/5):
-/// 0.07..0.09) and 2.7e-5 in f64 (1.3e-3..1.6e-3), the sweep before it at least 0.17 and 6.6e-3;
-/// sqrt(tol) caught that last sweep in half of them. A check that fails costs one GEMM (at most
-/// about a tenth of a sweep: n = 8192 f32); a check that passes saves a sweep.
+/// Largest cosine of a sweep after which whole_gram_passes is first tried: tol^(1/5).
+/// Convergence is quadratic, but with a spread constant: on the H200 (24 random solves, n =
+/// 256..2048, default tol; docs/img/svd_settle_cosines_h200_2026-11-29.txt) the last sweep that
+/// rotated anything had largest cosines up to 6.1e-2 in f32 (tol^(1/5): 0.07..0.09) and 2.7e-5
+/// in f64 (1.3e-3..1.6e-3): tol^(1/5) catches all 24, sqrt(tol) caught half. In 10 of them the
+/// sweep before was below it too, and that check failed. A failed check costs one GEMM (0.1 ms
+/// at n = 1024, 0.45 ms at f32 2048, about a tenth of a sweep at f32 8192); a passed one saves a
+/// sweep. After a failed check at cosine c the next waits for a sweep below c / 4
+/// (kSettleBackoff), so that an input converging only linearly does not pay one every sweep.
 template <typename T>
 float settle_cosine(T tol) {
   return static_cast<float>(std::pow(static_cast<double>(tol), 0.2));
 }
+constexpr float kSettleBackoff = 0.25f;
 /// Rounds between cancellation checks: about 5 ms of work each, from the round's GEMM flops
 /// (Gram matrices and the updates of W and V of k / 2 block pairs) at 10 TFLOP/s.
 std::int64_t rounds_per_check(const Plan& pl) {
@@ -887,6 +895,7 @@ absl::StatusOr<SweepResult> sweep_until_converged(const Blocked<T>& x, const Gra
   const std::int64_t rounds = x.pl.k - 1;
   detail::StopPacer pacer(st, x.ctx.events[3], rounds_per_check(x.pl), stop);
   SweepResult out;
+  float check_below = settle_cosine(x.tol);  // the largest cosine that triggers a check
   while (!out.converged && out.sweeps < max_sweeps) {
     if (stop.stop_requested()) {
       GC_CUDA_TRY(cudaStreamSynchronize(st));
@@ -921,7 +930,7 @@ absl::StatusOr<SweepResult> sweep_until_converged(const Blocked<T>& x, const Gra
     const float largest_cosine =
         out.converged ? 0.0f : std::bit_cast<float>(flags[detail::kLargestCosineFlag]);
     out.cosines.push_back(largest_cosine);
-    if (!out.converged && settle_check && largest_cosine <= settle_cosine(x.tol)) {
+    if (!out.converged && settle_check && largest_cosine <= check_below) {
       prof.mark(kWholeGramCheck);
       const absl::StatusOr<bool> passed =
           whole_gram_passes<T>(x, static_cast<int>(done_rounds % 2));
@@ -929,6 +938,7 @@ absl::StatusOr<SweepResult> sweep_until_converged(const Blocked<T>& x, const Gra
       if (!passed.ok()) return passed.status();
       ++out.whole_gram_checks;
       out.converged = *passed;
+      check_below = kSettleBackoff * largest_cosine;
     }
     prof.collect();
     stop.report_steps(out.sweeps, max_sweeps);  // after the flag read the sweep waits on anyway

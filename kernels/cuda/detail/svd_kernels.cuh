@@ -80,7 +80,8 @@ __device__ inline bool pair_needs_rotation(T alpha, T beta, T gamma, T tol, T ne
 /// largest cosine between two columns of such a set before it was rotated. Jacobi converges
 /// quadratically: once a sweep's rotations are all small, the residue they leave may already be
 /// within tol, so the driver tests the whole W on its Gram matrix (one GEMM) instead of running a
-/// full sweep that would only find nothing to rotate (settle_cosine in svd.cu).
+/// full sweep that would only find nothing to rotate (settle_cosine in svd.cu). The inner solvers
+/// compute the cosine whether or not the driver checks (a few products a pair).
 constexpr int kRotatedFlag = 0;
 constexpr int kLargestCosineFlag = 1;
 constexpr int kSweepFlags = 2;
@@ -96,7 +97,7 @@ __device__ inline float pair_cosine(T alpha, T beta, T root_alpha, T root_beta, 
 }
 
 /// Raises flags[kRotatedFlag] and takes the largest of `cosine` over the calling warp into
-/// flags[kLargestCosineFlag] (one atomic a warp, from lane 0). Every lane of the warp calls it.
+/// flags[kLargestCosineFlag] (two atomics a warp, from lane 0). Every lane of the warp calls it.
 __device__ inline void raise_sweep_flags(int* flags, float cosine) {
   const unsigned largest = __reduce_max_sync(0xffffffffu, __float_as_uint(cosine));
   if ((threadIdx.x & 31) == 0) {
@@ -1235,15 +1236,19 @@ __global__ void __launch_bounds__(kWarpGramThreads)
     if (k == l) diag = x[k];
   }
   const TI root = sqrt(diag);
+  // pair_cosine's value from reciprocals (a shuffle and two products a pair instead of a divide on
+  // this latency-bound chain); 0 for a negligible column, as there.
+  const TI inv_root = diag > negligible ? TI(1) / root : TI(0);
   bool needs = false;
   float cosine = 0.0f;  // the largest between two of the pair's columns, for raise_sweep_flags
 #pragma unroll
   for (int k = 0; k < P; ++k) {
     const TI diag_k = __shfl_sync(kAll, diag, k);
     const TI root_k = __shfl_sync(kAll, root, k);
+    const TI inv_root_k = __shfl_sync(kAll, inv_root, k);
     if (k > l) {
       needs |= pair_needs_rotation_rooted(diag, diag_k, root, root_k, x[k], tol, negligible);
-      cosine = fmaxf(cosine, pair_cosine(diag, diag_k, root, root_k, x[k], negligible));
+      cosine = fmaxf(cosine, static_cast<float>(fabs(x[k]) * (inv_root * inv_root_k)));
     }
   }
   TI qc[P];
@@ -1309,9 +1314,9 @@ __global__ void __launch_bounds__(kWarpGramThreads)
   if (any_needs) raise_sweep_flags(sweep_flags, cosine);
 }
 
-/// The blocked driver's convergence test on the whole of W at once: raises *flag when any pair (i >
-/// j) of the n columns whose Gram matrix is g (n x n, column-major, ld n; the lower triangle is
-/// read, as the inner solvers read theirs) fails pair_needs_rotation at `tol`.
+/// The blocked driver's convergence test on the whole of W at once: raises *flag when any pair
+/// (i > j) of the n columns whose Gram matrix is g (n x n, column-major, ld n; the lower triangle
+/// is read) fails pair_needs_rotation at `tol`.
 template <typename T>
 __global__ void gram_unconverged_kernel(const T* __restrict__ g, int n, T tol,
                                         int* __restrict__ flag) {

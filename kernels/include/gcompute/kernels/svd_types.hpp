@@ -99,10 +99,12 @@ struct SvdTuning {
   bool sort_columns = true;
   /// Blocked driver: after a sweep that rotated, but no pair of columns with a cosine above
   /// tolerance^(1/5), test the whole W on one Gram GEMM instead of sweeping again only to find
-  /// nothing to rotate (one sweep fewer when it passes; the same test at the same tolerance).
+  /// nothing to rotate (one sweep fewer when it passes; the same test at the same tolerance, on a
+  /// Gram matrix rounded differently).
   bool settle_check = true;
   /// Splits the device time of a call by step (CUDA events) and prints the sums to stderr: the
-  /// blocked Jacobi driver's Gram GEMM, inner Jacobi and update GEMMs once per call; the polar
+  /// blocked Jacobi driver's Gram GEMM, inner Jacobi, update GEMMs and whole-Gram checks (with
+  /// each sweep's largest cosine) once per call; the polar
   /// method's QR and Cholesky steps, convergence tests, eigensolver and factors once per matrix.
   bool profile = false;
 };
