@@ -25,6 +25,7 @@
 #include "bench_device.hpp"
 #include "exit_on_error.hpp"
 #include "gcompute/kernels/cuda/eigh.hpp"
+#include "support/seed.hpp"
 
 namespace {
 
@@ -221,8 +222,10 @@ Row batched(const Env& env, int n, long long batch, std::mt19937_64& rng) {
 int main(int argc, char** argv) {
   const gcompute::bench::SolverArgs args(argc, argv, "eigh_bench.csv", 8192, "");
   const Env env;
-  std::mt19937_64 rng(std::random_device{}());
-  std::printf("device: %s (%d SMs)\n", env.properties.name, env.properties.multiProcessorCount);
+  const std::uint64_t seed = gcompute::testing::test_seed();  // GCOMPUTE_TEST_SEED replays it
+  std::mt19937_64 rng(seed);
+  std::printf("device: %s (%d SMs), seed %llu\n", env.properties.name,
+              env.properties.multiProcessorCount, static_cast<unsigned long long>(seed));
   std::vector<Row> rows;
   // Batches that take a few ms in our kernel.
   rows.push_back(batched<float>(env, 16, 65536, rng));

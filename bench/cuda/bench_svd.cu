@@ -27,6 +27,7 @@
 #include "exit_on_error.hpp"
 #include "gcompute/kernels/cuda/svd.hpp"
 #include "gcompute/kernels/cuda/tuning.hpp"
+#include "support/seed.hpp"
 
 namespace {
 
@@ -237,11 +238,7 @@ int main(int argc, char** argv) {
   const Env env;
   // GCOMPUTE_TEST_SEED replays a run's matrices (as for the tests): A/B runs of a knob then time
   // the same inputs, whose sweep counts otherwise differ by one either way from seed to seed.
-  const char* fixed_seed = std::getenv("GCOMPUTE_TEST_SEED");
-  const std::uint64_t seed =
-      fixed_seed != nullptr && *fixed_seed != '\0'
-          ? std::strtoull(fixed_seed, nullptr, 0)
-          : (std::uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
+  const std::uint64_t seed = gcompute::testing::test_seed();
   std::mt19937_64 rng(seed);
   std::printf("device: %s (%d SMs), seed %llu\n", env.properties.name,
               env.properties.multiProcessorCount, static_cast<unsigned long long>(seed));

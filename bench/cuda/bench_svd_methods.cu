@@ -29,6 +29,7 @@
 #include "exit_on_error.hpp"
 #include "gcompute/kernels/cuda/svd.hpp"
 #include "gcompute/kernels/cuda/tuning.hpp"
+#include "support/seed.hpp"
 
 namespace {
 
@@ -266,8 +267,10 @@ int main(int argc, char** argv) {
   const Rows want{.gesvd = !args.has("nogesvd"), .jacobi = !args.has("polar-only")};
   const Env env;
   CHECK_LIBRARY(cublasSetPointerMode(env.ctx.cublas, CUBLAS_POINTER_MODE_HOST));
-  std::mt19937_64 rng(std::random_device{}());
-  std::printf("device: %s (%d SMs)\n", env.properties.name, env.properties.multiProcessorCount);
+  const std::uint64_t seed = gcompute::testing::test_seed();  // GCOMPUTE_TEST_SEED replays it
+  std::mt19937_64 rng(seed);
+  std::printf("device: %s (%d SMs), seed %llu\n", env.properties.name,
+              env.properties.multiProcessorCount, static_cast<unsigned long long>(seed));
   std::vector<Row> rows;
   for (int n : {256, 512, 1024, 2048, 4096, 8192}) {
     if (n > args.max_n) break;

@@ -6,22 +6,14 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
 #include <vector>
 
-namespace gcompute::testing {
+#include "support/seed.hpp"
 
-/// GCOMPUTE_TEST_SEED from the environment if set, otherwise a fresh random seed.
-inline std::uint64_t test_seed() {
-  if (const char* env = std::getenv("GCOMPUTE_TEST_SEED"); env != nullptr && *env != '\0') {
-    return std::strtoull(env, nullptr, 0);
-  }
-  std::random_device rd;
-  return (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
-}
+namespace gcompute::testing {
 
 /// A std::mt19937_64 that remembers its seed.
 class Rng {

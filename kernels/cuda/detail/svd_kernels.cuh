@@ -654,25 +654,21 @@ __global__ void __launch_bounds__(1024)
   T* qdst = q_all + static_cast<std::int64_t>(blockIdx.x) * nb2 * nb2;
   load_split_gram(g_all, nb2, splits, g, ld);
   __syncthreads();
+  float cosine = 0.0f;  // the largest between two of the set's columns, for raise_sweep_flags
   for (int e = threadIdx.x; e < nb2 * nb2; e += blockDim.x) {
     const int i = e % nb2;
     const int j = e / nb2;
-    // GEMM need not produce an exactly symmetric G; use the mean of both triangles.
+    // GEMM need not produce an exactly symmetric G; use the mean of both triangles (this loop
+    // writes no diagonal entry, so they are read as loaded).
     if (i > j) {
       const TI mean = TI(0.5) * (g[i + j * ld] + g[j + i * ld]);
       g[i + j * ld] = mean;
       g[j + i * ld] = mean;
+      const TI gi = g[i + i * ld], gj = g[j + j * ld];
+      cosine = fmaxf(cosine,
+                     pair_cosine(gi, gj, sqrt(gi), sqrt(gj), mean, TI(SvdLimits<T>::kNegligible)));
     }
     q[i + j * ld] = i == j ? TI(1) : TI(0);
-  }
-  __syncthreads();
-  float cosine = 0.0f;  // the largest between two of the set's columns, for raise_sweep_flags
-  for (int e = threadIdx.x; e < nb2 * nb2; e += blockDim.x) {
-    const int i = e % nb2, j = e / nb2;
-    if (i <= j) continue;
-    const TI gi = g[i + i * ld], gj = g[j + j * ld];
-    cosine = fmaxf(cosine, pair_cosine(gi, gj, sqrt(gi), sqrt(gj), g[i + j * ld],
-                                       TI(SvdLimits<T>::kNegligible)));
   }
   const int pairs = nb2 / 2;
   bool first_rot = false;
